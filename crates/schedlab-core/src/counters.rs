@@ -1,0 +1,192 @@
+//! Counters kept by every discipline: per flow enqueued, sent, dropped by reason, backlog and
+//! peak backlog. They are part of the [`crate::Scheduler`] contract.
+
+use crate::packet::{FlowId, Packet};
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The arriving packet found the buffer full (tail drop).
+    BufferFull,
+    /// A queued packet was pushed out to make room for an arrival (longest-queue drop,
+    /// "buffer stealing").
+    PushedOut,
+    /// The packet's deadline passed before it could be sent (DWCS droppable streams).
+    Late,
+    /// The packet is not acceptable to the discipline (flow id out of range, larger than the
+    /// discipline's maximum packet size).
+    InvalidPacket,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 4] = [
+        DropReason::BufferFull,
+        DropReason::PushedOut,
+        DropReason::Late,
+        DropReason::InvalidPacket,
+    ];
+
+    /// The name used in output files (`buffer_full`, `pushed_out`, `late`, `invalid_packet`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::BufferFull => "buffer_full",
+            DropReason::PushedOut => "pushed_out",
+            DropReason::Late => "late",
+            DropReason::InvalidPacket => "invalid_packet",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A packet a scheduler dropped, with the reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// The dropped packet.
+    pub packet: Packet,
+    /// Why it was dropped.
+    pub reason: DropReason,
+}
+
+/// Packets and bytes held by a scheduler, or by one of its flows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// Packets queued.
+    pub packets: u64,
+    /// Bytes queued.
+    pub bytes: u64,
+}
+
+/// Counters of one flow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowCounters {
+    /// Packets offered to the scheduler (including those dropped on arrival).
+    pub enqueued_packets: u64,
+    /// Bytes offered to the scheduler.
+    pub enqueued_bytes: u64,
+    /// Packets handed to the link.
+    pub sent_packets: u64,
+    /// Bytes handed to the link.
+    pub sent_bytes: u64,
+    /// Packets dropped, by [`DropReason`] (index = reason order in [`DropReason::ALL`]).
+    pub dropped_packets: [u64; 4],
+    /// Bytes dropped, all reasons.
+    pub dropped_bytes: u64,
+    /// Current backlog.
+    pub backlog: Backlog,
+    /// Largest backlog in packets seen.
+    pub peak_backlog_packets: u64,
+    /// Largest backlog in bytes seen.
+    pub peak_backlog_bytes: u64,
+}
+
+impl FlowCounters {
+    /// Packets dropped for `reason`.
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.dropped_packets[reason.index()]
+    }
+
+    /// Packets dropped for any reason.
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped_packets.iter().sum()
+    }
+}
+
+/// Per-flow counters plus the scheduler's total backlog. Disciplines call the `record_*`
+/// methods at the moment a packet enters, leaves or is dropped; `backlog` is derived from them.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    flows: Vec<FlowCounters>,
+    total: Backlog,
+    peak_total: Backlog,
+}
+
+impl Counters {
+    fn flow_mut(&mut self, flow: FlowId) -> &mut FlowCounters {
+        let index = flow as usize;
+        if index >= self.flows.len() {
+            self.flows.resize(index + 1, FlowCounters::default());
+        }
+        &mut self.flows[index]
+    }
+
+    /// Records an arriving packet offered to the scheduler (before any drop decision).
+    pub fn record_arrival(&mut self, packet: &Packet) {
+        let flow = self.flow_mut(packet.flow);
+        flow.enqueued_packets += 1;
+        flow.enqueued_bytes += packet.size as u64;
+    }
+
+    /// Records that `packet` now sits in the scheduler's buffer.
+    pub fn record_queued(&mut self, packet: &Packet) {
+        let size = packet.size as u64;
+        let flow = self.flow_mut(packet.flow);
+        flow.backlog.packets += 1;
+        flow.backlog.bytes += size;
+        flow.peak_backlog_packets = flow.peak_backlog_packets.max(flow.backlog.packets);
+        flow.peak_backlog_bytes = flow.peak_backlog_bytes.max(flow.backlog.bytes);
+        self.total.packets += 1;
+        self.total.bytes += size;
+        self.peak_total.packets = self.peak_total.packets.max(self.total.packets);
+        self.peak_total.bytes = self.peak_total.bytes.max(self.total.bytes);
+    }
+
+    fn remove_backlog(&mut self, packet: &Packet) {
+        let size = packet.size as u64;
+        let flow = &mut self.flows[packet.flow as usize];
+        flow.backlog.packets -= 1;
+        flow.backlog.bytes -= size;
+        self.total.packets -= 1;
+        self.total.bytes -= size;
+    }
+
+    /// Records that a queued packet left for the link.
+    pub fn record_sent(&mut self, packet: &Packet) {
+        self.remove_backlog(packet);
+        let flow = &mut self.flows[packet.flow as usize];
+        flow.sent_packets += 1;
+        flow.sent_bytes += packet.size as u64;
+    }
+
+    /// Records a drop. `was_queued` tells whether the packet had been counted in the backlog
+    /// (a push-out or a late head) or was refused on arrival.
+    pub fn record_drop(&mut self, packet: &Packet, reason: DropReason, was_queued: bool) {
+        if was_queued {
+            self.remove_backlog(packet);
+        }
+        let flow = self.flow_mut(packet.flow);
+        flow.dropped_packets[reason.index()] += 1;
+        flow.dropped_bytes += packet.size as u64;
+    }
+
+    /// Total backlog.
+    pub fn backlog(&self) -> Backlog {
+        self.total
+    }
+
+    /// Largest total backlog seen (packets and bytes, each its own maximum).
+    pub fn peak_backlog(&self) -> Backlog {
+        self.peak_total
+    }
+
+    /// Backlog of one flow (zero for a flow never seen).
+    pub fn flow_backlog(&self, flow: FlowId) -> Backlog {
+        self.flows
+            .get(flow as usize)
+            .map(|f| f.backlog)
+            .unwrap_or_default()
+    }
+
+    /// Counters of one flow, if the flow has been seen.
+    pub fn flow(&self, flow: FlowId) -> Option<&FlowCounters> {
+        self.flows.get(flow as usize)
+    }
+
+    /// Counters of every flow id from 0 up to the largest seen (unseen ids have zeros).
+    pub fn flows(&self) -> &[FlowCounters] {
+        &self.flows
+    }
+}

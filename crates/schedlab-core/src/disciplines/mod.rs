@@ -1,0 +1,5 @@
+//! One file per discipline. Each file's header cites the paper and section it implements and
+//! maps the paper's pseudo-code names to the code's.
+
+pub mod drr;
+pub mod fifo;

@@ -1,0 +1,194 @@
+//! The registry: every discipline by id, an enum over all of them for static dispatch, and
+//! [`build_scheduler`] which turns a `[scheduler]` table into a running scheduler.
+//!
+//! To add a discipline: write its file under `disciplines/`, implement [`Discipline`] and add
+//! one line to the `disciplines!` invocation below.
+
+use crate::config::{join_path, BufferLimit, ConfigError, FlowTable, TableReader};
+use crate::counters::Backlog;
+use crate::counters::{Counters, Dropped};
+use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo};
+use crate::disciplines::*;
+use crate::packet::{FlowId, Packet};
+use crate::scheduler::Scheduler;
+use crate::time::{Rate, TimeNs};
+
+/// Keys every `[scheduler]` table accepts besides the discipline's own.
+pub const COMMON_SCHEDULER_KEYS: &[&str] = &["kind", "buffer", "buffer_packets", "drop_policy"];
+
+macro_rules! disciplines {
+    ($($variant:ident => $ty:ty),+ $(,)?) => {
+        /// Any built-in discipline (static dispatch). Variants differ in size; a scheduler is
+        /// built once per link, so boxing would only add an indirection per packet.
+        #[derive(Clone, Debug)]
+        #[allow(clippy::large_enum_variant)]
+        pub enum AnyScheduler {
+            $(
+                #[doc = concat!("`", stringify!($ty), "`")]
+                $variant($ty),
+            )+
+        }
+
+        /// Self-descriptions of every built-in discipline, in registry order.
+        pub const DISCIPLINES: &[DisciplineInfo] = &[$(<$ty as Discipline>::INFO),+];
+
+        fn build_kind(
+            kind: &str,
+            reader: &mut TableReader<'_>,
+            context: &BuildContext<'_>,
+        ) -> Option<Result<AnyScheduler, ConfigError>> {
+            $(
+                if kind == <$ty as Discipline>::INFO.id {
+                    return Some((|| {
+                        require_tail_drop(&<$ty as Discipline>::INFO, &context.limit)?;
+                        let config = <$ty as Discipline>::read_config(reader)?;
+                        Ok(AnyScheduler::$variant(<$ty as Discipline>::build(config, context)?))
+                    })());
+                }
+            )+
+            None
+        }
+
+        macro_rules! dispatch {
+            ($self:ident, $s:ident => $body:expr) => {
+                match $self { $(AnyScheduler::$variant($s) => $body,)+ }
+            };
+        }
+    };
+}
+
+disciplines! {
+    Fifo => fifo::Fifo,
+    Drr => drr::Drr,
+}
+
+impl Scheduler for AnyScheduler {
+    fn id(&self) -> &'static str {
+        dispatch!(self, s => s.id())
+    }
+    #[inline]
+    fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
+        dispatch!(self, s => s.enqueue(packet, now, drops))
+    }
+    #[inline]
+    fn dequeue(&mut self, now: TimeNs, drops: &mut Vec<Dropped>) -> Option<Packet> {
+        dispatch!(self, s => s.dequeue(now, drops))
+    }
+    fn peek(&mut self, now: TimeNs) -> Option<Packet> {
+        dispatch!(self, s => s.peek(now))
+    }
+    fn counters(&self) -> &Counters {
+        dispatch!(self, s => s.counters())
+    }
+    fn backlog(&self) -> Backlog {
+        dispatch!(self, s => s.backlog())
+    }
+    fn flow_backlog(&self, flow: FlowId) -> Backlog {
+        dispatch!(self, s => s.flow_backlog(flow))
+    }
+    fn next_wakeup(&self, now: TimeNs) -> Option<TimeNs> {
+        dispatch!(self, s => s.next_wakeup(now))
+    }
+    fn is_work_conserving(&self) -> bool {
+        dispatch!(self, s => s.is_work_conserving())
+    }
+    fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
+        dispatch!(self, s => s.discipline_counters())
+    }
+}
+
+/// The self-description of discipline `id`.
+pub fn discipline_info(id: &str) -> Option<&'static DisciplineInfo> {
+    DISCIPLINES.iter().find(|info| info.id == id)
+}
+
+/// Builds a scheduler from a `[scheduler]` table found at `path` (e.g. `"scheduler"` or
+/// `"link[0].scheduler"`): reads `kind`, the buffer keys and the discipline's parameters,
+/// rejects unknown keys, and validates the flow table for that discipline.
+pub fn build_scheduler(
+    table: &toml::Table,
+    path: &str,
+    flows: &FlowTable,
+    link_rate: Rate,
+) -> Result<AnyScheduler, ConfigError> {
+    let mut reader = TableReader::new(table, path);
+    let kind = reader.string("kind")?.ok_or_else(|| {
+        ConfigError::new(
+            join_path(path, "kind"),
+            "(missing)",
+            "every scheduler needs a kind",
+        )
+    })?;
+    let limit = BufferLimit::read(&mut reader)?;
+    let context = BuildContext {
+        limit,
+        flows,
+        link_rate,
+    };
+    let scheduler = build_kind(kind, &mut reader, &context).unwrap_or_else(|| {
+        let ids: Vec<&str> = DISCIPLINES.iter().map(|d| d.id).collect();
+        Err(reader.error("kind", format!("unknown discipline; known: {}", ids.join(", "))))
+    })?;
+    let info = discipline_info(kind).expect("built kinds are registered");
+    let mut accepted: Vec<&str> = COMMON_SCHEDULER_KEYS.to_vec();
+    accepted.extend(info.scheduler_params.iter().map(|p| p.name));
+    reader.finish_with(&accepted)?;
+    Ok(scheduler)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::FlowParams;
+
+    fn build(text: &str) -> Result<AnyScheduler, ConfigError> {
+        let table: toml::Table = text.parse().unwrap();
+        build_scheduler(
+            &table,
+            "scheduler",
+            &FlowTable::uniform(FlowParams::default()),
+            Rate::from_bits_per_second(1_000_000).unwrap(),
+        )
+    }
+
+    #[test]
+    fn builds_by_kind() {
+        assert_eq!(build("kind = \"drr\"\nquantum = 900").unwrap().id(), "drr");
+        assert_eq!(build("kind = \"fifo\"\nbuffer = \"10KB\"").unwrap().id(), "fifo");
+    }
+
+    #[test]
+    fn errors_name_the_key_and_value() {
+        let e = build("kind = \"drrr\"").unwrap_err();
+        assert_eq!(e.path, "scheduler.kind");
+        assert_eq!(e.value, "\"drrr\"");
+        assert!(e.rule.contains("known: fifo, drr"), "{e}");
+        let e = build("kind = \"drr\"\nquantum = 0").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "scheduler.quantum = 0: must be an integer from 1 to 4294967295"
+        );
+        let e = build("kind = \"drr\"\nquantom = 10").unwrap_err();
+        assert_eq!(e.path, "scheduler.quantom");
+        assert!(
+            e.rule
+                .contains("accepted keys: kind, buffer, buffer_packets, drop_policy, quantum"),
+            "{e}"
+        );
+        let e = build("kind = \"fifo\"\nquantum = 10").unwrap_err();
+        assert_eq!(e.path, "scheduler.quantum");
+        let e = build("quantum = 10").unwrap_err();
+        assert_eq!(e.path, "scheduler.kind");
+    }
+
+    #[test]
+    fn every_id_is_unique_and_lower_snake_case() {
+        let mut ids: Vec<&str> = DISCIPLINES.iter().map(|d| d.id).collect();
+        assert!(ids
+            .iter()
+            .all(|id| id.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), DISCIPLINES.len());
+    }
+}

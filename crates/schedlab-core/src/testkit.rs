@@ -1,0 +1,150 @@
+//! Shared test helpers: random traces and the invariant checks every discipline must pass.
+
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+
+use crate::link::{run_link, LinkRun, Outcome};
+use crate::packet::{FlowId, Packet};
+use crate::scheduler::Scheduler;
+use crate::time::Rate;
+
+/// The test link: 8 Mbit/s, so one byte takes exactly 1 µs.
+pub fn link() -> Rate {
+    Rate::from_bits_per_second(8_000_000).unwrap()
+}
+
+/// Ids of `packets` in the order the scheduler sent them on [`link`].
+pub fn send_order<S: Scheduler + ?Sized>(scheduler: &mut S, packets: &[Packet]) -> Vec<u64> {
+    let run = run_link(scheduler, link(), packets).unwrap();
+    run.send_order
+        .iter()
+        .map(|(index, _)| packets[*index].id)
+        .collect()
+}
+
+/// Random traces: up to `max_len` packets of 40..=1500 bytes over `flows` flows, with gaps
+/// of 0..3 ms (so both idle periods and heavy backlogs occur on the 8 Mbit/s test link).
+pub fn arb_trace(flows: FlowId, max_len: usize) -> impl Strategy<Value = Vec<Packet>> {
+    proptest::collection::vec(
+        (
+            0..flows,
+            40u32..=1500,
+            prop_oneof![3 => 0u64..200_000, 1 => 0u64..3_000_000],
+        ),
+        1..max_len,
+    )
+    .prop_map(|rows| {
+        let mut time = 0;
+        rows.into_iter()
+            .enumerate()
+            .map(|(id, (flow, size, gap))| {
+                time += gap;
+                Packet {
+                    class: (flow % 4) as u8,
+                    ..Packet::new(id as u64, flow, size, time)
+                }
+            })
+            .collect()
+    })
+}
+
+/// Runs `trace` through `scheduler` on the test link and checks the invariants every
+/// discipline keeps: every packet sent or dropped exactly once; counters agree; FIFO order
+/// within a flow; the link never sends two packets at once nor a packet before it arrived;
+/// no stall; and, if `work_conserving`, never idle while backlogged.
+pub fn check_invariants<S: Scheduler + ?Sized>(
+    scheduler: &mut S,
+    trace: &[Packet],
+    work_conserving: bool,
+) -> Result<LinkRun, TestCaseError> {
+    let run = run_link(scheduler, link(), trace).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(run.stalled, 0, "scheduler stalled with packets queued");
+    let mut seen = vec![false; trace.len()];
+    for (index, _) in &run.send_order {
+        prop_assert!(!seen[*index], "packet {} sent twice", index);
+        seen[*index] = true;
+    }
+    let mut dropped = 0u64;
+    for (index, outcome) in run.outcomes.iter().enumerate() {
+        match outcome {
+            None => {
+                return Err(TestCaseError::fail(format!(
+                    "packet {index} neither sent nor dropped"
+                )))
+            }
+            Some(Outcome::Sent { start, end }) => {
+                prop_assert!(seen[index], "packet {} marked sent but not in send order", index);
+                prop_assert!(*start >= trace[index].arrival);
+                prop_assert!(end > start);
+            }
+            Some(Outcome::Dropped { .. }) => {
+                prop_assert!(!seen[index], "packet {} both sent and dropped", index);
+                dropped += 1;
+            }
+        }
+    }
+    prop_assert_eq!(run.send_order.len() as u64 + dropped, trace.len() as u64);
+    // Counters agree with the outcomes.
+    let counters = scheduler.counters();
+    let sent: u64 = counters.flows().iter().map(|f| f.sent_packets).sum();
+    let lost: u64 = counters.flows().iter().map(|f| f.dropped_total()).sum();
+    let offered: u64 = counters.flows().iter().map(|f| f.enqueued_packets).sum();
+    prop_assert_eq!(sent, run.send_order.len() as u64);
+    prop_assert_eq!(lost, dropped);
+    prop_assert_eq!(offered, trace.len() as u64);
+    prop_assert_eq!(scheduler.backlog().packets, 0);
+    prop_assert_eq!(scheduler.backlog().bytes, 0);
+    // FIFO within a flow and a link that carries one packet at a time.
+    let mut last_of_flow = std::collections::HashMap::new();
+    let mut link_free = 0;
+    for (index, start) in &run.send_order {
+        let packet = trace[*index];
+        if let Some(previous) = last_of_flow.insert(packet.flow, *index) {
+            prop_assert!(
+                previous < *index,
+                "flow {} sent packet {} after {}",
+                packet.flow,
+                previous,
+                index
+            );
+        }
+        prop_assert!(
+            *start >= link_free,
+            "packet {} starts before the link is free",
+            index
+        );
+        link_free = start + link().transmission_time(packet.size as u64);
+    }
+    if work_conserving {
+        prop_assert_eq!(run.idle_while_backlogged, 0, "idle while backlogged");
+    }
+    Ok(run)
+}
+
+/// Bytes served per flow when every flow in `flows` starts with `per_flow` packets of
+/// `size(flow, k)` bytes queued at time 0 and the link serves `packets_to_send` packets.
+pub fn backlogged_service<S: Scheduler + ?Sized>(
+    scheduler: &mut S,
+    flows: &[FlowId],
+    per_flow: usize,
+    size: impl Fn(FlowId, usize) -> u32,
+    packets_to_send: usize,
+) -> Vec<u64> {
+    let mut drops = Vec::new();
+    let mut id = 0;
+    for k in 0..per_flow {
+        for &flow in flows {
+            scheduler.enqueue(Packet::new(id, flow, size(flow, k), 0), 0, &mut drops);
+            id += 1;
+        }
+    }
+    assert!(drops.is_empty(), "backlogged_service needs an unlimited buffer");
+    let mut served = vec![0u64; flows.iter().max().map_or(0, |m| *m as usize + 1)];
+    let mut now = 0;
+    for _ in 0..packets_to_send {
+        let packet = scheduler.dequeue(now, &mut drops).expect("flows stay backlogged");
+        served[packet.flow as usize] += packet.size as u64;
+        now += link().transmission_time(packet.size as u64);
+    }
+    served
+}
