@@ -1,1 +1,104 @@
-fn main() {}
+//! Enqueue + dequeue cost per packet of every discipline at 1, 64, 1,024 and 16,384
+//! backlogged flows, in steady state: each measured step dequeues one packet and enqueues a
+//! new one for the same flow, so the backlog (4 packets per flow) stays constant and no
+//! allocation happens. `cargo bench -p schedlab-core --bench disciplines`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use schedlab_core::{build_scheduler, AnyScheduler, FlowParams, FlowTable, Packet, Rate, Scheduler};
+
+/// One bench case per discipline: registry id and the `[scheduler]` table used.
+/// Flow `f` gets weight `1 + f % 4` and quantum 1500 (flow parameters are set below).
+const CASES: &[(&str, &str)] = &[
+    ("fifo", "kind = \"fifo\""),
+    ("drr", "kind = \"drr\"\nquantum = 1500"),
+];
+
+const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];
+const PACKETS_PER_FLOW: u32 = 4;
+
+fn flows(count: u32) -> FlowTable {
+    let mut table = FlowTable::uniform(FlowParams {
+        weight: Some(1),
+        quantum: Some(1500),
+        ..Default::default()
+    });
+    for flow in 0..count {
+        let params = FlowParams {
+            weight: Some(1 + flow % 4),
+            quantum: Some(1500),
+            ..Default::default()
+        };
+        table.set(flow, params, format!("flow {flow}"));
+    }
+    table
+}
+
+/// Deterministic pseudo-random sizes in 64..=1500 (xorshift), so no RNG crate is needed.
+fn sizes(n: usize) -> Vec<u32> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            64 + (x % 1437) as u32
+        })
+        .collect()
+}
+
+fn prepared(kind: &str, table: &str, count: u32, rate: Rate) -> (AnyScheduler, u64, u64) {
+    let config: toml::Table = table.parse().expect("bench case parses");
+    let mut scheduler = build_scheduler(&config, "scheduler", &flows(count), rate).expect(kind);
+    let mut drops = Vec::new();
+    let sizes = sizes(1024);
+    let mut id = 0u64;
+    for _ in 0..PACKETS_PER_FLOW {
+        for flow in 0..count {
+            let packet = Packet::new(id, flow, sizes[id as usize % sizes.len()], 0);
+            scheduler.enqueue(packet, 0, &mut drops);
+            id += 1;
+        }
+    }
+    assert!(drops.is_empty());
+    (scheduler, id, 0)
+}
+
+fn bench(c: &mut Criterion) {
+    let rate = Rate::from_bits_per_second(10_000_000_000).unwrap();
+    let sizes = sizes(4096);
+    for (kind, table) in CASES {
+        let mut group = c.benchmark_group(*kind);
+        group.throughput(Throughput::Elements(1));
+        group.warm_up_time(Duration::from_millis(500));
+        group.measurement_time(Duration::from_secs(2));
+        for &count in FLOW_COUNTS {
+            group.bench_with_input(BenchmarkId::from_parameter(count), &count, |b, &count| {
+                let (mut scheduler, mut id, mut now) = prepared(kind, table, count, rate);
+                let mut drops = Vec::with_capacity(16);
+                b.iter_custom(|iterations| {
+                    let start = Instant::now();
+                    for _ in 0..iterations {
+                        let packet = scheduler.dequeue(now, &mut drops).expect("backlogged");
+                        now += rate.transmission_time(packet.size as u64);
+                        let size = sizes[id as usize & 4095];
+                        scheduler.enqueue(
+                            black_box(Packet::new(id, packet.flow, size, now)),
+                            now,
+                            &mut drops,
+                        );
+                        id += 1;
+                        drops.clear();
+                    }
+                    start.elapsed()
+                });
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -32,7 +32,12 @@ impl Rate {
 
     /// Time to serialise `size_bytes` bytes at this rate, in nanoseconds, rounded up so that a
     /// packet never leaves earlier than its last bit could.
+    #[inline]
     pub fn transmission_time(self, size_bytes: u64) -> TimeNs {
+        // Fast path in 64-bit arithmetic for any size below 2 GB.
+        if size_bytes < (1 << 31) {
+            return (size_bytes * 8 * NANOS_PER_SECOND).div_ceil(self.bits_per_second);
+        }
         let bits = size_bytes as u128 * 8 * NANOS_PER_SECOND as u128;
         bits.div_ceil(self.bits_per_second as u128) as TimeNs
     }
