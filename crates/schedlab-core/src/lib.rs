@@ -28,7 +28,9 @@ pub mod packet;
 pub mod queues;
 pub mod registry;
 pub mod scheduler;
+pub mod tagged_queues;
 pub mod time;
+pub mod virtual_time;
 
 #[cfg(test)]
 pub(crate) mod testkit;

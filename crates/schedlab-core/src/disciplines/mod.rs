@@ -3,3 +3,4 @@
 
 pub mod drr;
 pub mod fifo;
+pub mod scfq;

@@ -1,0 +1,138 @@
+//! Fixed-point virtual time for the fair-queueing family (`wfq`, `scfq`, `stfq`,
+//! `virtual_clock`, `wf2q_plus`).
+//!
+//! A [`VirtualTime`] is an unsigned binary fixed-point number: the raw `u128` counts units of
+//! 2^-[`FRACTION_BITS`] (2^-32). What a unit of the integer part means is up to the discipline:
+//! bytes per unit of weight for the weighted disciplines (a tag `F = S + L/w` with `L` in bytes
+//! and `w` the flow's weight), nanoseconds for Virtual Clock's `auxVC`.
+//!
+//! Why fixed point: decisions compare tags, and floating-point tags (as in ns.py) make two tags
+//! that are equal on paper compare unequal depending on the order of the additions. Here every
+//! operation is an exact integer operation with one documented rounding:
+//! * [`VirtualTime::ratio_ceil`] (`L/w`, `L/r`) rounds **up** to the next 2^-32, so a packet's
+//!   tag increment is never smaller than its exact value; increments that are exact multiples
+//!   of 2^-32 (any `L/w` with `w` a power of two, any integer) are exact;
+//! * sums and comparisons are exact.
+//!
+//! Range: the integer part has 96 bits, so a virtual time cannot overflow in practice (2^96
+//! bytes per unit weight); arithmetic saturates rather than wrapping or panicking.
+
+use std::fmt;
+
+/// Number of fractional bits of [`VirtualTime`].
+pub const FRACTION_BITS: u32 = 32;
+
+/// One unit of the integer part, in raw units (2^32).
+pub const ONE: u128 = 1 << FRACTION_BITS;
+
+/// A virtual time or tag in unsigned fixed point with [`FRACTION_BITS`] fractional bits.
+/// Ordered by value; ties between equal tags are broken by the disciplines with an arrival
+/// sequence number, never by this type.
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct VirtualTime(u128);
+
+impl VirtualTime {
+    /// Zero.
+    pub const ZERO: VirtualTime = VirtualTime(0);
+
+    /// The value whose raw representation (in units of 2^-32) is `raw`.
+    #[inline]
+    pub const fn from_raw(raw: u128) -> VirtualTime {
+        VirtualTime(raw)
+    }
+
+    /// The raw representation, in units of 2^-32.
+    #[inline]
+    pub const fn raw(self) -> u128 {
+        self.0
+    }
+
+    /// The integer `value`.
+    #[inline]
+    pub const fn from_integer(value: u64) -> VirtualTime {
+        VirtualTime((value as u128) << FRACTION_BITS)
+    }
+
+    /// `numerator / denominator` rounded up to the next 2^-32 (`L/w` of a tag increment).
+    /// A zero denominator is treated as 1 (callers validate weights and rates to be positive).
+    #[inline]
+    pub fn ratio_ceil(numerator: u64, denominator: u64) -> VirtualTime {
+        let denominator = denominator.max(1);
+        if numerator < (1 << 32) {
+            // numerator·2^32 fits in 64 bits: one 64-bit division.
+            VirtualTime(((numerator << FRACTION_BITS).div_ceil(denominator)) as u128)
+        } else {
+            VirtualTime(((numerator as u128) << FRACTION_BITS).div_ceil(denominator as u128))
+        }
+    }
+
+    /// `self + other`, saturating at the largest value.
+    #[inline]
+    pub fn saturating_add(self, other: VirtualTime) -> VirtualTime {
+        VirtualTime(self.0.saturating_add(other.0))
+    }
+
+    /// `self - other`, or zero if `other > self`.
+    #[inline]
+    pub fn saturating_sub(self, other: VirtualTime) -> VirtualTime {
+        VirtualTime(self.0.saturating_sub(other.0))
+    }
+
+    /// The value as a float, for reports and test output only (never for decisions).
+    pub fn to_f64(self) -> f64 {
+        self.0 as f64 / ONE as f64
+    }
+}
+
+impl fmt::Debug for VirtualTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self)
+    }
+}
+
+impl fmt::Display for VirtualTime {
+    /// The integer part and the fraction to nine decimals (rounded down), e.g. `1000.500000000`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let integer = self.0 >> FRACTION_BITS;
+        let fraction = self.0 & (ONE - 1);
+        let decimals = fraction * 1_000_000_000 >> FRACTION_BITS;
+        write!(f, "{integer}.{decimals:09}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_round_up_and_are_exact_for_powers_of_two() {
+        assert_eq!(VirtualTime::ratio_ceil(1500, 4), VirtualTime::from_integer(375));
+        assert_eq!(VirtualTime::ratio_ceil(1, 2).raw(), ONE / 2);
+        // 1000/3 = 333.333…: rounded up to the next 2^-32.
+        let third = VirtualTime::ratio_ceil(1000, 3);
+        assert_eq!(third.raw(), (1000 * ONE).div_ceil(3));
+        assert!(third.raw() * 3 >= 1000 * ONE && third.raw() * 3 - 1000 * ONE < 3);
+        // Large numerators take the 128-bit path and agree with it.
+        assert_eq!(
+            VirtualTime::ratio_ceil(u64::MAX, 7).raw(),
+            ((u64::MAX as u128) << 32).div_ceil(7)
+        );
+        assert_eq!(VirtualTime::ratio_ceil(5, 0), VirtualTime::from_integer(5));
+    }
+
+    #[test]
+    fn display_shows_nine_decimals() {
+        assert_eq!(VirtualTime::from_integer(1000).to_string(), "1000.000000000");
+        assert_eq!(VirtualTime::ratio_ceil(3, 2).to_string(), "1.500000000");
+        assert_eq!(
+            VirtualTime::from_raw(u128::MAX)
+                .saturating_add(VirtualTime::from_integer(1))
+                .raw(),
+            u128::MAX
+        );
+        assert_eq!(
+            VirtualTime::ZERO.saturating_sub(VirtualTime::from_integer(1)),
+            VirtualTime::ZERO
+        );
+    }
+}
