@@ -61,6 +61,7 @@ disciplines! {
     Fifo => fifo::Fifo,
     Drr => drr::Drr,
     Scfq => scfq::Scfq,
+    VirtualClock => virtual_clock::VirtualClock,
 }
 
 impl Scheduler for AnyScheduler {

@@ -19,6 +19,8 @@
 
 use std::fmt;
 
+use crate::time::{Rate, NANOS_PER_SECOND};
+
 /// Number of fractional bits of [`VirtualTime`].
 pub const FRACTION_BITS: u32 = 32;
 
@@ -64,6 +66,20 @@ impl VirtualTime {
         } else {
             VirtualTime(((numerator as u128) << FRACTION_BITS).div_ceil(denominator as u128))
         }
+    }
+
+    /// The time to send `bytes` at `rate`, in nanoseconds (`8·10^9·bytes / rate`), rounded up to
+    /// the next 2^-32 ns: Virtual Clock's `Vtick` for one packet.
+    #[inline]
+    pub fn transmission_time(bytes: u64, rate: Rate) -> VirtualTime {
+        let bits_per_second = rate.bits_per_second();
+        if (8 * NANOS_PER_SECOND).is_multiple_of(bits_per_second) {
+            // Whole nanoseconds per byte (e.g. 4000 bit/s, 1 Gbit/s): one multiplication.
+            let per_byte = (8 * NANOS_PER_SECOND / bits_per_second) as u128;
+            return VirtualTime((bytes as u128 * per_byte) << FRACTION_BITS);
+        }
+        let numerator = bytes as u128 * 8 * NANOS_PER_SECOND as u128;
+        VirtualTime((numerator << FRACTION_BITS).div_ceil(bits_per_second as u128))
     }
 
     /// `self + other`, saturating at the largest value.
@@ -118,6 +134,23 @@ mod tests {
             ((u64::MAX as u128) << 32).div_ceil(7)
         );
         assert_eq!(VirtualTime::ratio_ceil(5, 0), VirtualTime::from_integer(5));
+    }
+
+    #[test]
+    fn transmission_times_in_nanoseconds() {
+        let rate = |bits| Rate::from_bits_per_second(bits).unwrap();
+        // 1000 bytes at 4000 bit/s: 2 s.
+        assert_eq!(
+            VirtualTime::transmission_time(1000, rate(4000)),
+            VirtualTime::from_integer(2_000_000_000)
+        );
+        // 1 byte at 3 bit/s: 8/3 s, rounded up to the next 2^-32 ns.
+        let t = VirtualTime::transmission_time(1, rate(3));
+        assert_eq!(t.raw(), (8_000_000_000u128 << 32).div_ceil(3));
+        assert_eq!(
+            VirtualTime::transmission_time(1500, rate(10_000_000_000)),
+            VirtualTime::from_integer(1200)
+        );
     }
 
     #[test]

@@ -4,3 +4,4 @@
 pub mod drr;
 pub mod fifo;
 pub mod scfq;
+pub mod virtual_clock;

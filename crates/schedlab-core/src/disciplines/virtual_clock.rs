@@ -1,0 +1,588 @@
+//! Virtual Clock (`virtual_clock`).
+//!
+//! L. Zhang, "Virtual Clock: A New Traffic Control Algorithm for Packet Switching Networks",
+//! Proc. ACM SIGCOMM '90, pp. 19–29, 1990 (the data-forwarding part of the algorithm); as
+//! stated in Zhang's thesis (seed 000) §2.3.2, eq. (2.1).
+//!
+//! Paper name → code (flow i):
+//! * `AR_i`, the reserved average rate → [`VirtualClockFlow::rate`] (bit/s; see below);
+//! * `Vtick_i = 1/AR_i` per packet → [`VirtualTime::transmission_time`]`(L, AR_i)`, the
+//!   packet's transmission time at the reserved rate, so packets of any size are stamped;
+//! * `auxVC_i = max(AT_i, auxVC_i) + Vtick_i` at each arrival (AT_i = arrival time) →
+//!   [`VirtualClockFlow::aux_virtual_clock`], updated in [`VirtualClock::enqueue`];
+//! * "the system forwards all packets according to their auxVC" → [`TaggedQueues::pop_min`]
+//!   on the stamp, ties in arrival order.
+//!
+//! Units: stamps are real time in nanoseconds, fixed point ([`VirtualTime`], 2^-32 ns
+//! resolution; `Vtick` rounded up).
+//!
+//! Invariants: a flow's stamps increase packet by packet; only head-of-line stamps are in the
+//! priority heap. Complexity O(log active flows) per packet.
+//!
+//! Guarantee: a flow that sends no faster than its reserved rate is served as by a TDM link of
+//! that rate (its packets leave within one maximum packet time of their stamp when the
+//! reservations do not exceed the link, L. Zhang 1990; Xie & Lam 1995). There is no fairness
+//! across flows: a flow that used idle capacity is punished later (the thesis's §2.3.3
+//! example, reproduced in the tests).
+//!
+//! Choices where the paper is silent:
+//! * **Reserved rate.** A flow's `rate` if it has one, else `weight/Σweights × link rate`
+//!   (rounded down to whole bit/s, at least 1). `Σweights` ([`VirtualClock::weight_sum`]) is
+//!   fixed when the scheduler is built: the weights of the configured flows (`[[flow]]`
+//!   overrides) that have no `rate`, plus the weight of the flow defaults if the defaults have
+//!   no `rate` — the defaults count once, for all unconfigured flows together. Every
+//!   unconfigured flow that appears at run time gets that whole default share (Virtual Clock
+//!   has no admission control), so the reservations exceed the link when several appear;
+//!   configure every flow, or give rates, for strict reservations.
+//! * A flow's `rate` above the link rate is a configuration error.
+//! * The flow-monitoring half of the paper (`VirtualClock_i` against real time every `AI_i`,
+//!   advisories to the source) is not implemented; only `auxVC` orders packets.
+//! * Longest-queue drop weighs queue lengths by 1/reserved rate; a pushed-out tail returns
+//!   its flow's `auxVC` to the stamp of the flow's previous packet (queued or sent).
+
+use crate::config::{ConfigError, FlowParams, FlowTable, TableReader};
+use crate::counters::{Counters, Dropped};
+use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
+use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
+use crate::queues::Admission;
+use crate::scheduler::Scheduler;
+use crate::tagged_queues::{validate_weights, PacketTag, TaggedQueues, DEFAULT_WEIGHT};
+use crate::time::{Rate, TimeNs};
+use crate::virtual_time::VirtualTime;
+
+/// Parameters of [`VirtualClock`] (none besides the buffer; rates and weights are per flow).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VirtualClockConfig;
+
+/// Per-flow Virtual Clock state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VirtualClockFlow {
+    /// `AR_i`: the reserved rate.
+    pub rate: Rate,
+    /// `auxVC_i`: the stamp of the flow's most recently admitted packet, in ns.
+    pub aux_virtual_clock: VirtualTime,
+}
+
+/// Virtual Clock scheduler.
+#[derive(Clone, Debug)]
+pub struct VirtualClock {
+    queues: TaggedQueues,
+    flows: Vec<Option<VirtualClockFlow>>,
+    table: FlowTable,
+    link_rate: Rate,
+    weight_sum: u64,
+}
+
+/// Σweights over the configured flows without a `rate`, plus the defaults' weight if the
+/// defaults have no `rate`.
+fn weight_sum(flows: &FlowTable) -> u64 {
+    let weight = |params: &FlowParams| params.weight.unwrap_or(DEFAULT_WEIGHT) as u64;
+    let defaults = if flows.defaults.rate.is_none() {
+        weight(&flows.defaults)
+    } else {
+        0
+    };
+    let configured: u64 = flows
+        .overrides
+        .keys()
+        .map(|flow| flows.get(*flow))
+        .filter(|params| params.rate.is_none())
+        .map(|params| weight(&params))
+        .sum();
+    defaults + configured
+}
+
+impl VirtualClock {
+    /// `Σweights`, the denominator of the weight-derived reserved rates (fixed at build).
+    pub fn weight_sum(&self) -> u64 {
+        self.weight_sum
+    }
+
+    /// `AR_i` of any flow (seen or not): its `rate`, else `weight/Σweights × link rate`.
+    pub fn reserved_rate(&self, flow: FlowId) -> Rate {
+        let params = self.table.get(flow);
+        params.rate.unwrap_or_else(|| {
+            let weight = params.weight.unwrap_or(DEFAULT_WEIGHT) as u128;
+            let share = weight * self.link_rate.bits_per_second() as u128 / self.weight_sum.max(1) as u128;
+            Rate::from_bits_per_second((share as u64).max(1)).expect("at least 1 bit/s")
+        })
+    }
+
+    /// The state of `flow`, if seen.
+    pub fn flow(&self, flow: FlowId) -> Option<&VirtualClockFlow> {
+        self.flows.get(flow as usize)?.as_ref()
+    }
+
+    /// The stamps of the packets queued for `flow`, head first.
+    pub fn queued_stamps(&self, flow: FlowId) -> Vec<VirtualTime> {
+        self.queues.tags(flow).map(|tag| tag.key).collect()
+    }
+
+    fn ensure_flow(&mut self, flow: FlowId) {
+        let index = flow as usize;
+        if index >= self.flows.len() {
+            self.flows.resize(index + 1, None);
+        }
+        if self.flows[index].is_none() {
+            self.flows[index] = Some(VirtualClockFlow {
+                rate: self.reserved_rate(flow),
+                aux_virtual_clock: VirtualTime::ZERO,
+            });
+        }
+    }
+}
+
+impl Discipline for VirtualClock {
+    type Config = VirtualClockConfig;
+    const INFO: DisciplineInfo = DisciplineInfo {
+        id: "virtual_clock",
+        name: "Virtual Clock",
+        citation: "L. Zhang, ACM SIGCOMM 1990",
+        summary: "Stamps each packet auxVC = max(arrival, auxVC) + L/rate and serves the least stamp: each flow is served as by a TDM slot of its reserved rate; no fairness for flows that used idle capacity.",
+        scheduler_params: &[],
+        flow_params: &[
+            ParamInfo {
+                name: "rate",
+                unit: "bit/s",
+                default: "weight/Σweights × link rate",
+                description: "reserved rate AR_i; at most the link rate",
+            },
+            ParamInfo {
+                name: "weight",
+                unit: "integer",
+                default: "1",
+                description: "share of the link for flows without a rate; Σweights is over the configured flows without a rate plus the flow defaults once",
+            },
+        ],
+        per_flow_queues: true,
+    };
+
+    fn read_config(_reader: &mut TableReader<'_>) -> Result<VirtualClockConfig, ConfigError> {
+        Ok(VirtualClockConfig)
+    }
+
+    fn build(_config: VirtualClockConfig, context: &BuildContext<'_>) -> Result<VirtualClock, ConfigError> {
+        validate_weights(context.flows)?;
+        let link_rate = context.link_rate;
+        context.flows.validate(|params| match params.rate {
+            Some(rate) if rate > link_rate => Err((
+                "rate",
+                format!("\"{rate}\""),
+                format!("must not exceed the link rate ({link_rate})"),
+            )),
+            _ => Ok(()),
+        })?;
+        Ok(VirtualClock {
+            queues: TaggedQueues::new(context.limit),
+            flows: Vec::new(),
+            table: context.flows.clone(),
+            link_rate,
+            weight_sum: weight_sum(context.flows),
+        })
+    }
+}
+
+impl Scheduler for VirtualClock {
+    fn id(&self) -> &'static str {
+        Self::INFO.id
+    }
+
+    fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
+        let flow = packet.flow;
+        let size = packet.size as u64;
+        if flow <= MAX_FLOW_ID {
+            self.ensure_flow(flow);
+        }
+        let flows = &mut self.flows;
+        let admission = self.queues.admit(
+            packet,
+            |f| {
+                flows
+                    .get(f as usize)
+                    .and_then(|state| state.map(|state| state.rate.bits_per_second()))
+                    .unwrap_or(1)
+            },
+            drops,
+        );
+        for &(f, previous_stamp) in self.queues.pushed_out() {
+            if let Some(state) = flows[f as usize].as_mut() {
+                state.aux_virtual_clock = previous_stamp;
+            }
+        }
+        if admission == Admission::Queued {
+            let state = flows[flow as usize].as_mut().expect("state created above");
+            // auxVC_i = max(AT_i, auxVC_i) + Vtick_i
+            let stamp = state
+                .aux_virtual_clock
+                .max(VirtualTime::from_integer(now))
+                .saturating_add(VirtualTime::transmission_time(size, state.rate));
+            state.aux_virtual_clock = stamp;
+            self.queues.push_tag(
+                flow,
+                PacketTag {
+                    key: stamp,
+                    finish: stamp,
+                },
+            );
+        }
+    }
+
+    fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
+        self.queues.pop_min().map(|(packet, _)| packet)
+    }
+
+    fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
+        self.queues.peek_min().map(|(packet, _)| packet)
+    }
+
+    fn counters(&self) -> &Counters {
+        self.queues.counters()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{BufferLimit, DropPolicy};
+    use crate::disciplines::scfq::{Scfq, ScfqConfig};
+    use crate::link::{run_link, Outcome};
+    use crate::testkit;
+
+    fn table(flows: &[(FlowId, FlowParams)], defaults: FlowParams) -> FlowTable {
+        let mut table = FlowTable::uniform(defaults);
+        for &(flow, params) in flows {
+            table.set(flow, params, format!("flow[{flow}]"));
+        }
+        table
+    }
+
+    fn virtual_clock(table: &FlowTable, link_rate: Rate, limit: BufferLimit) -> VirtualClock {
+        let context = BuildContext {
+            limit,
+            flows: table,
+            link_rate,
+        };
+        VirtualClock::build(VirtualClockConfig, &context).unwrap()
+    }
+
+    fn weight(w: u32) -> FlowParams {
+        FlowParams {
+            weight: Some(w),
+            ..Default::default()
+        }
+    }
+
+    fn rate(bits: u64) -> FlowParams {
+        FlowParams {
+            rate: Rate::from_bits_per_second(bits),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn reserved_rates_from_weights_are_fixed_at_build() {
+        // Configured: flow 0 weight 1, flow 1 weight 3, flow 2 rate 2 Mbit/s (not in Σ);
+        // defaults weight 4 (counted once). Σweights = 1 + 3 + 4 = 8.
+        let t = table(&[(0, weight(1)), (1, weight(3)), (2, rate(2_000_000))], weight(4));
+        let link = Rate::from_bits_per_second(8_000_000).unwrap();
+        let s = virtual_clock(&t, link, BufferLimit::UNLIMITED);
+        assert_eq!(s.weight_sum(), 8);
+        assert_eq!(s.reserved_rate(0).bits_per_second(), 1_000_000);
+        assert_eq!(s.reserved_rate(1).bits_per_second(), 3_000_000);
+        assert_eq!(s.reserved_rate(2).bits_per_second(), 2_000_000);
+        // Any unconfigured flow: the defaults' share, 4/8 of the link.
+        assert_eq!(s.reserved_rate(99).bits_per_second(), 4_000_000);
+        assert_eq!(s.reserved_rate(12345).bits_per_second(), 4_000_000);
+        // Defaults with a rate are not counted, and configured flows inherit that rate.
+        let t = table(&[(0, weight(1)), (1, rate(1_000_000))], rate(500_000));
+        let s = virtual_clock(&t, link, BufferLimit::UNLIMITED);
+        assert_eq!(s.weight_sum(), 0);
+        assert_eq!(s.reserved_rate(0).bits_per_second(), 500_000);
+        assert_eq!(s.reserved_rate(1).bits_per_second(), 1_000_000);
+        assert_eq!(s.reserved_rate(7).bits_per_second(), 500_000);
+    }
+
+    #[test]
+    fn a_rate_above_the_link_is_a_config_error() {
+        let t = table(&[(5, rate(9_000_000))], FlowParams::default());
+        let context = BuildContext {
+            limit: BufferLimit::UNLIMITED,
+            flows: &t,
+            link_rate: Rate::from_bits_per_second(8_000_000).unwrap(),
+        };
+        let e = VirtualClock::build(VirtualClockConfig, &context).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "flow[5].rate = \"9000000bit\": must not exceed the link rate (8000000bit)"
+        );
+    }
+
+    /// Zhang's thesis §2.3.3 (after [HZ95] fig. 6): link of one packet per second (1000-byte
+    /// packets at 8000 bit/s), two connections each reserving 0.5 packet/s (4000 bit/s for
+    /// Virtual Clock, weight 500 for SCFQ so that L/r = 2 s as in the thesis). Connection 1
+    /// sends 1000 packets, one per second from t = 0, then one every 2 s; connection 2 sends
+    /// one every 2 s from t = 900 s.
+    ///
+    /// The prose says connection 2 starts "at time 901" and connection 1 slows "from time
+    /// 900"; the equations put connection 2's first packet at 900 (v̂(900) in F̂_2^1,
+    /// max(900, 0) in auxVC_2^1) and connection 1's 901st at 901 (v̂(901) in F̂_1^901). We
+    /// follow the equations: connection 1's packet 900+j arrives at 899 + 2j s, connection
+    /// 2's packet k at 900 + 2(k−1) s. The thesis writes auxVC_2^k = 900 + 2(k−1), dropping
+    /// Vtick; eq. (2.1) gives 900 + 2k, and with it exactly 450 of connection 2's stamps fall
+    /// below auxVC_1^901 = 1802, the thesis's count.
+    fn thesis_trace(connection_2_gap_seconds: u64, connection_2_packets: u64) -> Vec<Packet> {
+        const SECOND: TimeNs = 1_000_000_000;
+        let mut packets = Vec::new();
+        for k in 1..=1000u64 {
+            let at = if k <= 900 { k - 1 } else { 899 + 2 * (k - 900) };
+            packets.push(Packet::new(0, 1, 1000, at * SECOND));
+        }
+        for k in 1..=connection_2_packets {
+            packets.push(Packet::new(
+                0,
+                2,
+                1000,
+                (900 + connection_2_gap_seconds * (k - 1)) * SECOND,
+            ));
+        }
+        // Time order; at equal times connection 1 first (stable sort keeps it first).
+        packets.sort_by_key(|p| p.arrival);
+        for (id, p) in packets.iter_mut().enumerate() {
+            p.id = id as u64;
+        }
+        packets
+    }
+
+    fn thesis_link() -> Rate {
+        Rate::from_bits_per_second(8000).unwrap()
+    }
+
+    fn thesis_virtual_clock() -> VirtualClock {
+        let t = table(&[(1, rate(4000)), (2, rate(4000))], FlowParams::default());
+        virtual_clock(&t, thesis_link(), BufferLimit::UNLIMITED)
+    }
+
+    fn thesis_scfq() -> Scfq {
+        let t = table(&[(1, weight(500)), (2, weight(500))], FlowParams::default());
+        let context = BuildContext {
+            limit: BufferLimit::UNLIMITED,
+            flows: &t,
+            link_rate: thesis_link(),
+        };
+        Scfq::build(ScfqConfig, &context).unwrap()
+    }
+
+    fn seconds(s: u64) -> VirtualTime {
+        VirtualTime::from_integer(s * 1_000_000_000)
+    }
+
+    #[test]
+    fn zhang_thesis_example_tags() {
+        let trace = thesis_trace(2, 500);
+        // Virtual Clock stamps (in ns) straight from eq. (2.1).
+        let mut vc = thesis_virtual_clock();
+        let mut drops = Vec::new();
+        let (mut count_1, mut count_2) = (0, 0);
+        let mut stamps_2 = Vec::new();
+        let mut stamp_1_901 = VirtualTime::ZERO;
+        for p in &trace {
+            vc.enqueue(*p, p.arrival, &mut drops);
+            let stamp = vc.flow(p.flow).unwrap().aux_virtual_clock;
+            if p.flow == 1 {
+                count_1 += 1;
+                if count_1 == 900 {
+                    assert_eq!(stamp, seconds(1800), "auxVC_1^900 = 1800");
+                }
+                if count_1 > 900 {
+                    assert_eq!(
+                        stamp,
+                        seconds(1800 + 2 * (count_1 - 900)),
+                        "auxVC_1^(900+k) = 1800 + 2k"
+                    );
+                }
+                if count_1 == 901 {
+                    stamp_1_901 = stamp;
+                }
+            } else {
+                count_2 += 1;
+                assert_eq!(stamp, seconds(900 + 2 * count_2), "auxVC_2^k = 900 + 2k");
+                stamps_2.push(stamp);
+            }
+        }
+        let ahead = stamps_2.iter().filter(|s| **s < stamp_1_901).count();
+        assert_eq!(
+            ahead, 450,
+            "connection 2's packets stamped before connection 1's 901st"
+        );
+
+        // SCFQ tags: drive the link by hand; arrivals are at least 1 s apart and each packet
+        // takes 1 s, so every packet is dequeued the moment it arrives.
+        let mut scfq = thesis_scfq();
+        let (mut count_1, mut count_2) = (0, 0);
+        let mut expected = Vec::new();
+        for p in &trace {
+            scfq.enqueue(*p, p.arrival, &mut drops);
+            let tag = *scfq.queued_tags(p.flow).last().unwrap();
+            let n = if p.flow == 1 {
+                count_1 += 1;
+                count_1
+            } else {
+                count_2 += 1;
+                count_2
+            };
+            match (p.flow, n) {
+                (1, 900) => expected.push(("F̂_1^900", tag, 1800)),
+                (2, 1) => expected.push(("F̂_2^1", tag, 1802)),
+                (1, 901) => expected.push(("F̂_1^901", tag, 1804)),
+                (2, 2) => expected.push(("F̂_2^2", tag, 1806)),
+                _ => {}
+            }
+            assert_eq!(scfq.dequeue(p.arrival, &mut drops).unwrap().id, p.id);
+            if (p.flow, n) == (1, 900) {
+                assert_eq!(
+                    scfq.virtual_time(),
+                    VirtualTime::from_integer(1800),
+                    "v̂(900) = 1800"
+                );
+            }
+        }
+        for (name, tag, value) in expected {
+            assert_eq!(tag, VirtualTime::from_integer(value), "{name}");
+        }
+
+        // On this trace the two connections together never exceed the link, so no queue
+        // forms: both disciplines send every packet the moment it arrives. The service-order
+        // difference of the example needs contention (next test).
+        for run in [
+            run_link(&mut thesis_virtual_clock(), thesis_link(), &trace).unwrap(),
+            run_link(&mut thesis_scfq(), thesis_link(), &trace).unwrap(),
+        ] {
+            assert_eq!(run.send_order.len(), trace.len());
+            for (index, start) in &run.send_order {
+                assert_eq!(*start, trace[*index].arrival);
+            }
+        }
+    }
+
+    /// The example with contention, as in [HZ95]: connection 2 sends back to back (one packet
+    /// per second, the link rate) from t = 900 s. Its stamps are the same 900 + 2k (Vtick
+    /// dominates the arrival times), so Virtual Clock serves 450 of its packets before
+    /// connection 1's 901st (stamp 1802; connection 2's 451st also has 1802 and arrived later).
+    /// SCFQ interleaves: F̂_2^1 = 1802 then F̂_1^901 = 1804, and from then on no packet of
+    /// connection 1 waits longer than its SCFQ delay bound σ/ρ + L/ρ + (N−1)·L/C = 2 + 2 + 1 s
+    /// (latency-rate bound with a one-packet burst, thesis §2.3.1).
+    #[test]
+    fn zhang_thesis_example_service_order() {
+        let trace = thesis_trace(1, 700);
+        let index_of_901st = trace
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.flow == 1)
+            .nth(900)
+            .unwrap()
+            .0;
+        let connection_2_before = |run: &crate::link::LinkRun| {
+            run.send_order
+                .iter()
+                .take_while(|(index, _)| *index != index_of_901st)
+                .filter(|(index, _)| trace[*index].flow == 2)
+                .count()
+        };
+
+        let vc = run_link(&mut thesis_virtual_clock(), thesis_link(), &trace).unwrap();
+        assert_eq!(connection_2_before(&vc), 450);
+        let Some(Outcome::Sent { start, .. }) = vc.outcomes[index_of_901st] else {
+            panic!("901st packet not sent")
+        };
+        assert_eq!(
+            start,
+            1350 * 1_000_000_000,
+            "sent at 1350 s, 449 s after it arrived"
+        );
+
+        let scfq = run_link(&mut thesis_scfq(), thesis_link(), &trace).unwrap();
+        assert_eq!(
+            connection_2_before(&scfq),
+            1,
+            "F̂_2^1 = 1802 goes first, then F̂_1^901"
+        );
+        let worst_delay = trace
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.flow == 1 && p.arrival >= 900 * 1_000_000_000)
+            .map(|(index, p)| match scfq.outcomes[index] {
+                Some(Outcome::Sent { end, .. }) => end - p.arrival,
+                other => panic!("packet {index}: {other:?}"),
+            })
+            .max()
+            .unwrap();
+        assert!(
+            worst_delay <= 5 * 1_000_000_000,
+            "SCFQ delay {worst_delay} ns > 5 s"
+        );
+    }
+
+    #[test]
+    fn push_out_rolls_back_the_stamp() {
+        let limit = BufferLimit {
+            packets: Some(3),
+            policy: DropPolicy::LongestQueueDrop,
+            ..BufferLimit::UNLIMITED
+        };
+        let t = table(
+            &[(0, rate(8_000)), (1, rate(8_000)), (2, rate(8_000))],
+            FlowParams::default(),
+        );
+        let mut s = virtual_clock(&t, Rate::from_bits_per_second(16_000).unwrap(), limit);
+        let mut drops = Vec::new();
+        // 8000 bit/s = 1 byte per ms: a 100-byte packet's Vtick is 100 ms.
+        let ms = |m: u64| VirtualTime::from_integer(m * 1_000_000);
+        s.enqueue(Packet::new(0, 0, 100, 0), 0, &mut drops);
+        s.enqueue(Packet::new(1, 0, 300, 0), 0, &mut drops);
+        s.enqueue(Packet::new(2, 1, 100, 0), 0, &mut drops);
+        assert_eq!(s.queued_stamps(0), vec![ms(100), ms(400)]);
+        s.enqueue(Packet::new(3, 2, 100, 0), 0, &mut drops); // pushes out id 1
+        assert_eq!(drops[0].packet.id, 1);
+        assert_eq!(s.flow(0).unwrap().aux_virtual_clock, ms(100));
+        assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 0);
+        // auxVC = max(1 ms, 100 ms) + 50 ms.
+        s.enqueue(Packet::new(4, 0, 50, 1_000_000), 1_000_000, &mut drops);
+        assert_eq!(s.queued_stamps(0), vec![ms(150)]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
+            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
+            let limit = BufferLimit { bytes: Some(8000), policy, ..BufferLimit::UNLIMITED };
+            let t = table(&[(1, weight(2)), (2, rate(3_000_000)), (3, weight(8))], FlowParams::default());
+            let mut s = virtual_clock(&t, testkit::link(), limit);
+            testkit::check_invariants(&mut s, &trace, true)?;
+        }
+
+        /// Backlogged from t = 0, the stamps are Σ L/r_i, so after any number of packets the
+        /// flows' normalised services differ by at most one packet:
+        /// |W_i/r_i − W_j/r_j| ≤ max(L_i^max/r_i, L_j^max/r_j) (in seconds; the served set is
+        /// a prefix of the stamp order).
+        #[test]
+        fn byte_shares_follow_rates(
+            weights in proptest::collection::vec(1u32..=8, 3),
+            sizes in proptest::collection::vec(40u32..=1500, 64),
+            n in 1usize..600,
+        ) {
+            let t = table(&[(0, weight(weights[0])), (1, weight(weights[1])), (2, weight(weights[2]))], FlowParams::default());
+            let mut s = virtual_clock(&t, testkit::link(), BufferLimit::UNLIMITED);
+            let size = |f: FlowId, k: usize| sizes[(k * 3 + f as usize) % sizes.len()];
+            let served = testkit::backlogged_service(&mut s, &[0, 1, 2], 600, size, n);
+            let r = |f: FlowId| s.reserved_rate(f).bits_per_second() as f64 / 8.0; // bytes/s
+            let max_size = |f: FlowId| (0..600).map(|k| size(f, k)).max().unwrap() as f64;
+            for i in 0..3u32 {
+                for j in (i + 1)..3 {
+                    let gap = (served[i as usize] as f64 / r(i) - served[j as usize] as f64 / r(j)).abs();
+                    let bound = (max_size(i) / r(i)).max(max_size(j) / r(j));
+                    proptest::prop_assert!(gap <= bound * (1.0 + 1e-9), "flows {}, {}: gap {} > bound {}", i, j, gap, bound);
+                }
+            }
+        }
+    }
+}
