@@ -62,6 +62,7 @@ disciplines! {
     Drr => drr::Drr,
     Scfq => scfq::Scfq,
     VirtualClock => virtual_clock::VirtualClock,
+    Stfq => stfq::Stfq,
 }
 
 impl Scheduler for AnyScheduler {

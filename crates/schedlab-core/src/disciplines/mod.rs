@@ -4,4 +4,5 @@
 pub mod drr;
 pub mod fifo;
 pub mod scfq;
+pub mod stfq;
 pub mod virtual_clock;
