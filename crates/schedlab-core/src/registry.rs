@@ -63,6 +63,7 @@ disciplines! {
     Scfq => scfq::Scfq,
     VirtualClock => virtual_clock::VirtualClock,
     Stfq => stfq::Stfq,
+    Wfq => wfq::Wfq,
 }
 
 impl Scheduler for AnyScheduler {

@@ -6,3 +6,4 @@ pub mod fifo;
 pub mod scfq;
 pub mod stfq;
 pub mod virtual_clock;
+pub mod wfq;

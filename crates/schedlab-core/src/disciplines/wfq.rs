@@ -1,0 +1,723 @@
+//! Weighted Fair Queueing (`wfq`): packet-by-packet GPS with the exact GPS virtual time.
+//!
+//! A. K. Parekh and R. G. Gallager, "A Generalized Processor Sharing Approach to Flow Control
+//! in Integrated Services Networks: The Single-Node Case", IEEE/ACM Transactions on Networking
+//! 1(3), 1993, §II–III (GPS, PGPS, the virtual time V(t) and the finish tags); A. Demers,
+//! S. Keshav and S. Shenker, "Analysis and Simulation of a Fair Queueing Algorithm", Proc. ACM
+//! SIGCOMM '89 (the same tags as bit-by-bit round numbers R(t)); Zhang's thesis (seed 000)
+//! §2.2.
+//!
+//! Paper name → code (session i, its k-th packet of length L_i^k, arriving at a_i^k):
+//! * `φ_i` → the flow's `weight`; `C` → the link rate given at build;
+//! * `B(t)`, the sessions backlogged in the fluid GPS system → flows with
+//!   [`WfqFlow::gps_backlogged`]: a flow is in B while its last finish tag exceeds V;
+//! * `V(t)`, with `∂V/∂t = C / Σ_{i∈B(t)} φ_i` → [`Wfq::virtual_time_at`]; between events
+//!   V is advanced through every GPS departure (a flow leaves B when V reaches its last
+//!   finish tag), taken in finish-tag order from a heap of the flows' last finish tags;
+//! * `S_i^k = max(F_i^{k−1}, V(a_i^k))`, `F_i^k = S_i^k + L_i^k/φ_i` → computed in
+//!   [`Wfq::enqueue`]; `F_i^{k−1}` → [`WfqFlow::last_finish`];
+//! * PGPS, "when the server becomes free, pick the first packet that would complete service
+//!   in the GPS simulation if no additional packets were to arrive" → [`TaggedQueues::pop_min`]
+//!   on F; ties by arrival order.
+//!
+//! Units and rounding: V and the tags are bytes per unit weight in fixed point
+//! ([`VirtualTime`]: a `u128` counting 2^-32). The GPS simulation counts the link's work in
+//! units of 2^-32 byte: `Δt` ns carry `Δt·C·2^29/10^9` units, the remainder of that division is
+//! carried to the next event (no drift), and V advances by `work/Σφ` units rounded down with the
+//! remainder of *that* division carried too; reaching a departure at `F` consumes exactly
+//! `(F − V)·Σφ` units. So V is exact to within one unit (2^-32 byte/weight) and `L/φ` is
+//! rounded up to a unit. Two tags that are equal in exact arithmetic but reached through
+//! different roundings (e.g. V sampled at different times with Σφ = 3) may differ by a few
+//! units and are then served in tag order rather than arrival order.
+//!
+//! Invariants: `gps_backlogged ⇔ last_finish > V` (after advancing V to the current time);
+//! `backlogged_weight = Σ φ over B`; V never decreases and never moves while B is empty (so
+//! tags of successive GPS busy periods stay ordered, and no reset is needed); a flow's finish
+//! tags increase packet by packet; only head-of-line tags are in the PGPS heap.
+//!
+//! Guarantees (Parekh–Gallager Theorem 1 and its corollary): every packet leaves no later than
+//! its GPS finish time plus `L_max/C`, and every flow has received, at any time, at least its
+//! GPS service minus `L_max`. Complexity: O(log active flows) per packet amortised (each GPS
+//! departure is paid for by the arrival that put the flow in B).
+//!
+//! Choices where the paper is silent:
+//! * V is advanced at arrivals only (tags need it there); dequeues only compare tags.
+//! * Longest-queue drop weighs queue lengths by 1/weight. A pushed-out tail is taken out of the
+//!   fluid system from now on: its flow's last finish tag returns to that of the flow's
+//!   previous packet (queued or sent), and the flow leaves B at once if V has already passed
+//!   it. V's past progress (the service GPS gave the packet so far) is not re-simulated.
+
+use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
+use std::collections::BinaryHeap;
+
+use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::counters::{Counters, Dropped};
+use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
+use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
+use crate::queues::Admission;
+use crate::scheduler::Scheduler;
+use crate::tagged_queues::{flow_weight, validate_weights, PacketTag, TaggedQueues};
+use crate::time::{Rate, TimeNs};
+use crate::virtual_time::VirtualTime;
+
+/// Parameters of [`Wfq`] (none besides the buffer; weights are per flow).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WfqConfig;
+
+/// Per-flow WFQ state (real queue and fluid GPS system).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WfqFlow {
+    /// `φ_i` (0 until the flow is first seen).
+    pub weight: u32,
+    /// `F_i^{k−1}`: finish tag of the flow's most recently admitted packet, i.e. the virtual
+    /// time at which the flow's GPS backlog runs out.
+    pub last_finish: VirtualTime,
+    /// Whether the flow is in B(t), backlogged in the fluid GPS system.
+    pub gps_backlogged: bool,
+    /// Bumped whenever the flow's entry in the departure heap is replaced; older entries are
+    /// stale.
+    generation: u32,
+}
+
+/// Time to link work: either an exact integer number of work units per ns, or the general
+/// `Δt·C·2^29/10^9` with a carried remainder.
+#[derive(Clone, Copy, Debug)]
+enum WorkRate {
+    /// `C·2^29/10^9` is an integer (C a multiple of 5^9 bit/s, e.g. 1 or 10 Gbit/s).
+    Exact(u128),
+    /// `C` in bit/s.
+    General(u128),
+}
+
+/// 10^9, the ns per second in the work conversion.
+const GIGA: u128 = 1_000_000_000;
+
+/// Weighted Fair Queueing (PGPS) scheduler.
+#[derive(Clone, Debug)]
+pub struct Wfq {
+    queues: TaggedQueues,
+    flows: Vec<WfqFlow>,
+    table: FlowTable,
+    /// V, as of `clock`.
+    virtual_time: VirtualTime,
+    /// The time V refers to.
+    clock: TimeNs,
+    /// Σ φ_i over B.
+    backlogged_weight: u64,
+    /// `Reverse((last_finish, flow, generation))` of the flows in B: GPS departures in
+    /// finish-tag order (ties by flow id; simultaneous departures are all taken together).
+    /// An entry whose tag is below the flow's current `last_finish` is re-keyed when it
+    /// surfaces.
+    departures: BinaryHeap<Reverse<(VirtualTime, FlowId, u32)>>,
+    /// Link work (units of 2^-32 byte) done in GPS but not yet turned into V: below Σφ.
+    residual_work: u128,
+    /// Remainder of the time-to-work division (units of 2^-32 byte / 10^9).
+    work_remainder: u128,
+    work_rate: WorkRate,
+}
+
+impl Wfq {
+    /// V(now): advances the GPS simulation to `now` (not before the last event) and returns V.
+    pub fn virtual_time_at(&mut self, now: TimeNs) -> VirtualTime {
+        self.advance(now);
+        self.virtual_time
+    }
+
+    /// V as of the last arrival.
+    pub fn virtual_time(&self) -> VirtualTime {
+        self.virtual_time
+    }
+
+    /// Σ φ_i over the flows backlogged in GPS, as of the last arrival.
+    pub fn backlogged_weight(&self) -> u64 {
+        self.backlogged_weight
+    }
+
+    /// The state of `flow`, if seen.
+    pub fn flow(&self, flow: FlowId) -> Option<&WfqFlow> {
+        self.flows.get(flow as usize).filter(|state| state.weight > 0)
+    }
+
+    /// The finish tags of the packets queued for `flow`, head first.
+    pub fn queued_tags(&self, flow: FlowId) -> Vec<VirtualTime> {
+        self.queues.tags(flow).map(|tag| tag.finish).collect()
+    }
+
+    fn ensure_flow(&mut self, flow: FlowId) {
+        let index = flow as usize;
+        if index >= self.flows.len() {
+            self.flows.resize(index + 1, WfqFlow::default());
+        }
+        if self.flows[index].weight == 0 {
+            self.flows[index].weight = flow_weight(&self.table, flow);
+        }
+    }
+
+    /// Link work in `elapsed` ns, in units of 2^-32 byte; `None` if it exceeds 2^64 bytes
+    /// (enough to empty any GPS backlog).
+    fn work_in(&mut self, elapsed: TimeNs) -> Option<u128> {
+        match self.work_rate {
+            WorkRate::Exact(per_ns) => {
+                let work = elapsed as u128 * per_ns;
+                (work >> 96 == 0).then_some(work)
+            }
+            WorkRate::General(bits_per_second) => {
+                let bits = elapsed as u128 * bits_per_second; // bit·ns/s, < 2^128
+                if bits >> 98 != 0 {
+                    return None;
+                }
+                let scaled = (bits << 29) + self.work_remainder;
+                self.work_remainder = scaled % GIGA;
+                Some(scaled / GIGA)
+            }
+        }
+    }
+
+    /// The flow in B with the least last finish tag, re-keying or dropping stale entries.
+    fn next_departure(&mut self) -> Option<(VirtualTime, FlowId)> {
+        loop {
+            let mut top = self.departures.peek_mut()?;
+            let Reverse((finish, flow, generation)) = *top;
+            let state = &self.flows[flow as usize];
+            if !state.gps_backlogged || state.generation != generation {
+                PeekMut::pop(top);
+            } else if state.last_finish != finish {
+                // The flow received packets since this entry was made: its GPS backlog now
+                // runs out later.
+                *top = Reverse((state.last_finish, flow, generation));
+            } else {
+                return Some((finish, flow));
+            }
+        }
+    }
+
+    /// Advances V from `clock` to `now` through every GPS departure in between.
+    fn advance(&mut self, now: TimeNs) {
+        if now <= self.clock {
+            return;
+        }
+        let elapsed = now - self.clock;
+        self.clock = now;
+        if self.backlogged_weight == 0 {
+            return; // GPS idle: V stands still.
+        }
+        let mut available = match self.work_in(elapsed) {
+            Some(work) => work.saturating_add(self.residual_work),
+            None => u128::MAX,
+        };
+        while let Some((finish, flow)) = self.next_departure() {
+            let sum = self.backlogged_weight as u128;
+            let gap = finish.raw() - self.virtual_time.raw();
+            let reachable = available / sum;
+            if reachable < gap {
+                // V moves up by available/Σφ; the remainder waits for the next event.
+                self.virtual_time = VirtualTime::from_raw(self.virtual_time.raw() + reachable);
+                self.residual_work = available - reachable * sum;
+                return;
+            }
+            // V reaches the flow's last finish tag: it leaves B.
+            available -= gap * sum;
+            self.virtual_time = finish;
+            self.departures.pop();
+            let state = &mut self.flows[flow as usize];
+            state.gps_backlogged = false;
+            self.backlogged_weight -= state.weight as u64;
+            if self.backlogged_weight == 0 {
+                break;
+            }
+        }
+        // B is empty: the rest of the interval is GPS idle time.
+        self.residual_work = 0;
+        self.work_remainder = 0;
+    }
+
+    /// Puts `flow` into B with its current last finish tag.
+    fn join_gps(&mut self, flow: FlowId) {
+        let state = &mut self.flows[flow as usize];
+        state.generation = state.generation.wrapping_add(1);
+        if !state.gps_backlogged {
+            state.gps_backlogged = true;
+            self.backlogged_weight += state.weight as u64;
+        }
+        self.departures
+            .push(Reverse((state.last_finish, flow, state.generation)));
+    }
+
+    /// A pushed-out tail leaves the fluid system: the flow's last finish tag returns to
+    /// `previous_finish`.
+    fn roll_back(&mut self, flow: FlowId, previous_finish: VirtualTime) {
+        let state = &mut self.flows[flow as usize];
+        state.last_finish = previous_finish;
+        if !state.gps_backlogged {
+            return; // GPS had already served the packet entirely.
+        }
+        if previous_finish > self.virtual_time {
+            self.join_gps(flow); // same B, earlier departure
+        } else {
+            state.gps_backlogged = false;
+            state.generation = state.generation.wrapping_add(1);
+            self.backlogged_weight -= state.weight as u64;
+            if self.backlogged_weight == 0 {
+                self.residual_work = 0;
+                self.work_remainder = 0;
+            }
+        }
+    }
+}
+
+impl Discipline for Wfq {
+    type Config = WfqConfig;
+    const INFO: DisciplineInfo = DisciplineInfo {
+        id: "wfq",
+        name: "Weighted Fair Queueing (PGPS)",
+        citation: "Parekh & Gallager, IEEE/ACM ToN 1993; Demers, Keshav & Shenker, ACM SIGCOMM 1989",
+        summary: "Simulates fluid GPS exactly (virtual time V advancing at C/Σφ over the GPS-backlogged flows) and sends the packet with the least GPS finish tag: each packet leaves within L_max/C of its GPS finish time. O(log flows) amortised.",
+        scheduler_params: &[],
+        flow_params: &[ParamInfo {
+            name: "weight",
+            unit: "integer",
+            default: "1",
+            description: "GPS share φ_i: the link rate is divided in proportion to the weights of the backlogged flows",
+        }],
+        per_flow_queues: true,
+    };
+
+    fn read_config(_reader: &mut TableReader<'_>) -> Result<WfqConfig, ConfigError> {
+        Ok(WfqConfig)
+    }
+
+    fn build(_config: WfqConfig, context: &BuildContext<'_>) -> Result<Wfq, ConfigError> {
+        validate_weights(context.flows)?;
+        Ok(Wfq {
+            queues: TaggedQueues::new(context.limit),
+            flows: Vec::new(),
+            table: context.flows.clone(),
+            virtual_time: VirtualTime::ZERO,
+            clock: 0,
+            backlogged_weight: 0,
+            departures: BinaryHeap::new(),
+            residual_work: 0,
+            work_remainder: 0,
+            work_rate: work_rate(context.link_rate),
+        })
+    }
+}
+
+/// 5^9: C·2^29/10^9 = (C/5^9)·2^20 is an integer iff 5^9 divides C.
+const FIVE_TO_THE_NINTH: u64 = 1_953_125;
+
+fn work_rate(link_rate: Rate) -> WorkRate {
+    let bits_per_second = link_rate.bits_per_second();
+    if bits_per_second.is_multiple_of(FIVE_TO_THE_NINTH) {
+        WorkRate::Exact(((bits_per_second / FIVE_TO_THE_NINTH) as u128) << 20)
+    } else {
+        WorkRate::General(bits_per_second as u128)
+    }
+}
+
+impl Scheduler for Wfq {
+    fn id(&self) -> &'static str {
+        Self::INFO.id
+    }
+
+    fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
+        self.advance(now);
+        let flow = packet.flow;
+        let size = packet.size as u64;
+        if flow <= MAX_FLOW_ID {
+            self.ensure_flow(flow);
+        }
+        let flows = &self.flows;
+        let admission = self.queues.admit(
+            packet,
+            |f| flows.get(f as usize).map_or(1, |state| state.weight as u64),
+            drops,
+        );
+        for index in 0..self.queues.pushed_out().len() {
+            let (f, previous_finish) = self.queues.pushed_out()[index];
+            self.roll_back(f, previous_finish);
+        }
+        if admission == Admission::Queued {
+            let state = &mut self.flows[flow as usize];
+            // S = max(F_prev, V(a));  F = S + L/φ
+            let start = state.last_finish.max(self.virtual_time);
+            let finish = start.saturating_add(VirtualTime::ratio_ceil(size, state.weight as u64));
+            state.last_finish = finish;
+            if !state.gps_backlogged {
+                self.join_gps(flow);
+            }
+            self.queues.push_tag(flow, PacketTag { key: finish, finish });
+        }
+    }
+
+    fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
+        self.queues.pop_min().map(|(packet, _)| packet)
+    }
+
+    fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
+        self.queues.peek_min().map(|(packet, _)| packet)
+    }
+
+    fn counters(&self) -> &Counters {
+        self.queues.counters()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::link::{run_link, Outcome};
+    use crate::testkit;
+    use std::cmp::Ordering;
+
+    fn wfq(weights: &[(FlowId, u32)], limit: BufferLimit) -> Wfq {
+        let mut table = FlowTable::uniform(FlowParams::default());
+        for &(flow, weight) in weights {
+            let params = FlowParams {
+                weight: Some(weight),
+                ..Default::default()
+            };
+            table.set(flow, params, format!("flow {flow}"));
+        }
+        let context = BuildContext {
+            limit,
+            flows: &table,
+            link_rate: testkit::link(),
+        };
+        Wfq::build(WfqConfig, &context).unwrap()
+    }
+
+    fn v(value: u64) -> VirtualTime {
+        VirtualTime::from_integer(value)
+    }
+
+    const US: TimeNs = 1000;
+
+    /// Hand-derived, Parekh–Gallager style, on the 1 byte/µs test link (V in bytes/weight;
+    /// with Σφ backlogged, V grows by 1/Σφ per µs). Flows 0 and 1 weight 1, flow 2 weight 2.
+    /// * t = 0: A (flow 0) and B (flow 1), 1000 B each: F = 1000 both. B = {0, 1}, Σφ = 2.
+    ///   PGPS sends A (the tie goes to the earlier arrival) in [0, 1000 µs).
+    /// * 500 µs: V = 250. C (flow 2, 1000 B): F = 250 + 1000/2 = 750; Σφ = 4.
+    /// * 1000 µs: C (750) beats B (1000): C in [1000, 2000 µs), B in [2000, 3000 µs).
+    /// * GPS: V reaches 750 at 500 + 500·4 = 2500 µs, when flow 2 leaves B (Σφ = 2).
+    /// * 2800 µs: V = 750 + 300/2 = 900. D (flow 2, 500 B): S = 900, F = 1150.
+    ///   (Without flow 2's departure V would be 825 and F = 1075.)
+    /// * 2900 µs: V = 900 + 100/4 = 925. E (flow 0, 100 B): S = F_prev = 1000, F = 1100.
+    /// * 3000 µs: E (1100) before D (1150) — with the wrong V, D (1075) would go first.
+    #[test]
+    fn parekh_gallager_style_vector() {
+        let packets = [
+            Packet::new(0, 0, 1000, 0),
+            Packet::new(1, 1, 1000, 0),
+            Packet::new(2, 2, 1000, 500 * US),
+            Packet::new(3, 2, 500, 2800 * US),
+            Packet::new(4, 0, 100, 2900 * US),
+        ];
+        let mut s = wfq(&[(2, 2)], BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        s.enqueue(packets[0], 0, &mut drops);
+        s.enqueue(packets[1], 0, &mut drops);
+        assert_eq!(s.backlogged_weight(), 2);
+        assert_eq!(s.virtual_time_at(500 * US), v(250));
+        s.enqueue(packets[2], 500 * US, &mut drops);
+        assert_eq!(s.queued_tags(2), vec![v(750)]);
+        assert_eq!(s.backlogged_weight(), 4);
+        assert_eq!(s.virtual_time_at(2499 * US), VirtualTime::ratio_ceil(2999, 4));
+        assert_eq!(s.virtual_time_at(2500 * US), v(750));
+        assert_eq!(s.backlogged_weight(), 2, "flow 2 left B at 2500 µs");
+        s.enqueue(packets[3], 2800 * US, &mut drops);
+        assert_eq!(s.virtual_time(), v(900));
+        assert_eq!(s.queued_tags(2), vec![v(750), v(1150)]);
+        s.enqueue(packets[4], 2900 * US, &mut drops);
+        assert_eq!(s.virtual_time(), v(925));
+        assert_eq!(s.queued_tags(0), vec![v(1000), v(1100)]);
+
+        let mut s = wfq(&[(2, 2)], BufferLimit::UNLIMITED);
+        let run = run_link(&mut s, testkit::link(), &packets).unwrap();
+        let order: Vec<usize> = run.send_order.iter().map(|(i, _)| *i).collect();
+        assert_eq!(order, vec![0, 2, 1, 4, 3]);
+        // GPS after 2900 µs (Σφ = 4): flows 0 and 1 reach 1000 at 3200 µs; flow 1 leaves, then
+        // flow 0 reaches 1100 at 3500 µs (Σφ = 3) and flow 2 1150 at 3600 µs (Σφ = 2).
+        assert_eq!(s.virtual_time_at(3200 * US), v(1000));
+        assert_eq!(s.virtual_time_at(3500 * US), v(1100));
+        assert_eq!(s.virtual_time_at(3600 * US), v(1150));
+        assert_eq!(s.backlogged_weight(), 0);
+        assert_eq!(
+            s.virtual_time_at(9000 * US),
+            v(1150),
+            "V stands still while GPS is idle"
+        );
+    }
+
+    #[test]
+    fn exact_and_general_work_rates_agree() {
+        // 1 Gbit/s is a multiple of 5^9 bit/s (exact path); 8 Mbit/s is not.
+        assert!(matches!(
+            work_rate(Rate::from_bits_per_second(1_000_000_000).unwrap()),
+            WorkRate::Exact(_)
+        ));
+        assert!(matches!(work_rate(testkit::link()), WorkRate::General(_)));
+        // At 1 Gbit/s one 1000-byte packet takes 8 µs; two equal flows: V = 500 after 8 µs.
+        let table = FlowTable::uniform(FlowParams::default());
+        let context = BuildContext {
+            limit: BufferLimit::UNLIMITED,
+            flows: &table,
+            link_rate: Rate::from_bits_per_second(1_000_000_000).unwrap(),
+        };
+        let mut s = Wfq::build(WfqConfig, &context).unwrap();
+        let mut drops = Vec::new();
+        s.enqueue(Packet::new(0, 0, 2000, 0), 0, &mut drops);
+        s.enqueue(Packet::new(1, 1, 2000, 0), 0, &mut drops);
+        assert_eq!(s.virtual_time_at(8000), v(500));
+        // 1 ns carries 1/8 byte, 1/16 byte/weight: exact in fixed point.
+        assert_eq!(s.virtual_time_at(8001).raw(), v(500).raw() + (1 << 28));
+    }
+
+    #[test]
+    fn push_out_takes_the_packet_out_of_gps() {
+        let limit = BufferLimit {
+            packets: Some(3),
+            policy: DropPolicy::LongestQueueDrop,
+            ..BufferLimit::UNLIMITED
+        };
+        let mut s = wfq(&[], limit);
+        let mut drops = Vec::new();
+        s.enqueue(Packet::new(0, 0, 100, 0), 0, &mut drops);
+        s.enqueue(Packet::new(1, 0, 300, 0), 0, &mut drops);
+        s.enqueue(Packet::new(2, 1, 100, 0), 0, &mut drops);
+        assert_eq!(s.flow(0).unwrap().last_finish, v(400));
+        // 100 µs later (Σφ = 2): V = 50. Flow 2's arrival pushes out flow 0's 300-byte tail:
+        // flow 0's GPS backlog now ends at 100 and Σφ = 3 with flow 2.
+        s.enqueue(Packet::new(3, 2, 100, 100 * US), 100 * US, &mut drops);
+        assert_eq!(drops[0].packet.id, 1);
+        assert_eq!(s.flow(0).unwrap().last_finish, v(100));
+        assert_eq!(s.queued_tags(2), vec![v(150)]);
+        assert_eq!(s.backlogged_weight(), 3);
+        // Flows 0 and 1 leave B together at V = 100, 150 µs later; flow 2 at V = 150.
+        assert_eq!(s.virtual_time_at(250 * US), v(100));
+        assert_eq!(s.backlogged_weight(), 1);
+        assert_eq!(s.virtual_time_at(300 * US), v(150));
+        assert_eq!(s.backlogged_weight(), 0);
+    }
+
+    /// An exact rational (for the test's fluid GPS model only).
+    #[derive(Clone, Copy, Debug)]
+    struct Q {
+        n: i128,
+        d: i128,
+    }
+
+    fn gcd(a: i128, b: i128) -> i128 {
+        if b == 0 {
+            a.abs()
+        } else {
+            gcd(b, a % b)
+        }
+    }
+
+    impl Q {
+        fn new(n: i128, d: i128) -> Q {
+            let g = gcd(n, d).max(1) * d.signum();
+            Q { n: n / g, d: d / g }
+        }
+        fn int(n: i128) -> Q {
+            Q { n, d: 1 }
+        }
+        fn add(self, o: Q) -> Q {
+            Q::new(self.n * o.d + o.n * self.d, self.d * o.d)
+        }
+        fn sub(self, o: Q) -> Q {
+            Q::new(self.n * o.d - o.n * self.d, self.d * o.d)
+        }
+        fn mul(self, o: Q) -> Q {
+            Q::new(self.n * o.n, self.d * o.d)
+        }
+        fn div(self, o: Q) -> Q {
+            Q::new(self.n * o.d, self.d * o.n)
+        }
+        fn max(self, o: Q) -> Q {
+            if self >= o {
+                self
+            } else {
+                o
+            }
+        }
+        fn to_f64(self) -> f64 {
+            self.n as f64 / self.d as f64
+        }
+    }
+
+    impl PartialEq for Q {
+        fn eq(&self, o: &Q) -> bool {
+            self.n * o.d == o.n * self.d
+        }
+    }
+
+    impl PartialOrd for Q {
+        fn partial_cmp(&self, o: &Q) -> Option<Ordering> {
+            Some((self.n * o.d).cmp(&(o.n * self.d)))
+        }
+    }
+
+    /// The fluid GPS system of the trace on the test link (1 byte per 1000 ns), written from
+    /// the definitions: V grows at 1/(1000·Σφ_B) per ns, B = flows whose last finish tag
+    /// exceeds V. Returns each packet's finish tag and its GPS finish time (ns).
+    fn gps_model(trace: &[Packet], weight: impl Fn(FlowId) -> i128) -> (Vec<Q>, Vec<Q>) {
+        let mut last_finish: std::collections::BTreeMap<FlowId, Q> = Default::default();
+        let mut v = Q::int(0);
+        let mut t = Q::int(0);
+        let mut breakpoints = vec![(t, v)];
+        let mut advance =
+            |to: Option<Q>, v: &mut Q, t: &mut Q, last: &std::collections::BTreeMap<FlowId, Q>| loop {
+                let backlogged: Vec<(FlowId, Q)> = last
+                    .iter()
+                    .filter(|(_, f)| **f > *v)
+                    .map(|(k, f)| (*k, *f))
+                    .collect();
+                if backlogged.is_empty() {
+                    if let Some(to) = to {
+                        *t = to;
+                    }
+                    return;
+                }
+                let sum: i128 = backlogged.iter().map(|(f, _)| weight(*f)).sum();
+                let f_min =
+                    backlogged
+                        .iter()
+                        .map(|(_, f)| *f)
+                        .fold(backlogged[0].1, |a, b| if b < a { b } else { a });
+                let reach = t.add(f_min.sub(*v).mul(Q::int(1000 * sum)));
+                match to {
+                    Some(to) if reach > to => {
+                        *v = v.add(to.sub(*t).div(Q::int(1000 * sum)));
+                        *t = to;
+                        breakpoints.push((*t, *v));
+                        return;
+                    }
+                    _ => {
+                        *v = f_min;
+                        *t = reach;
+                        breakpoints.push((*t, *v));
+                    }
+                }
+            };
+        let mut tags = Vec::new();
+        for p in trace {
+            advance(Some(Q::int(p.arrival as i128)), &mut v, &mut t, &last_finish);
+            let previous = last_finish.get(&p.flow).copied().unwrap_or(Q::int(0));
+            let finish = previous.max(v).add(Q::new(p.size as i128, weight(p.flow)));
+            last_finish.insert(p.flow, finish);
+            tags.push(finish);
+        }
+        advance(None, &mut v, &mut t, &last_finish);
+        let times = tags
+            .iter()
+            .map(|tag| {
+                let k = breakpoints
+                    .iter()
+                    .position(|(_, bv)| bv >= tag)
+                    .expect("V reaches every tag");
+                let (t1, v1) = breakpoints[k];
+                let (t0, v0) = breakpoints[k - 1];
+                t0.add(tag.sub(v0).mul(t1.sub(t0)).div(v1.sub(v0)))
+            })
+            .collect();
+        (tags, times)
+    }
+
+    /// Weights of the random-trace tests: 3 makes L/φ and V inexact in binary.
+    const WEIGHTS: [(FlowId, u32); 4] = [(0, 1), (1, 2), (2, 3), (3, 4)];
+
+    fn model_weight(flow: FlowId) -> i128 {
+        WEIGHTS
+            .iter()
+            .find(|(f, _)| *f == flow)
+            .map_or(1, |(_, w)| *w as i128)
+    }
+
+    #[test]
+    fn model_agrees_with_the_hand_vector() {
+        let packets = [
+            Packet::new(0, 0, 1000, 0),
+            Packet::new(1, 1, 1000, 0),
+            Packet::new(2, 2, 1000, 500 * US),
+            Packet::new(3, 2, 500, 2800 * US),
+            Packet::new(4, 0, 100, 2900 * US),
+        ];
+        let (tags, times) = gps_model(&packets, |f| if f == 2 { 2 } else { 1 });
+        let ints = |qs: &[Q]| qs.iter().map(|q| q.to_f64()).collect::<Vec<_>>();
+        assert_eq!(ints(&tags), vec![1000.0, 1000.0, 750.0, 1150.0, 1100.0]);
+        assert_eq!(ints(&times), vec![3.2e6, 3.2e6, 2.5e6, 3.6e6, 3.5e6]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, ..Default::default() })]
+
+        /// Each time the link frees, WFQ picks a waiting packet whose GPS finish tag (from the
+        /// exact model) is the least of the waiting packets' — up to 10^-6 byte/weight, far
+        /// above the fixed-point error and far below any real difference — and every packet
+        /// leaves by its GPS finish time + L_max/C (Parekh–Gallager Theorem 1).
+        #[test]
+        fn picks_the_least_gps_finish_tag(trace in testkit::arb_trace(5, 120)) {
+            let (tags, gps_finish) = gps_model(&trace, model_weight);
+            let mut s = wfq(&WEIGHTS, BufferLimit::UNLIMITED);
+            let run = run_link(&mut s, testkit::link(), &trace).unwrap();
+            proptest::prop_assert_eq!(run.send_order.len(), trace.len());
+            let mut sent = vec![false; trace.len()];
+            let tolerance = Q::new(1, 1_000_000);
+            for &(chosen, start) in &run.send_order {
+                let least = (0..trace.len())
+                    .filter(|&i| !sent[i] && trace[i].arrival <= start)
+                    .map(|i| tags[i])
+                    .fold(tags[chosen], |a, b| if b < a { b } else { a });
+                proptest::prop_assert!(
+                    tags[chosen] <= least.add(tolerance),
+                    "at {} ns sent packet {} with tag {} while a waiting packet had {}",
+                    start, chosen, tags[chosen].to_f64(), least.to_f64()
+                );
+                sent[chosen] = true;
+            }
+            let l_max = trace.iter().map(|p| p.size).max().unwrap() as i128;
+            for (i, outcome) in run.outcomes.iter().enumerate() {
+                let Some(Outcome::Sent { end, .. }) = outcome else { unreachable!() };
+                let bound = gps_finish[i].add(Q::int(l_max * 1000));
+                proptest::prop_assert!(
+                    Q::int(*end as i128) <= bound,
+                    "packet {} left at {} ns, GPS finish {} + L_max/C", i, end, gps_finish[i].to_f64()
+                );
+            }
+        }
+
+        #[test]
+        fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
+            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
+            let limit = BufferLimit { bytes: Some(8000), policy, ..BufferLimit::UNLIMITED };
+            let mut s = wfq(&WEIGHTS, limit);
+            testkit::check_invariants(&mut s, &trace, true)?;
+        }
+
+        /// Backlogged from t = 0 every tag is Σ L/φ and PGPS serves a prefix of the tag order,
+        /// so after any number of packets |W_i/φ_i − W_j/φ_j| ≤ max(L_i^max/φ_i, L_j^max/φ_j).
+        #[test]
+        fn byte_shares_follow_weights(
+            weights in proptest::collection::vec(1u32..=8, 3),
+            sizes in proptest::collection::vec(40u32..=1500, 64),
+            n in 1usize..600,
+        ) {
+            let mut s = wfq(&[(0, weights[0]), (1, weights[1]), (2, weights[2])], BufferLimit::UNLIMITED);
+            let size = |f: FlowId, k: usize| sizes[(k * 3 + f as usize) % sizes.len()];
+            let served = testkit::backlogged_service(&mut s, &[0, 1, 2], 600, size, n);
+            let max_size = |f: FlowId| (0..600).map(|k| size(f, k)).max().unwrap() as f64;
+            for i in 0..3u32 {
+                for j in (i + 1)..3 {
+                    let (wi, wj) = (weights[i as usize] as f64, weights[j as usize] as f64);
+                    let gap = (served[i as usize] as f64 / wi - served[j as usize] as f64 / wj).abs();
+                    let bound = (max_size(i) / wi).max(max_size(j) / wj);
+                    proptest::prop_assert!(gap <= bound + 1e-6, "flows {}, {}: gap {} > bound {}", i, j, gap, bound);
+                }
+            }
+        }
+    }
+}
