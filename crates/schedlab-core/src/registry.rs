@@ -64,6 +64,7 @@ disciplines! {
     VirtualClock => virtual_clock::VirtualClock,
     Stfq => stfq::Stfq,
     Wfq => wfq::Wfq,
+    Wf2qPlus => wf2q_plus::Wf2qPlus,
 }
 
 impl Scheduler for AnyScheduler {
@@ -188,9 +189,13 @@ mod tests {
     #[test]
     fn every_id_is_unique_and_lower_snake_case() {
         let mut ids: Vec<&str> = DISCIPLINES.iter().map(|d| d.id).collect();
+        // Lower snake case; digits allowed after the first letter (`wf2q_plus`).
         assert!(ids
             .iter()
-            .all(|id| id.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+            .all(|id| id.starts_with(|c: char| c.is_ascii_lowercase())
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')));
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), DISCIPLINES.len());

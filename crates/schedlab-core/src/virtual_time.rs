@@ -111,7 +111,7 @@ impl fmt::Display for VirtualTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let integer = self.0 >> FRACTION_BITS;
         let fraction = self.0 & (ONE - 1);
-        let decimals = fraction * 1_000_000_000 >> FRACTION_BITS;
+        let decimals = (fraction * 1_000_000_000) >> FRACTION_BITS;
         write!(f, "{integer}.{decimals:09}")
     }
 }

@@ -6,4 +6,5 @@ pub mod fifo;
 pub mod scfq;
 pub mod stfq;
 pub mod virtual_clock;
+pub mod wf2q_plus;
 pub mod wfq;
