@@ -14,6 +14,11 @@ use schedlab_core::{build_scheduler, AnyScheduler, FlowParams, FlowTable, Packet
 const CASES: &[(&str, &str)] = &[
     ("fifo", "kind = \"fifo\""),
     ("drr", "kind = \"drr\"\nquantum = 1500"),
+    ("scfq", "kind = \"scfq\""),
+    ("virtual_clock", "kind = \"virtual_clock\""),
+    ("stfq", "kind = \"stfq\""),
+    ("wfq", "kind = \"wfq\""),
+    ("wf2q_plus", "kind = \"wf2q_plus\""),
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];

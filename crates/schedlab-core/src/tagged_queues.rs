@@ -1,10 +1,11 @@
 //! Per-flow FIFO queues whose packets carry virtual-time tags, with a min-heap over the
 //! head-of-line tags: the machinery shared by the sorted-priority disciplines `wfq`, `scfq`,
-//! `stfq` and `virtual_clock` (each computes its own tags; this module stores and orders them).
+//! `stfq` and `virtual_clock` (each computes its own tags; this module stores and orders them),
+//! plus the 4-ary [`TagHeap`] that `wfq` and `wf2q_plus` also use for their other heaps.
 //!
 //! Invariants:
-//! * `tags[f]` runs parallel to flow `f`'s packet queue in [`FlowQueues`]: same length, same
-//!   order, the tag of the head packet at the front;
+//! * flow `f`'s tag deque runs parallel to its packet queue in [`FlowQueues`]: same length,
+//!   same order, the tag of the head packet at the front;
 //! * every non-empty flow has exactly one *valid* entry `(key, seq, f)` in the heap, where
 //!   `key` and `seq` are its head packet's; entries whose `seq` is no longer the head's
 //!   (the head was pushed out) are stale and skipped when they reach the top;
@@ -13,17 +14,154 @@
 //!   least head key is the least key of any queued packet. Cost: O(log active flows) per
 //!   packet; no allocation in steady state (deques and the heap keep their capacity).
 //!
+//! Layout: a flow's tag deque header, its last sent finish tag and the discipline's per-flow
+//! state `S` share one slot, so serving a flow touches few cache lines.
+//!
 //! Tie rule: equal keys are served in arrival order (`seq` is a global arrival counter).
 
-use std::cmp::Reverse;
-use std::collections::binary_heap::PeekMut;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::config::{BufferLimit, ConfigError, FlowTable};
 use crate::counters::{Counters, DropReason, Dropped};
-use crate::packet::{FlowId, Packet};
+use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
 use crate::virtual_time::VirtualTime;
+
+/// One entry of a [`TagHeap`]: ordered by `(key, seq)`; `flow` and `generation` are payload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeapEntry {
+    /// The tag the heap orders by.
+    pub key: VirtualTime,
+    /// Tie-breaker among equal keys (an arrival sequence number); smaller first.
+    pub seq: u64,
+    /// The flow the entry stands for.
+    pub flow: FlowId,
+    /// Lets the owner recognise stale entries (compared with the flow's current generation).
+    pub generation: u32,
+}
+
+impl HeapEntry {
+    /// Whether `self` comes out of the heap before `other`: `(key, seq)` lexicographically.
+    #[inline(always)]
+    pub fn before(&self, other: &HeapEntry) -> bool {
+        // Non-short-circuit operators: no branch, so the heap's child selection compiles to
+        // conditional moves.
+        (self.key < other.key) | ((self.key == other.key) & (self.seq < other.seq))
+    }
+}
+
+/// A 4-ary min-heap of [`HeapEntry`] by `(key, seq)`. Removal of the top fills the hole
+/// bottom-up (Floyd): the hole walks down to a leaf along the least children and the
+/// displaced element rises from there, so an element that belongs near the bottom (the usual
+/// case: a flow's next tag) costs one pass. O(log₄ n) levels; the capacity is kept.
+#[derive(Clone, Debug, Default)]
+pub struct TagHeap {
+    entries: Vec<HeapEntry>,
+}
+
+impl TagHeap {
+    /// An empty heap.
+    pub fn new() -> TagHeap {
+        TagHeap::default()
+    }
+
+    /// Number of entries (stale ones included).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the heap is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Removes every entry (keeps the capacity).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// The least entry.
+    #[inline]
+    pub fn peek(&self) -> Option<&HeapEntry> {
+        self.entries.first()
+    }
+
+    /// Adds `entry`.
+    #[inline]
+    pub fn push(&mut self, entry: HeapEntry) {
+        self.entries.push(entry);
+        self.rise(self.entries.len() - 1, entry);
+    }
+
+    /// Removes and returns the least entry.
+    #[inline]
+    pub fn pop(&mut self) -> Option<HeapEntry> {
+        let last = self.entries.pop()?;
+        if self.entries.is_empty() {
+            return Some(last);
+        }
+        let top = self.entries[0];
+        self.fill_from_root(last);
+        Some(top)
+    }
+
+    /// Replaces the least entry by `entry` (one pass instead of a pop and a push) and returns
+    /// it. Panics on an empty heap.
+    #[inline]
+    pub fn replace_top(&mut self, entry: HeapEntry) -> HeapEntry {
+        let top = self.entries[0];
+        self.fill_from_root(entry);
+        top
+    }
+
+    /// Moves the element at the hole `index` up to where `entry` belongs, then writes it.
+    #[inline]
+    fn rise(&mut self, mut index: usize, entry: HeapEntry) {
+        while index > 0 {
+            let parent = (index - 1) / 4;
+            if !entry.before(&self.entries[parent]) {
+                break;
+            }
+            self.entries[index] = self.entries[parent];
+            index = parent;
+        }
+        self.entries[index] = entry;
+    }
+
+    /// The hole is at the root: walks it down to a leaf along the least children, then lets
+    /// `entry` rise from there.
+    #[inline]
+    fn fill_from_root(&mut self, entry: HeapEntry) {
+        let entries = &mut self.entries[..];
+        let len = entries.len();
+        let mut hole = 0;
+        loop {
+            let first = 4 * hole + 1;
+            let least = if first + 4 <= len {
+                // One bounds check for the four children.
+                let children: &[HeapEntry; 4] = entries[first..first + 4].try_into().expect("four children");
+                let a = children[1].before(&children[0]) as usize;
+                let b = 2 + children[3].before(&children[2]) as usize;
+                first + if children[b].before(&children[a]) { b } else { a }
+            } else if first < len {
+                let mut least = first;
+                for child in first + 1..len {
+                    if entries[child].before(&entries[least]) {
+                        least = child;
+                    }
+                }
+                least
+            } else {
+                break;
+            };
+            entries[hole] = entries[least];
+            hole = least;
+        }
+        self.rise(hole, entry);
+    }
+}
 
 /// The tags of one queued packet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,36 +170,60 @@ pub struct PacketTag {
     /// stamp `auxVC` (Virtual Clock).
     pub key: VirtualTime,
     /// The packet's finish tag (equal to `key` except for STFQ); a flow's next packet starts
-    /// from it.
+    /// from it. At most 2^32 units above `key` (one `L/w`).
     pub finish: VirtualTime,
 }
 
+/// A stored tag: 32 bytes (the finish tag as an offset from the key).
 #[derive(Clone, Copy, Debug)]
 struct Tagged {
-    tag: PacketTag,
+    key: VirtualTime,
     seq: u64,
+    /// `finish − key` in raw units (an `L/w` fits in 64 bits).
+    finish_offset: u64,
 }
 
-/// Per-flow queues of tagged packets and a heap over the head-of-line keys.
+impl Tagged {
+    #[inline]
+    fn tag(&self) -> PacketTag {
+        PacketTag {
+            key: self.key,
+            finish: VirtualTime::from_raw(self.key.raw() + self.finish_offset as u128),
+        }
+    }
+}
+
+/// One flow's slot: its tag deque, the finish tag of its last sent packet and the discipline's
+/// per-flow state.
 #[derive(Clone, Debug, Default)]
-pub struct TaggedQueues {
+struct FlowSlot<S> {
+    tags: VecDeque<Tagged>,
+    last_sent_finish: VirtualTime,
+    state: S,
+}
+
+/// Per-flow queues of tagged packets, per-flow discipline state `S`, and a heap over the
+/// head-of-line keys.
+#[derive(Clone, Debug)]
+pub struct TaggedQueues<S> {
     queues: FlowQueues,
-    tags: Vec<VecDeque<Tagged>>,
-    /// Finish tag of each flow's most recently sent packet (zero before the first).
-    last_sent_finish: Vec<VirtualTime>,
-    /// `Reverse((key, seq, flow))`: a min-heap on (key, arrival sequence).
-    heads: BinaryHeap<Reverse<(VirtualTime, u64, FlowId)>>,
+    slots: Vec<FlowSlot<S>>,
+    /// Head-of-line keys: entry `seq` is the head packet's arrival sequence.
+    heads: TagHeap,
     next_seq: u64,
     /// Push-outs of the last admission (capacity kept, so no allocation in steady state).
     pushed_out: Vec<(FlowId, VirtualTime)>,
 }
 
-impl TaggedQueues {
+impl<S: Default + Clone> TaggedQueues<S> {
     /// Empty queues with `limit`.
-    pub fn new(limit: BufferLimit) -> TaggedQueues {
+    pub fn new(limit: BufferLimit) -> TaggedQueues<S> {
         TaggedQueues {
             queues: FlowQueues::new(limit),
-            ..TaggedQueues::default()
+            slots: Vec::new(),
+            heads: TagHeap::new(),
+            next_seq: 0,
+            pushed_out: Vec::new(),
         }
     }
 
@@ -83,31 +245,58 @@ impl TaggedQueues {
         self.queues.is_empty(flow)
     }
 
-    /// Admits `packet` through [`FlowQueues::admit`] (buffer limit, drop policy, counters).
-    /// Each packet pushed out of another flow's tail loses its tag and is listed by
-    /// [`TaggedQueues::pushed_out`] with the finish tag its flow had before that packet
-    /// arrived. If the result is [`Admission::Queued`] the caller must give the packet its
-    /// tags with [`TaggedQueues::push_tag`] before any other call.
+    /// The discipline's state of `flow` (the default value for a flow never touched).
+    #[inline]
+    pub fn state(&self, flow: FlowId) -> Option<&S> {
+        self.slots.get(flow as usize).map(|slot| &slot.state)
+    }
+
+    /// The discipline's state of `flow`, created with the default value if needed. `flow` must
+    /// not exceed [`MAX_FLOW_ID`].
+    #[inline]
+    pub fn state_mut(&mut self, flow: FlowId) -> &mut S {
+        debug_assert!(flow <= MAX_FLOW_ID);
+        let index = flow as usize;
+        if index >= self.slots.len() {
+            self.slots.resize_with(index + 1, FlowSlot::default);
+        }
+        &mut self.slots[index].state
+    }
+
+    /// Admits `packet` through [`FlowQueues::admit`] (buffer limit, drop policy, counters),
+    /// with longest-queue drop weighing each flow by `weight(state)`. Each packet pushed out of
+    /// another flow's tail loses its tag and is listed by [`TaggedQueues::pushed_out`] with the
+    /// finish tag its flow had before that packet arrived. If the result is
+    /// [`Admission::Queued`] the caller must give the packet its tags with
+    /// [`TaggedQueues::push_tag`] before any other call.
+    #[inline]
     pub fn admit(
         &mut self,
         packet: Packet,
-        weight: impl Fn(FlowId) -> u64,
+        weight: impl Fn(&S) -> u64,
         drops: &mut Vec<Dropped>,
     ) -> Admission {
         self.pushed_out.clear();
         let first_new_drop = drops.len();
-        let admission = self.queues.admit(packet, weight, drops);
-        for dropped in &drops[first_new_drop..] {
-            if dropped.reason == DropReason::PushedOut {
-                let flow = dropped.packet.flow;
-                let queue = &mut self.tags[flow as usize];
-                // A pushed-out head leaves a stale heap entry, skipped when it surfaces.
-                queue.pop_back();
-                let previous_finish = match queue.back() {
-                    Some(tail) => tail.tag.finish,
-                    None => self.last_sent_finish[flow as usize],
-                };
-                self.pushed_out.push((flow, previous_finish));
+        let slots = &self.slots;
+        let admission = self.queues.admit(
+            packet,
+            |f| slots.get(f as usize).map_or(1, |slot| weight(&slot.state)),
+            drops,
+        );
+        if drops.len() > first_new_drop {
+            for dropped in &drops[first_new_drop..] {
+                if dropped.reason == DropReason::PushedOut {
+                    let flow = dropped.packet.flow;
+                    let slot = &mut self.slots[flow as usize];
+                    // A pushed-out head leaves a stale heap entry, skipped when it surfaces.
+                    slot.tags.pop_back();
+                    let previous_finish = match slot.tags.back() {
+                        Some(tail) => tail.tag().finish,
+                        None => slot.last_sent_finish,
+                    };
+                    self.pushed_out.push((flow, previous_finish));
+                }
             }
         }
         admission
@@ -121,20 +310,28 @@ impl TaggedQueues {
     }
 
     /// Tags the packet just admitted for `flow` (the tail of its queue); `tag.key` must not be
-    /// below the key of the flow's previous packet.
+    /// below the key of the flow's previous packet, and `tag.finish − tag.key` must fit in 64
+    /// bits (it is saturated otherwise).
+    #[inline]
     pub fn push_tag(&mut self, flow: FlowId, tag: PacketTag) {
-        let index = flow as usize;
-        if index >= self.tags.len() {
-            self.tags.resize_with(index + 1, VecDeque::new);
-            self.last_sent_finish.resize(index + 1, VirtualTime::ZERO);
-        }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let queue = &mut self.tags[index];
+        let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
+        self.state_mut(flow);
+        let queue = &mut self.slots[flow as usize].tags;
         if queue.is_empty() {
-            self.heads.push(Reverse((tag.key, seq, flow)));
+            self.heads.push(HeapEntry {
+                key: tag.key,
+                seq,
+                flow,
+                generation: 0,
+            });
         }
-        queue.push_back(Tagged { tag, seq });
+        queue.push_back(Tagged {
+            key: tag.key,
+            seq,
+            finish_offset,
+        });
         debug_assert_eq!(queue.len(), self.queues.len(flow));
     }
 
@@ -143,9 +340,9 @@ impl TaggedQueues {
     #[inline]
     fn clean_top(&mut self) -> Option<FlowId> {
         loop {
-            let Reverse((_, seq, flow)) = *self.heads.peek()?;
-            match self.tags[flow as usize].front() {
-                Some(head) if head.seq == seq => return Some(flow),
+            let top = *self.heads.peek()?;
+            match self.slots[top.flow as usize].tags.front() {
+                Some(head) if head.seq == top.seq => return Some(top.flow),
                 _ => {
                     self.heads.pop();
                 }
@@ -155,48 +352,55 @@ impl TaggedQueues {
 
     /// Removes and returns the queued packet with the least (key, arrival sequence), with its
     /// tags, recording it as sent. O(log active flows).
+    #[inline]
     pub fn pop_min(&mut self) -> Option<(Packet, PacketTag)> {
-        self.clean_top()?;
-        let mut top = self.heads.peek_mut().expect("clean_top found a valid entry");
-        let Reverse((_, _, flow)) = *top;
-        let queue = &mut self.tags[flow as usize];
-        let head = queue.pop_front().expect("valid entries have a head");
-        match queue.front() {
-            // Same flow, next packet: replace the entry in place (one sift-down).
-            Some(next) => *top = Reverse((next.tag.key, next.seq, flow)),
+        let flow = self.clean_top()?;
+        let slot = &mut self.slots[flow as usize];
+        let head = slot.tags.pop_front().expect("valid entries have a head");
+        match slot.tags.front() {
+            // Same flow, next packet: one pass through the heap.
+            Some(next) => {
+                self.heads.replace_top(HeapEntry {
+                    key: next.key,
+                    seq: next.seq,
+                    flow,
+                    generation: 0,
+                });
+            }
             None => {
-                PeekMut::pop(top);
+                self.heads.pop();
             }
         }
-        self.last_sent_finish[flow as usize] = head.tag.finish;
+        let tag = head.tag();
+        slot.last_sent_finish = tag.finish;
         let packet = self.queues.pop_sent(flow).expect("tags run parallel to packets");
-        Some((packet, head.tag))
+        Some((packet, tag))
     }
 
     /// The packet [`TaggedQueues::pop_min`] would return, with its tags.
     pub fn peek_min(&mut self) -> Option<(Packet, PacketTag)> {
         let flow = self.clean_top()?;
-        let head = self.tags[flow as usize]
+        let head = self.slots[flow as usize]
+            .tags
             .front()
             .expect("valid entries have a head");
         let packet = *self.queues.head(flow).expect("tags run parallel to packets");
-        Some((packet, head.tag))
+        Some((packet, head.tag()))
     }
 
     /// The tags of the packets queued for `flow`, head first.
     pub fn tags(&self, flow: FlowId) -> impl Iterator<Item = PacketTag> + '_ {
-        self.tags
+        self.slots
             .get(flow as usize)
             .into_iter()
-            .flat_map(|queue| queue.iter().map(|tagged| tagged.tag))
+            .flat_map(|slot| slot.tags.iter().map(Tagged::tag))
     }
 
     /// The finish tag of the packet most recently sent from `flow` (zero if none).
     pub fn last_sent_finish(&self, flow: FlowId) -> VirtualTime {
-        self.last_sent_finish
+        self.slots
             .get(flow as usize)
-            .copied()
-            .unwrap_or(VirtualTime::ZERO)
+            .map_or(VirtualTime::ZERO, |slot| slot.last_sent_finish)
     }
 }
 
@@ -229,15 +433,57 @@ mod tests {
         }
     }
 
-    fn push(q: &mut TaggedQueues, id: u64, flow: FlowId, key: u64, drops: &mut Vec<Dropped>) {
-        let admitted = q.admit(Packet::new(id, flow, 100, 0), |_| 1, drops);
+    /// Queues whose per-flow state is the flow's weight (1 unless set).
+    type Weighted = TaggedQueues<u64>;
+
+    fn push(q: &mut Weighted, id: u64, flow: FlowId, key: u64, drops: &mut Vec<Dropped>) {
+        if *q.state_mut(flow) == 0 {
+            *q.state_mut(flow) = 1;
+        }
+        let admitted = q.admit(Packet::new(id, flow, 100, 0), |w| *w, drops);
         assert_eq!(admitted, Admission::Queued);
         q.push_tag(flow, tag(key));
     }
 
     #[test]
+    fn heap_pops_in_key_then_seq_order() {
+        let mut heap = TagHeap::new();
+        let mut x: u64 = 12345;
+        let mut entries = Vec::new();
+        for seq in 0..500u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let entry = HeapEntry {
+                key: VirtualTime::from_integer(x % 50),
+                seq,
+                flow: seq as FlowId,
+                generation: 0,
+            };
+            entries.push(entry);
+            heap.push(entry);
+            if seq % 7 == 0 {
+                // Replace the top by a larger key, as a dequeue does.
+                let top = *heap.peek().unwrap();
+                let replacement = HeapEntry {
+                    key: top.key.saturating_add(VirtualTime::from_integer(x % 30)),
+                    seq: 1000 + seq,
+                    ..top
+                };
+                assert_eq!(heap.replace_top(replacement), top);
+                let position = entries.iter().position(|e| *e == top).unwrap();
+                entries[position] = replacement;
+            }
+        }
+        entries.sort_by(|a, b| (a.key, a.seq).cmp(&(b.key, b.seq)));
+        let popped: Vec<HeapEntry> = std::iter::from_fn(|| heap.pop()).collect();
+        assert_eq!(popped, entries);
+        assert!(heap.is_empty());
+    }
+
+    #[test]
     fn serves_least_key_then_arrival_order() {
-        let mut q = TaggedQueues::new(BufferLimit::UNLIMITED);
+        let mut q = Weighted::new(BufferLimit::UNLIMITED);
         let mut drops = Vec::new();
         push(&mut q, 0, 0, 10, &mut drops);
         push(&mut q, 1, 0, 30, &mut drops);
@@ -251,13 +497,29 @@ mod tests {
     }
 
     #[test]
+    fn start_and_finish_tags_round_trip() {
+        let mut q = Weighted::new(BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        *q.state_mut(0) = 1;
+        q.admit(Packet::new(0, 0, 100, 0), |w| *w, &mut drops);
+        let tag = PacketTag {
+            key: VirtualTime::from_integer(5),
+            finish: VirtualTime::ratio_ceil(1003, 3),
+        };
+        q.push_tag(0, tag);
+        assert_eq!(q.tags(0).collect::<Vec<_>>(), vec![tag]);
+        assert_eq!(q.pop_min().unwrap().1, tag);
+        assert_eq!(q.last_sent_finish(0), tag.finish);
+    }
+
+    #[test]
     fn push_out_reports_the_previous_finish_and_leaves_no_stale_head() {
         let limit = BufferLimit {
             packets: Some(3),
             policy: DropPolicy::LongestQueueDrop,
             ..BufferLimit::UNLIMITED
         };
-        let mut q = TaggedQueues::new(limit);
+        let mut q = Weighted::new(limit);
         let mut drops = Vec::new();
         push(&mut q, 0, 0, 10, &mut drops);
         push(&mut q, 1, 0, 20, &mut drops);
@@ -266,14 +528,16 @@ mod tests {
         push(&mut q, 3, 1, 15, &mut drops);
         // Buffer full (3 packets): with flow 1 at weight 2, flow 0 is the longest weighted
         // queue; its tail (finish 20) goes.
-        let weight = |f: FlowId| if f == 0 { 1 } else { 2 };
-        let admitted = q.admit(Packet::new(4, 1, 100, 0), weight, &mut drops);
+        *q.state_mut(1) = 2;
+        let admitted = q.admit(Packet::new(4, 1, 100, 0), |w| *w, &mut drops);
         assert_eq!(admitted, Admission::Queued);
         assert_eq!(q.pushed_out(), &[(0, VirtualTime::from_integer(10))]);
         q.push_tag(1, tag(25));
-        // Flow 1 now holds two packets (finish 15, 25) and flow 0 one: the next arrival of
-        // flow 2 pushes out flow 1's tail, whose predecessor has finish 15.
-        let admitted = q.admit(Packet::new(5, 2, 100, 0), |_| 1, &mut drops);
+        // Flow 1 now holds two packets (finish 15, 25) and flow 0 one: with equal weights the
+        // next arrival (flow 2) pushes out flow 1's tail, whose predecessor has finish 15.
+        *q.state_mut(1) = 1;
+        *q.state_mut(2) = 1;
+        let admitted = q.admit(Packet::new(5, 2, 100, 0), |w| *w, &mut drops);
         assert_eq!(admitted, Admission::Queued);
         assert_eq!(q.pushed_out(), &[(1, VirtualTime::from_integer(15))]);
         q.push_tag(2, tag(1));
@@ -288,17 +552,14 @@ mod tests {
             policy: DropPolicy::LongestQueueDrop,
             ..BufferLimit::UNLIMITED
         };
-        let mut q = TaggedQueues::new(limit);
+        let mut q = Weighted::new(limit);
         let mut drops = Vec::new();
         push(&mut q, 0, 0, 1, &mut drops);
         push(&mut q, 1, 1, 50, &mut drops);
         // With flow 1 at weight 1000, flow 0 (100 B at weight 1) is the longest weighted
         // queue: its only packet, the head with key 1, is pushed out.
-        let admitted = q.admit(
-            Packet::new(2, 1, 100, 0),
-            |f| if f == 0 { 1 } else { 1000 },
-            &mut drops,
-        );
+        *q.state_mut(1) = 1000;
+        let admitted = q.admit(Packet::new(2, 1, 100, 0), |w| *w, &mut drops);
         assert_eq!(admitted, Admission::Queued);
         assert_eq!(q.pushed_out(), &[(0, VirtualTime::ZERO)]);
         q.push_tag(1, tag(60));

@@ -61,8 +61,7 @@ pub struct ScfqFlow {
 /// Self-Clocked Fair Queueing scheduler.
 #[derive(Clone, Debug)]
 pub struct Scfq {
-    queues: TaggedQueues,
-    flows: Vec<ScfqFlow>,
+    queues: TaggedQueues<ScfqFlow>,
     table: FlowTable,
     virtual_time: VirtualTime,
 }
@@ -75,7 +74,7 @@ impl Scfq {
 
     /// The state of `flow`, if seen.
     pub fn flow(&self, flow: FlowId) -> Option<&ScfqFlow> {
-        self.flows.get(flow as usize).filter(|state| state.weight > 0)
+        self.queues.state(flow).filter(|state| state.weight > 0)
     }
 
     /// The finish tags of the packets queued for `flow`, head first.
@@ -84,12 +83,9 @@ impl Scfq {
     }
 
     fn ensure_flow(&mut self, flow: FlowId) {
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, ScfqFlow::default());
-        }
-        if self.flows[index].weight == 0 {
-            self.flows[index].weight = flow_weight(&self.table, flow);
+        let state = self.queues.state_mut(flow);
+        if state.weight == 0 {
+            state.weight = flow_weight(&self.table, flow);
         }
     }
 }
@@ -119,7 +115,6 @@ impl Discipline for Scfq {
         validate_weights(context.flows)?;
         Ok(Scfq {
             queues: TaggedQueues::new(context.limit),
-            flows: Vec::new(),
             table: context.flows.clone(),
             virtual_time: VirtualTime::ZERO,
         })
@@ -137,18 +132,14 @@ impl Scheduler for Scfq {
         if flow <= MAX_FLOW_ID {
             self.ensure_flow(flow);
         }
-        let flows = &mut self.flows;
-        let admission = self.queues.admit(
-            packet,
-            |f| flows.get(f as usize).map_or(1, |state| state.weight as u64),
-            drops,
-        );
+        let admission = self.queues.admit(packet, |state| state.weight as u64, drops);
         // A flow that lost its tail takes back the finish tag it had before that arrival.
-        for &(f, previous_finish) in self.queues.pushed_out() {
-            flows[f as usize].last_finish = previous_finish;
+        for index in 0..self.queues.pushed_out().len() {
+            let (f, previous_finish) = self.queues.pushed_out()[index];
+            self.queues.state_mut(f).last_finish = previous_finish;
         }
         if admission == Admission::Queued {
-            let state = &mut flows[flow as usize];
+            let state = self.queues.state_mut(flow);
             // F̂ = L/r + max(F̂_prev, v̂)
             let finish = state
                 .last_finish

@@ -61,13 +61,15 @@ pub struct StfqFlow {
 /// Start-time Fair Queueing scheduler.
 #[derive(Clone, Debug)]
 pub struct Stfq {
-    queues: TaggedQueues,
-    flows: Vec<StfqFlow>,
+    queues: TaggedQueues<StfqFlow>,
     table: FlowTable,
     virtual_time: VirtualTime,
     max_finish_served: VirtualTime,
     link_rate: Rate,
-    link_free_at: TimeNs,
+    /// When the last dequeued packet went on the link, and its size: the link is busy until
+    /// `last_dequeue_at + link_rate.transmission_time(last_dequeue_size)`.
+    last_dequeue_at: TimeNs,
+    last_dequeue_size: u64,
 }
 
 impl Stfq {
@@ -79,7 +81,7 @@ impl Stfq {
 
     /// The state of `flow`, if seen.
     pub fn flow(&self, flow: FlowId) -> Option<&StfqFlow> {
-        self.flows.get(flow as usize).filter(|state| state.weight > 0)
+        self.queues.state(flow).filter(|state| state.weight > 0)
     }
 
     /// The tags of the packets queued for `flow`, head first (`key` is the start tag).
@@ -87,13 +89,16 @@ impl Stfq {
         self.queues.tags(flow).collect()
     }
 
+    /// When the link finishes the last dequeued packet (computed from the build-time rate).
+    fn link_free_at(&self) -> TimeNs {
+        self.last_dequeue_at
+            .saturating_add(self.link_rate.transmission_time(self.last_dequeue_size))
+    }
+
     fn ensure_flow(&mut self, flow: FlowId) {
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, StfqFlow::default());
-        }
-        if self.flows[index].weight == 0 {
-            self.flows[index].weight = flow_weight(&self.table, flow);
+        let state = self.queues.state_mut(flow);
+        if state.weight == 0 {
+            state.weight = flow_weight(&self.table, flow);
         }
     }
 }
@@ -123,12 +128,12 @@ impl Discipline for Stfq {
         validate_weights(context.flows)?;
         Ok(Stfq {
             queues: TaggedQueues::new(context.limit),
-            flows: Vec::new(),
             table: context.flows.clone(),
             virtual_time: VirtualTime::ZERO,
             max_finish_served: VirtualTime::ZERO,
             link_rate: context.link_rate,
-            link_free_at: 0,
+            last_dequeue_at: 0,
+            last_dequeue_size: 0,
         })
     }
 }
@@ -139,7 +144,7 @@ impl Scheduler for Stfq {
     }
 
     fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
-        if self.queues.is_empty() && now >= self.link_free_at {
+        if self.queues.is_empty() && now >= self.link_free_at() {
             // End of a busy period: v = the largest finish tag served.
             self.virtual_time = self.virtual_time.max(self.max_finish_served);
         }
@@ -148,17 +153,13 @@ impl Scheduler for Stfq {
         if flow <= MAX_FLOW_ID {
             self.ensure_flow(flow);
         }
-        let flows = &mut self.flows;
-        let admission = self.queues.admit(
-            packet,
-            |f| flows.get(f as usize).map_or(1, |state| state.weight as u64),
-            drops,
-        );
-        for &(f, previous_finish) in self.queues.pushed_out() {
-            flows[f as usize].last_finish = previous_finish;
+        let admission = self.queues.admit(packet, |state| state.weight as u64, drops);
+        for index in 0..self.queues.pushed_out().len() {
+            let (f, previous_finish) = self.queues.pushed_out()[index];
+            self.queues.state_mut(f).last_finish = previous_finish;
         }
         if admission == Admission::Queued {
-            let state = &mut flows[flow as usize];
+            let state = self.queues.state_mut(flow);
             // S = max{v(A), F_prev};  F = S + l/r
             let start = state.last_finish.max(self.virtual_time);
             let finish = start.saturating_add(VirtualTime::ratio_ceil(size, state.weight as u64));
@@ -172,7 +173,8 @@ impl Scheduler for Stfq {
         // v = the start tag of the packet in service.
         self.virtual_time = tag.key;
         self.max_finish_served = self.max_finish_served.max(tag.finish);
-        self.link_free_at = now.saturating_add(self.link_rate.transmission_time(packet.size as u64));
+        self.last_dequeue_at = now;
+        self.last_dequeue_size = packet.size as u64;
         Some(packet)
     }
 

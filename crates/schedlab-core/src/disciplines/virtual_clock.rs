@@ -66,8 +66,7 @@ pub struct VirtualClockFlow {
 /// Virtual Clock scheduler.
 #[derive(Clone, Debug)]
 pub struct VirtualClock {
-    queues: TaggedQueues,
-    flows: Vec<Option<VirtualClockFlow>>,
+    queues: TaggedQueues<Option<VirtualClockFlow>>,
     table: FlowTable,
     link_rate: Rate,
     weight_sum: u64,
@@ -110,7 +109,7 @@ impl VirtualClock {
 
     /// The state of `flow`, if seen.
     pub fn flow(&self, flow: FlowId) -> Option<&VirtualClockFlow> {
-        self.flows.get(flow as usize)?.as_ref()
+        self.queues.state(flow)?.as_ref()
     }
 
     /// The stamps of the packets queued for `flow`, head first.
@@ -119,13 +118,10 @@ impl VirtualClock {
     }
 
     fn ensure_flow(&mut self, flow: FlowId) {
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, None);
-        }
-        if self.flows[index].is_none() {
-            self.flows[index] = Some(VirtualClockFlow {
-                rate: self.reserved_rate(flow),
+        if self.queues.state_mut(flow).is_none() {
+            let rate = self.reserved_rate(flow);
+            *self.queues.state_mut(flow) = Some(VirtualClockFlow {
+                rate,
                 aux_virtual_clock: VirtualTime::ZERO,
             });
         }
@@ -174,7 +170,6 @@ impl Discipline for VirtualClock {
         })?;
         Ok(VirtualClock {
             queues: TaggedQueues::new(context.limit),
-            flows: Vec::new(),
             table: context.flows.clone(),
             link_rate,
             weight_sum: weight_sum(context.flows),
@@ -193,24 +188,19 @@ impl Scheduler for VirtualClock {
         if flow <= MAX_FLOW_ID {
             self.ensure_flow(flow);
         }
-        let flows = &mut self.flows;
         let admission = self.queues.admit(
             packet,
-            |f| {
-                flows
-                    .get(f as usize)
-                    .and_then(|state| state.map(|state| state.rate.bits_per_second()))
-                    .unwrap_or(1)
-            },
+            |state| state.map_or(1, |state| state.rate.bits_per_second()),
             drops,
         );
-        for &(f, previous_stamp) in self.queues.pushed_out() {
-            if let Some(state) = flows[f as usize].as_mut() {
+        for index in 0..self.queues.pushed_out().len() {
+            let (f, previous_stamp) = self.queues.pushed_out()[index];
+            if let Some(state) = self.queues.state_mut(f) {
                 state.aux_virtual_clock = previous_stamp;
             }
         }
         if admission == Admission::Queued {
-            let state = flows[flow as usize].as_mut().expect("state created above");
+            let state = self.queues.state_mut(flow).as_mut().expect("state created above");
             // auxVC_i = max(AT_i, auxVC_i) + Vtick_i
             let stamp = state
                 .aux_virtual_clock

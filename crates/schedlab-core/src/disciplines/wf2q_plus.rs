@@ -49,8 +49,7 @@
 //!   pushing out a tail changes nothing unless the tail was the only packet: then the flow's
 //!   finish tag returns to its value before that packet arrived and the flow leaves the heaps.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::config::{ConfigError, FlowTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
@@ -58,7 +57,7 @@ use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{flow_weight, validate_weights};
+use crate::tagged_queues::{flow_weight, validate_weights, HeapEntry, TagHeap};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
@@ -99,9 +98,6 @@ pub struct Wf2qPlusFlow {
     arrivals: VecDeque<u64>,
 }
 
-/// A heap entry: `Reverse((tag, head arrival sequence, flow, generation))`.
-type Entry = Reverse<(VirtualTime, u64, FlowId, u32)>;
-
 /// WF2Q+ scheduler.
 #[derive(Clone, Debug)]
 pub struct Wf2qPlus {
@@ -109,17 +105,20 @@ pub struct Wf2qPlus {
     flows: Vec<Wf2qPlusFlow>,
     table: FlowTable,
     /// Eligible flows by (F, sequence).
-    eligible: BinaryHeap<Entry>,
+    eligible: TagHeap,
     /// Backlogged flows with S > V, by (S, sequence).
-    ineligible: BinaryHeap<Entry>,
+    ineligible: TagHeap,
     /// Lingering flows by (F, sequence of their last packet).
-    lingering: BinaryHeap<Entry>,
+    lingering: TagHeap,
     virtual_time: VirtualTime,
     weight_sum: u64,
     max_finish_served: VirtualTime,
     next_sequence: u64,
     link_rate: Rate,
-    link_free_at: TimeNs,
+    /// When the last dequeued packet went on the link, and its size: the link is busy until
+    /// `last_dequeue_at + link_rate.transmission_time(last_dequeue_size)`.
+    last_dequeue_at: TimeNs,
+    last_dequeue_size: u64,
 }
 
 impl Wf2qPlus {
@@ -138,6 +137,12 @@ impl Wf2qPlus {
         self.flows.get(flow as usize).filter(|state| state.weight > 0)
     }
 
+    /// When the link finishes the last dequeued packet (computed from the build-time rate).
+    fn link_free_at(&self) -> TimeNs {
+        self.last_dequeue_at
+            .saturating_add(self.link_rate.transmission_time(self.last_dequeue_size))
+    }
+
     fn ensure_flow(&mut self, flow: FlowId) {
         let index = flow as usize;
         if index >= self.flows.len() {
@@ -152,15 +157,24 @@ impl Wf2qPlus {
     fn file(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
         state.generation = state.generation.wrapping_add(1);
-        let sequence = *state.arrivals.front().expect("filed flows are backlogged");
+        let seq = *state.arrivals.front().expect("filed flows are backlogged");
+        let generation = state.generation;
         if state.start <= self.virtual_time {
             state.place = Place::Eligible;
-            self.eligible
-                .push(Reverse((state.finish, sequence, flow, state.generation)));
+            self.eligible.push(HeapEntry {
+                key: state.finish,
+                seq,
+                flow,
+                generation,
+            });
         } else {
             state.place = Place::Ineligible;
-            self.ineligible
-                .push(Reverse((state.start, sequence, flow, state.generation)));
+            self.ineligible.push(HeapEntry {
+                key: state.start,
+                seq,
+                flow,
+                generation,
+            });
         }
     }
 
@@ -170,8 +184,12 @@ impl Wf2qPlus {
         state.generation = state.generation.wrapping_add(1);
         if state.finish > self.virtual_time {
             state.place = Place::Lingering;
-            self.lingering
-                .push(Reverse((state.finish, 0, flow, state.generation)));
+            self.lingering.push(HeapEntry {
+                key: state.finish,
+                seq: 0,
+                flow,
+                generation: state.generation,
+            });
         } else {
             state.place = Place::Idle;
             self.weight_sum -= state.weight as u64;
@@ -179,11 +197,12 @@ impl Wf2qPlus {
     }
 
     /// The top valid entry of `heap` (dropping stale ones).
-    fn top(flows: &[Wf2qPlusFlow], heap: &mut BinaryHeap<Entry>) -> Option<(VirtualTime, FlowId)> {
+    #[inline]
+    fn top(flows: &[Wf2qPlusFlow], heap: &mut TagHeap) -> Option<(VirtualTime, FlowId)> {
         loop {
-            let Reverse((tag, _, flow, generation)) = *heap.peek()?;
-            if flows[flow as usize].generation == generation {
-                return Some((tag, flow));
+            let top = *heap.peek()?;
+            if flows[top.flow as usize].generation == top.generation {
+                return Some((top.key, top.flow));
             }
             heap.pop();
         }
@@ -260,15 +279,16 @@ impl Discipline for Wf2qPlus {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
             table: context.flows.clone(),
-            eligible: BinaryHeap::new(),
-            ineligible: BinaryHeap::new(),
-            lingering: BinaryHeap::new(),
+            eligible: TagHeap::new(),
+            ineligible: TagHeap::new(),
+            lingering: TagHeap::new(),
             virtual_time: VirtualTime::ZERO,
             weight_sum: 0,
             max_finish_served: VirtualTime::ZERO,
             next_sequence: 0,
             link_rate: context.link_rate,
-            link_free_at: 0,
+            last_dequeue_at: 0,
+            last_dequeue_size: 0,
         })
     }
 }
@@ -279,7 +299,7 @@ impl Scheduler for Wf2qPlus {
     }
 
     fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
-        if self.queues.counters.backlog().packets == 0 && now >= self.link_free_at {
+        if self.queues.counters.backlog().packets == 0 && now >= self.link_free_at() {
             // A new busy period: every flow restarts from the largest finish tag served.
             self.virtual_time = self.virtual_time.max(self.max_finish_served);
             self.drain_lingering();
@@ -340,7 +360,8 @@ impl Scheduler for Wf2qPlus {
         self.virtual_time = self
             .virtual_time
             .saturating_add(VirtualTime::ratio_ceil(size, self.weight_sum.max(1)));
-        self.link_free_at = now.saturating_add(self.link_rate.transmission_time(size));
+        self.last_dequeue_at = now;
+        self.last_dequeue_size = size;
         let state = &mut self.flows[flow as usize];
         self.max_finish_served = self.max_finish_served.max(state.finish);
         state.arrivals.pop_front();

@@ -47,17 +47,13 @@
 //!   previous packet (queued or sent), and the flow leaves B at once if V has already passed
 //!   it. V's past progress (the service GPS gave the packet so far) is not re-simulated.
 
-use std::cmp::Reverse;
-use std::collections::binary_heap::PeekMut;
-use std::collections::BinaryHeap;
-
 use crate::config::{ConfigError, FlowTable, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{flow_weight, validate_weights, PacketTag, TaggedQueues};
+use crate::tagged_queues::{flow_weight, validate_weights, HeapEntry, PacketTag, TagHeap, TaggedQueues};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
@@ -96,8 +92,7 @@ const GIGA: u128 = 1_000_000_000;
 /// Weighted Fair Queueing (PGPS) scheduler.
 #[derive(Clone, Debug)]
 pub struct Wfq {
-    queues: TaggedQueues,
-    flows: Vec<WfqFlow>,
+    queues: TaggedQueues<WfqFlow>,
     table: FlowTable,
     /// V, as of `clock`.
     virtual_time: VirtualTime,
@@ -105,11 +100,11 @@ pub struct Wfq {
     clock: TimeNs,
     /// Σ φ_i over B.
     backlogged_weight: u64,
-    /// `Reverse((last_finish, flow, generation))` of the flows in B: GPS departures in
-    /// finish-tag order (ties by flow id; simultaneous departures are all taken together).
-    /// An entry whose tag is below the flow's current `last_finish` is re-keyed when it
-    /// surfaces.
-    departures: BinaryHeap<Reverse<(VirtualTime, FlowId, u32)>>,
+    /// The flows in B keyed by last finish tag: GPS departures in finish-tag order (ties by
+    /// flow id; simultaneous departures are all taken together). An entry whose tag is below
+    /// the flow's current `last_finish` is re-keyed when it surfaces; one whose generation is
+    /// old is stale.
+    departures: TagHeap,
     /// Link work (units of 2^-32 byte) done in GPS but not yet turned into V: below Σφ.
     residual_work: u128,
     /// Remainder of the time-to-work division (units of 2^-32 byte / 10^9).
@@ -136,7 +131,7 @@ impl Wfq {
 
     /// The state of `flow`, if seen.
     pub fn flow(&self, flow: FlowId) -> Option<&WfqFlow> {
-        self.flows.get(flow as usize).filter(|state| state.weight > 0)
+        self.queues.state(flow).filter(|state| state.weight > 0)
     }
 
     /// The finish tags of the packets queued for `flow`, head first.
@@ -145,12 +140,9 @@ impl Wfq {
     }
 
     fn ensure_flow(&mut self, flow: FlowId) {
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, WfqFlow::default());
-        }
-        if self.flows[index].weight == 0 {
-            self.flows[index].weight = flow_weight(&self.table, flow);
+        let state = self.queues.state_mut(flow);
+        if state.weight == 0 {
+            state.weight = flow_weight(&self.table, flow);
         }
     }
 
@@ -177,17 +169,19 @@ impl Wfq {
     /// The flow in B with the least last finish tag, re-keying or dropping stale entries.
     fn next_departure(&mut self) -> Option<(VirtualTime, FlowId)> {
         loop {
-            let mut top = self.departures.peek_mut()?;
-            let Reverse((finish, flow, generation)) = *top;
-            let state = &self.flows[flow as usize];
-            if !state.gps_backlogged || state.generation != generation {
-                PeekMut::pop(top);
-            } else if state.last_finish != finish {
+            let top = *self.departures.peek()?;
+            let state = self.queues.state(top.flow).expect("flows in the heap have state");
+            if !state.gps_backlogged || state.generation != top.generation {
+                self.departures.pop();
+            } else if state.last_finish != top.key {
                 // The flow received packets since this entry was made: its GPS backlog now
                 // runs out later.
-                *top = Reverse((state.last_finish, flow, generation));
+                self.departures.replace_top(HeapEntry {
+                    key: state.last_finish,
+                    ..top
+                });
             } else {
-                return Some((finish, flow));
+                return Some((top.key, top.flow));
             }
         }
     }
@@ -209,18 +203,22 @@ impl Wfq {
         while let Some((finish, flow)) = self.next_departure() {
             let sum = self.backlogged_weight as u128;
             let gap = finish.raw() - self.virtual_time.raw();
-            let reachable = available / sum;
-            if reachable < gap {
+            let need = gap.saturating_mul(sum);
+            if available < need {
                 // V moves up by available/Σφ; the remainder waits for the next event.
+                let reachable = match (u64::try_from(available), u64::try_from(sum)) {
+                    (Ok(available), Ok(sum)) => (available / sum) as u128, // the common case
+                    _ => available / sum,
+                };
                 self.virtual_time = VirtualTime::from_raw(self.virtual_time.raw() + reachable);
                 self.residual_work = available - reachable * sum;
                 return;
             }
             // V reaches the flow's last finish tag: it leaves B.
-            available -= gap * sum;
+            available -= need;
             self.virtual_time = finish;
             self.departures.pop();
-            let state = &mut self.flows[flow as usize];
+            let state = self.queues.state_mut(flow);
             state.gps_backlogged = false;
             self.backlogged_weight -= state.weight as u64;
             if self.backlogged_weight == 0 {
@@ -234,20 +232,24 @@ impl Wfq {
 
     /// Puts `flow` into B with its current last finish tag.
     fn join_gps(&mut self, flow: FlowId) {
-        let state = &mut self.flows[flow as usize];
+        let state = self.queues.state_mut(flow);
         state.generation = state.generation.wrapping_add(1);
         if !state.gps_backlogged {
             state.gps_backlogged = true;
             self.backlogged_weight += state.weight as u64;
         }
-        self.departures
-            .push(Reverse((state.last_finish, flow, state.generation)));
+        self.departures.push(HeapEntry {
+            key: state.last_finish,
+            seq: flow as u64,
+            flow,
+            generation: state.generation,
+        });
     }
 
     /// A pushed-out tail leaves the fluid system: the flow's last finish tag returns to
     /// `previous_finish`.
     fn roll_back(&mut self, flow: FlowId, previous_finish: VirtualTime) {
-        let state = &mut self.flows[flow as usize];
+        let state = self.queues.state_mut(flow);
         state.last_finish = previous_finish;
         if !state.gps_backlogged {
             return; // GPS had already served the packet entirely.
@@ -291,12 +293,11 @@ impl Discipline for Wfq {
         validate_weights(context.flows)?;
         Ok(Wfq {
             queues: TaggedQueues::new(context.limit),
-            flows: Vec::new(),
             table: context.flows.clone(),
             virtual_time: VirtualTime::ZERO,
             clock: 0,
             backlogged_weight: 0,
-            departures: BinaryHeap::new(),
+            departures: TagHeap::new(),
             residual_work: 0,
             work_remainder: 0,
             work_rate: work_rate(context.link_rate),
@@ -328,20 +329,16 @@ impl Scheduler for Wfq {
         if flow <= MAX_FLOW_ID {
             self.ensure_flow(flow);
         }
-        let flows = &self.flows;
-        let admission = self.queues.admit(
-            packet,
-            |f| flows.get(f as usize).map_or(1, |state| state.weight as u64),
-            drops,
-        );
+        let admission = self.queues.admit(packet, |state| state.weight as u64, drops);
         for index in 0..self.queues.pushed_out().len() {
             let (f, previous_finish) = self.queues.pushed_out()[index];
             self.roll_back(f, previous_finish);
         }
         if admission == Admission::Queued {
-            let state = &mut self.flows[flow as usize];
+            let virtual_time = self.virtual_time;
+            let state = self.queues.state_mut(flow);
             // S = max(F_prev, V(a));  F = S + L/φ
-            let start = state.last_finish.max(self.virtual_time);
+            let start = state.last_finish.max(virtual_time);
             let finish = start.saturating_add(VirtualTime::ratio_ceil(size, state.weight as u64));
             state.last_finish = finish;
             if !state.gps_backlogged {
