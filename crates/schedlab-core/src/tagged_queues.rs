@@ -475,7 +475,7 @@ mod tests {
                 entries[position] = replacement;
             }
         }
-        entries.sort_by(|a, b| (a.key, a.seq).cmp(&(b.key, b.seq)));
+        entries.sort_by_key(|e| (e.key, e.seq));
         let popped: Vec<HeapEntry> = std::iter::from_fn(|| heap.pop()).collect();
         assert_eq!(popped, entries);
         assert!(heap.is_empty());
