@@ -1,7 +1,7 @@
 //! Per-flow FIFO queues whose packets carry virtual-time tags, with a min-heap over the
 //! head-of-line tags: the machinery shared by the sorted-priority disciplines `wfq`, `scfq`,
 //! `stfq` and `virtual_clock` (each computes its own tags; this module stores and orders them),
-//! plus the 4-ary [`TagHeap`] that `wfq` and `wf2q_plus` also use for their other heaps.
+//! plus the 8-ary [`TagHeap`] that `wfq` and `wf2q_plus` also use for their other heaps.
 //!
 //! Invariants:
 //! * flow `f`'s tag deque runs parallel to its packet queue in [`FlowQueues`]: same length,
@@ -46,14 +46,21 @@ impl HeapEntry {
     pub fn before(&self, other: &HeapEntry) -> bool {
         // Non-short-circuit operators: no branch, so the heap's child selection compiles to
         // conditional moves.
-        (self.key < other.key) | ((self.key == other.key) & (self.seq < other.seq))
+        // (key, seq) as one 192-bit number: a subtraction with borrow, least significant
+        // word first; the final borrow says self < other.
+        let (a, b) = (self.key.raw(), other.key.raw());
+        let borrow = self.seq < other.seq;
+        let (low, borrow_low) = (a as u64).overflowing_sub(b as u64);
+        let borrow = borrow_low | (low < borrow as u64);
+        let (high, borrow_high) = ((a >> 64) as u64).overflowing_sub((b >> 64) as u64);
+        borrow_high | (high < borrow as u64)
     }
 }
 
-/// A 4-ary min-heap of [`HeapEntry`] by `(key, seq)`. Removal of the top fills the hole
+/// An 8-ary min-heap of [`HeapEntry`] by `(key, seq)`. Removal of the top fills the hole
 /// bottom-up (Floyd): the hole walks down to a leaf along the least children and the
 /// displaced element rises from there, so an element that belongs near the bottom (the usual
-/// case: a flow's next tag) costs one pass. O(log₄ n) levels; the capacity is kept.
+/// case: a flow's next tag) costs one pass. O(log₈ n) levels; the capacity is kept.
 #[derive(Clone, Debug, Default)]
 pub struct TagHeap {
     entries: Vec<HeapEntry>,
@@ -120,7 +127,7 @@ impl TagHeap {
     #[inline]
     fn rise(&mut self, mut index: usize, entry: HeapEntry) {
         while index > 0 {
-            let parent = (index - 1) / 4;
+            let parent = (index - 1) / 8;
             if !entry.before(&self.entries[parent]) {
                 break;
             }
@@ -138,13 +145,16 @@ impl TagHeap {
         let len = entries.len();
         let mut hole = 0;
         loop {
-            let first = 4 * hole + 1;
-            let least = if first + 4 <= len {
-                // One bounds check for the four children.
-                let children: &[HeapEntry; 4] = entries[first..first + 4].try_into().expect("four children");
-                let a = children[1].before(&children[0]) as usize;
-                let b = 2 + children[3].before(&children[2]) as usize;
-                first + if children[b].before(&children[a]) { b } else { a }
+            let first = 8 * hole + 1;
+            let least = if first + 8 <= len {
+                let c: &[HeapEntry; 8] = entries[first..first + 8].try_into().expect("eight children");
+                let a = c[1].before(&c[0]) as usize;
+                let b = 2 + c[3].before(&c[2]) as usize;
+                let d = 4 + c[5].before(&c[4]) as usize;
+                let e = 6 + c[7].before(&c[6]) as usize;
+                let ab = if c[b].before(&c[a]) { b } else { a };
+                let de = if c[e].before(&c[d]) { e } else { d };
+                first + if c[de].before(&c[ab]) { de } else { ab }
             } else if first < len {
                 let mut least = first;
                 for child in first + 1..len {
