@@ -1,0 +1,3 @@
+//! schedlab-sim
+#![deny(missing_docs)]
+pub mod traffic;
