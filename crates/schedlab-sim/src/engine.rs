@@ -26,7 +26,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use schedlab_core::{AnyScheduler, Dropped, Packet, Rate, Scheduler, TimeNs};
 
 use crate::scenario::{RunLength, Scenario, ScenarioError};
-use crate::stats::Accumulator;
+use crate::stats::{Accumulator, Jitter};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, TokenBucket};
 
 const EMIT: u32 = 0;
@@ -266,7 +266,16 @@ struct Engine<'s> {
     in_flight: Vec<u64>,
     flow_series: Vec<FlowSeries>,
     class_index: [u16; 256],
+    /// Whether packet classes can differ within a source (trace replay): then per-class
+    /// statistics are accumulated live; otherwise they are merged from the flows' at the end
+    /// and only the per-class jitter (which depends on reception order) is kept live.
+    live_classes: bool,
     classes: Vec<(u8, Accumulator)>,
+    class_jitter: Vec<(u8, Jitter)>,
+    /// The event being handled is still at the top of the heap (see `push_event`).
+    top_pending: bool,
+    bin_index: usize,
+    bin_end: TimeNs,
     warmup: TimeNs,
     measuring: bool,
     window_end: Option<TimeNs>,
@@ -350,7 +359,15 @@ impl<'s> Engine<'s> {
             in_flight: vec![0; n],
             flow_series: vec![FlowSeries::default(); n],
             class_index: [NO_CLASS; 256],
+            live_classes: scenario
+                .sources
+                .iter()
+                .any(|s| matches!(s.arrivals, crate::traffic::ArrivalModel::Trace { .. })),
             classes: Vec::new(),
+            class_jitter: Vec::new(),
+            top_pending: false,
+            bin_index: 0,
+            bin_end: run.bin,
             warmup: run.warmup,
             measuring: run.warmup == 0,
             window_end: None,
@@ -379,15 +396,65 @@ impl<'s> Engine<'s> {
     }
 
     #[inline]
-    fn push(&mut self, time: TimeNs, kind: u32, index: usize) -> u64 {
+    fn push(&mut self, time: TimeNs, kind: u32, index: usize) {
         let seq = self.seq;
         self.seq += 1;
-        self.heap.push(Event {
+        self.push_event(Event {
             time,
             seq,
             tag: (kind << KIND_SHIFT) | index as u32,
         });
-        seq
+    }
+
+    /// Pushes a decision for link `l` at `time`.
+    #[inline]
+    fn push_decision(&mut self, time: TimeNs, l: usize) {
+        let seq = self.seq | DECISION_PHASE;
+        self.seq += 1;
+        self.push_event(Event {
+            time,
+            seq,
+            tag: (DECIDE << KIND_SHIFT) | l as u32,
+        });
+        let link = &mut self.links[l];
+        link.decision_seq = seq;
+        link.decision_at = time;
+    }
+
+    /// Pushes `event`. While the event being handled is still at the top of the heap, the new
+    /// one replaces it (one sift-down instead of a pop and a push).
+    #[inline]
+    fn push_event(&mut self, event: Event) {
+        if self.top_pending {
+            self.top_pending = false;
+            *self.heap.peek_mut().expect("the event being handled is at the top") = event;
+        } else {
+            self.heap.push(event);
+        }
+    }
+
+    /// Removes the event being handled if no push replaced it.
+    #[inline]
+    fn settle(&mut self) {
+        if self.top_pending {
+            self.top_pending = false;
+            self.heap.pop();
+        }
+    }
+
+    /// Whether an arrival-phase event at a time ≤ `now` is pending (besides the one being
+    /// handled). Arrival-phase events sort before decisions at the same time, so only the
+    /// smallest remaining event matters: the root, or one of its children while the root is
+    /// the event being handled.
+    #[inline]
+    fn arrival_pending(&self, now: TimeNs) -> bool {
+        let heap = self.heap.as_slice();
+        let blocks = |e: &Event| e.time <= now && e.seq & DECISION_PHASE == 0;
+        if self.top_pending {
+            heap.get(1).is_some_and(blocks) || heap.get(2).is_some_and(blocks)
+        } else {
+            heap.first().is_some_and(blocks)
+        }
     }
 
     /// Draws the next packet of `index` and schedules its entry into the network.
@@ -416,7 +483,8 @@ impl<'s> Engine<'s> {
     }
 
     fn run(&mut self) -> Result<(), ScenarioError> {
-        while let Some(event) = self.heap.pop() {
+        while let Some(&event) = self.heap.peek() {
+            self.top_pending = true;
             self.now = event.time;
             self.events += 1;
             let index = (event.tag & INDEX_MASK) as usize;
@@ -434,7 +502,8 @@ impl<'s> Engine<'s> {
                         let s = link.snapshot(event.time);
                         link.series.push(s);
                     }
-                    if !self.heap.is_empty() && !self.halt {
+                    let others = self.heap.len() - usize::from(self.top_pending);
+                    if others > 0 && !self.halt {
                         self.push(event.time + self.bin, TICK, 0);
                     }
                 }
@@ -450,6 +519,7 @@ impl<'s> Engine<'s> {
                 MARK_END => self.end_window(event.time),
                 _ => unreachable!("unknown event kind"),
             }
+            self.settle();
             if self.halt {
                 break;
             }
@@ -472,15 +542,22 @@ impl<'s> Engine<'s> {
         }
     }
 
+    /// The index of `class` in `classes` (live mode) or `class_jitter`.
     #[inline]
     fn class_slot(&mut self, class: u8) -> usize {
         let slot = self.class_index[class as usize];
         if slot != NO_CLASS {
             return slot as usize;
         }
-        self.class_index[class as usize] = self.classes.len() as u16;
-        self.classes.push((class, Accumulator::default()));
-        self.classes.len() - 1
+        let index = if self.live_classes {
+            self.classes.push((class, Accumulator::default()));
+            self.classes.len() - 1
+        } else {
+            self.class_jitter.push((class, Jitter::default()));
+            self.class_jitter.len() - 1
+        };
+        self.class_index[class as usize] = index as u16;
+        index
     }
 
     /// A source's pending packet enters the network.
@@ -509,8 +586,10 @@ impl<'s> Engine<'s> {
         self.packets += 1;
         if measured {
             self.flows[index].on_sent(emission.size, now - generated);
-            let c = self.class_slot(class);
-            self.classes[c].1.on_sent(emission.size, now - generated);
+            if self.live_classes {
+                let c = self.class_slot(class);
+                self.classes[c].1.on_sent(emission.size, now - generated);
+            }
             self.in_flight[index] += 1;
         }
         let packet = Packet {
@@ -562,22 +641,11 @@ impl<'s> Engine<'s> {
         if link.decision_seq != NO_DECISION && link.decision_at == now {
             return;
         }
-        if let Some(top) = self.heap.peek() {
-            if top.time <= now && top.seq & DECISION_PHASE == 0 {
-                let seq = self.seq | DECISION_PHASE;
-                self.seq += 1;
-                self.heap.push(Event {
-                    time: now,
-                    seq,
-                    tag: (DECIDE << KIND_SHIFT) | l as u32,
-                });
-                let link = &mut self.links[l];
-                link.decision_seq = seq;
-                link.decision_at = now;
-                return;
-            }
+        if self.arrival_pending(now) {
+            self.push_decision(now, l);
+        } else {
+            self.decide(l, now);
         }
-        self.decide(l, now);
     }
 
     fn decide(&mut self, l: usize, now: TimeNs) {
@@ -595,16 +663,7 @@ impl<'s> Engine<'s> {
         } else if link.scheduler.backlog().packets > 0 {
             link.idle_while_backlogged += 1;
             if let Some(wakeup) = link.scheduler.next_wakeup(now).filter(|&w| w > now) {
-                let seq = self.seq | DECISION_PHASE;
-                self.seq += 1;
-                self.heap.push(Event {
-                    time: wakeup,
-                    seq,
-                    tag: (DECIDE << KIND_SHIFT) | l as u32,
-                });
-                let link = &mut self.links[l];
-                link.decision_seq = seq;
-                link.decision_at = wakeup;
+                self.push_decision(wakeup, l);
             }
         }
         if !self.drops.is_empty() {
@@ -621,8 +680,10 @@ impl<'s> Engine<'s> {
                 let s = slot.source as usize;
                 self.flows[s].on_dropped(packet.size, reason);
                 self.in_flight[s] -= 1;
-                let c = self.class_slot(packet.class);
-                self.classes[c].1.on_dropped(packet.size, reason);
+                if self.live_classes {
+                    let c = self.class_slot(packet.class);
+                    self.classes[c].1.on_dropped(packet.size, reason);
+                }
             }
         }
         self.drops.clear();
@@ -677,7 +738,11 @@ impl<'s> Engine<'s> {
         let now = self.now;
         let slot = self.slab.remove(packet.id);
         let s = slot.source as usize;
-        let bin = (now / self.bin) as usize;
+        while now >= self.bin_end {
+            self.bin_index += 1;
+            self.bin_end = self.bin_end.saturating_add(self.bin);
+        }
+        let bin = self.bin_index;
         let series = &mut self.flow_series[s];
         if bin >= series.bytes.len() {
             series.bytes.resize(bin + 1, 0);
@@ -690,7 +755,11 @@ impl<'s> Engine<'s> {
             self.flows[s].on_received(packet.size, now, delay);
             self.in_flight[s] -= 1;
             let c = self.class_slot(packet.class);
-            self.classes[c].1.on_received(packet.size, now, delay);
+            if self.live_classes {
+                self.classes[c].1.on_received(packet.size, now, delay);
+            } else {
+                self.class_jitter[c].1.on_received(now, delay);
+            }
         }
     }
 
@@ -713,7 +782,28 @@ impl<'s> Engine<'s> {
                 self.warmup as f64 / 1e9
             )));
         }
-        let mut classes = self.classes;
+        let mut classes = if self.live_classes {
+            self.classes
+        } else {
+            let mut present: Vec<u8> = self.scenario.sources.iter().map(|s| s.class).collect();
+            present.sort_unstable();
+            present.dedup();
+            present
+                .into_iter()
+                .map(|class| {
+                    let mut acc = Accumulator::default();
+                    for (source, flow) in self.scenario.sources.iter().zip(&self.flows) {
+                        if source.class == class {
+                            acc.merge_counts(flow);
+                        }
+                    }
+                    if let Some((_, jitter)) = self.class_jitter.iter().find(|(c, _)| *c == class) {
+                        acc.jitter = *jitter;
+                    }
+                    (class, acc)
+                })
+                .collect()
+        };
         classes.sort_by_key(|(c, _)| *c);
         Ok(RawReplication {
             replication,

@@ -168,9 +168,10 @@ fn traffic_row(acc: &Accumulator, in_flight: Option<u64>, window_ns: u64) -> Row
     if let Some(n) = in_flight {
         row.push(("in_flight", Cell::Count(n)));
     }
-    let gap_mean = ratio(acc.gap_sum, acc.gap_count);
+    let jitter = &acc.jitter;
+    let gap_mean = ratio(jitter.gap_sum, jitter.gap_count);
     let gap_std = gap_mean.map(|m| {
-        let mean_square = acc.gap_square_sum as f64 / acc.gap_count as f64;
+        let mean_square = jitter.gap_square_sum as f64 / jitter.gap_count as f64;
         (mean_square - m * m).max(0.0).sqrt()
     });
     row.extend([
@@ -188,8 +189,8 @@ fn traffic_row(acc: &Accumulator, in_flight: Option<u64>, window_ns: u64) -> Row
         ("delay_max_s", Cell::Max((acc.received > 0).then(|| seconds(acc.delay_max)))),
         ("jitter_mean_s", Cell::Real(gap_mean.map(|g| g / 1e9))),
         ("jitter_std_s", Cell::Real(gap_std.map(|g| g / 1e9))),
-        ("jitter_max_s", Cell::Max((acc.gap_count > 0).then(|| seconds(acc.gap_max)))),
-        ("ipdv_mean_s", Cell::Real(ratio(acc.ipdv_sum, acc.gap_count).map(|d| d / 1e9))),
+        ("jitter_max_s", Cell::Max((jitter.gap_count > 0).then(|| seconds(jitter.gap_max)))),
+        ("ipdv_mean_s", Cell::Real(ratio(jitter.ipdv_sum, jitter.gap_count).map(|d| d / 1e9))),
         ("shaper_delay_mean_s", Cell::Real(ratio(acc.shaper_delay_sum, acc.sent).map(|d| d / 1e9))),
     ]);
     row

@@ -22,6 +22,45 @@ pub fn delay_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, 3).expect("valid histogram bounds")
 }
 
+/// Receive-gap (jitter) and delay-variation statistics of one flow or class. Updated in
+/// reception order, so it cannot be merged after the fact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Jitter {
+    /// Time of the previous reception.
+    last_receive: Option<TimeNs>,
+    /// Delay of the previous reception.
+    last_delay: Option<u64>,
+    /// Number of receive gaps.
+    pub gap_count: u64,
+    /// Sum of receive gaps, ns.
+    pub gap_sum: u128,
+    /// Sum of squared receive gaps, ns².
+    pub gap_square_sum: u128,
+    /// Largest receive gap, ns.
+    pub gap_max: u64,
+    /// Sum of |D_k − D_{k−1}|, ns.
+    pub ipdv_sum: u128,
+}
+
+impl Jitter {
+    /// A packet was received at `now` after `delay` ns.
+    #[inline]
+    pub fn on_received(&mut self, now: TimeNs, delay: u64) {
+        if let Some(last) = self.last_receive {
+            let gap = now - last;
+            self.gap_count += 1;
+            self.gap_sum += gap as u128;
+            self.gap_square_sum += gap as u128 * gap as u128;
+            self.gap_max = self.gap_max.max(gap);
+        }
+        if let Some(last) = self.last_delay {
+            self.ipdv_sum += last.abs_diff(delay) as u128;
+        }
+        self.last_receive = Some(now);
+        self.last_delay = Some(delay);
+    }
+}
+
 /// Accumulated statistics of one flow or one class over the measurement window.
 #[derive(Clone, Debug)]
 pub struct Accumulator {
@@ -43,20 +82,8 @@ pub struct Accumulator {
     pub delay_max: u64,
     /// Delay histogram, ns.
     pub delay: Histogram<u64>,
-    /// Time of the previous reception.
-    last_receive: Option<TimeNs>,
-    /// Delay of the previous reception.
-    last_delay: Option<u64>,
-    /// Number of receive gaps.
-    pub gap_count: u64,
-    /// Sum of receive gaps, ns.
-    pub gap_sum: u128,
-    /// Sum of squared receive gaps, ns².
-    pub gap_square_sum: u128,
-    /// Largest receive gap, ns.
-    pub gap_max: u64,
-    /// Sum of |D_k − D_{k−1}|, ns.
-    pub ipdv_sum: u128,
+    /// Receive gaps and delay variation.
+    pub jitter: Jitter,
     /// Sum of shaping delays of the packets sent, ns.
     pub shaper_delay_sum: u128,
 }
@@ -73,13 +100,7 @@ impl Default for Accumulator {
             delay_sum: 0,
             delay_max: 0,
             delay: delay_histogram(),
-            last_receive: None,
-            last_delay: None,
-            gap_count: 0,
-            gap_sum: 0,
-            gap_square_sum: 0,
-            gap_max: 0,
-            ipdv_sum: 0,
+            jitter: Jitter::default(),
             shaper_delay_sum: 0,
         }
     }
@@ -102,18 +123,7 @@ impl Accumulator {
         self.delay_sum += delay as u128;
         self.delay_max = self.delay_max.max(delay);
         self.delay.saturating_record(delay.max(1));
-        if let Some(last) = self.last_receive {
-            let gap = now - last;
-            self.gap_count += 1;
-            self.gap_sum += gap as u128;
-            self.gap_square_sum += gap as u128 * gap as u128;
-            self.gap_max = self.gap_max.max(gap);
-        }
-        if let Some(last) = self.last_delay {
-            self.ipdv_sum += last.abs_diff(delay) as u128;
-        }
-        self.last_receive = Some(now);
-        self.last_delay = Some(delay);
+        self.jitter.on_received(now, delay);
     }
 
     /// A measured packet was dropped.
@@ -126,5 +136,24 @@ impl Accumulator {
     /// Packets dropped for any reason.
     pub fn dropped_total(&self) -> u64 {
         self.dropped.iter().sum()
+    }
+
+    /// Adds `other`'s counts, sums, maxima and histogram (not its jitter, which depends on
+    /// the interleaving of receptions).
+    pub fn merge_counts(&mut self, other: &Accumulator) {
+        self.sent += other.sent;
+        self.sent_bytes += other.sent_bytes;
+        self.received += other.received;
+        self.received_bytes += other.received_bytes;
+        for (mine, theirs) in self.dropped.iter_mut().zip(other.dropped) {
+            *mine += theirs;
+        }
+        self.dropped_bytes += other.dropped_bytes;
+        self.delay_sum += other.delay_sum;
+        self.delay_max = self.delay_max.max(other.delay_max);
+        self.delay
+            .add(&other.delay)
+            .expect("histograms with the same bounds merge");
+        self.shaper_delay_sum += other.shaper_delay_sum;
     }
 }

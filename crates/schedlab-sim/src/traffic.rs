@@ -75,16 +75,15 @@ fn unit(rng: &mut SourceRng) -> f64 {
     rng.random::<f64>()
 }
 
-/// Seconds (float) to nanoseconds, rounded, saturating.
+/// Fractional nanoseconds to whole nanoseconds, rounded to the nearest, saturating.
 #[inline]
-fn ns(seconds: f64) -> TimeNs {
-    let v = (seconds * NS).round();
-    if v <= 0.0 {
+fn ns(nanoseconds: f64) -> TimeNs {
+    // `as` truncates and saturates; adding 0.5 first rounds non-negative values (cheaper than
+    // `f64::round`, which is a libm call).
+    if nanoseconds <= 0.0 {
         0
-    } else if v >= u64::MAX as f64 {
-        u64::MAX
     } else {
-        v as TimeNs
+        (nanoseconds + 0.5) as TimeNs
     }
 }
 
@@ -202,9 +201,10 @@ fn truncated_exponential(rng: &mut SourceRng, mean: f64, min: u32, max: u32) -> 
         return min;
     }
     loop {
-        let value = (min as f64 + scale * exp1(rng)).round();
-        if value <= max as f64 {
-            return value as u32;
+        // floor(x + 0.5) = round(x) for x ≥ 0; round(x) ≤ max  ⇔  x + 0.5 < max + 1.
+        let shifted = min as f64 + scale * exp1(rng) + 0.5;
+        if shifted < max as f64 + 1.0 {
+            return shifted as u32;
         }
     }
 }
@@ -652,7 +652,7 @@ impl Generator {
     #[inline]
     pub fn next_packet(&mut self) -> Option<Emission> {
         let start = self.start;
-        let at = |offset: f64| start.saturating_add(ns(offset / NS));
+        let at = |offset: f64| start.saturating_add(ns(offset));
         let size = match self.state {
             State::Mpeg { .. } | State::Trace { .. } => 0,
             _ => self.draw_size(),
