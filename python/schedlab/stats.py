@@ -33,4 +33,5 @@ def jain_index(values) -> float:
     x = np.asarray(values, dtype=float)
     if len(x) == 0 or not np.any(x):
         return math.nan
+    x = x / x.max()  # scale first so that squares of tiny values do not underflow
     return float(x.sum() ** 2 / (len(x) * (x**2).sum()))
