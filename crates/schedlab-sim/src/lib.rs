@@ -1,6 +1,6 @@
 //! # schedlab-sim
 //!
-//! A deterministic discrete-event simulator of networks of links, each driven by a
+//! Trace replay over one link ([`replay`]) and a deterministic discrete-event simulator of networks of links, each driven by a
 //! `schedlab_core` scheduler, fed by the traffic models of [`traffic`] and described by a TOML
 //! scenario ([`scenario`]). It measures per-flow and per-class delay (mean, percentiles,
 //! maximum), jitter, loss and throughput, link utilisation and queue length, Jain's fairness
@@ -41,14 +41,20 @@ use std::path::Path;
 use std::time::Instant;
 
 pub mod engine;
+pub mod error;
+pub mod replay;
 pub mod results;
 pub mod scenario;
 pub mod stats;
+pub mod trace;
 pub mod trace_source;
 pub mod traffic;
 
+pub use error::InputError;
+pub use replay::{replay, replay_files, Replay, ReplayConfig};
 pub use results::{ReplicationResult, SimResults};
 pub use scenario::{Scenario, ScenarioError};
+pub use trace::{Trace, TraceError};
 
 /// Parses and validates a scenario (every link's scheduler is built once with the flow
 /// parameters of the flows crossing it). Relative file names are resolved against `base_dir`.

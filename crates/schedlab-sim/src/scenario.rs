@@ -743,12 +743,11 @@ fn parse_trace(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Result<A
     let file = required(r_string(r, "file")?, r, "file", "the trace CSV (time_s,flow,size_bytes[,class,deadline_s])")?;
     let flow_label = match r.value("flow") {
         None => None,
-        Some(toml::Value::String(s)) => Some(s.clone()),
-        Some(toml::Value::Integer(i)) => Some(i.to_string()),
-        Some(_) => return Err(r.error("flow", "must be the trace's flow label (string or integer)")),
+        Some(toml::Value::Integer(i)) if *i >= 0 => Some(*i as u64),
+        Some(_) => return Err(r.error("flow", "must be a flow label of the trace (a non-negative integer)")),
     };
     let full: PathBuf = base_dir.join(&file);
-    let packets = crate::trace_source::load(&full, flow_label.as_deref())
+    let packets = crate::trace_source::load(&full, flow_label)
         .map_err(|e| ConfigError::new(join_path(path, "file"), format!("{file:?}"), e))?;
     if packets.is_empty() {
         return Err(r.error("flow", "selects no packet of the trace"));
