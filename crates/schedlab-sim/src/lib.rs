@@ -64,17 +64,41 @@ pub fn validate_scenario_text(toml_text: &str, base_dir: &Path) -> Result<Scenar
 
 /// Runs every replication of a parsed scenario, one after the other.
 pub fn run_scenario(scenario: &Scenario) -> Result<SimResults, ScenarioError> {
+    run_replications(scenario, 0..scenario.run.replications)
+}
+
+/// Runs only replication `replication` (0-based) of a scenario: the same random streams, and
+/// so the same results, as that replication in a full run (for sweeps that spread
+/// replications over processes).
+pub fn run_scenario_replication(scenario: &Scenario, replication: u32) -> Result<SimResults, ScenarioError> {
+    if replication >= scenario.run.replications {
+        return Err(schedlab_core::ConfigError::new(
+            "run.replications",
+            scenario.run.replications.to_string(),
+            format!("replication {replication} was asked for; replications are numbered from 0"),
+        )
+        .into());
+    }
+    run_replications(scenario, replication..replication + 1)
+}
+
+fn run_replications(
+    scenario: &Scenario,
+    replications: impl Iterator<Item = u32>,
+) -> Result<SimResults, ScenarioError> {
     let started = Instant::now();
-    let mut replications = Vec::with_capacity(scenario.run.replications as usize);
-    for replication in 0..scenario.run.replications {
+    let mut histograms: Vec<_> = scenario.sources.iter().map(|_| stats::delay_histogram()).collect();
+    let mut done = Vec::new();
+    for replication in replications {
         let t0 = Instant::now();
         let raw = engine::run_replication(scenario, replication)?;
-        replications.push(results::reduce(scenario, raw, t0.elapsed().as_secs_f64()));
+        done.push(results::reduce(scenario, raw, t0.elapsed().as_secs_f64(), &mut histograms));
     }
     Ok(SimResults {
         scenario: scenario.clone(),
-        replications,
+        replications: done,
         wall_time_s: started.elapsed().as_secs_f64(),
+        delay_histograms: histograms,
     })
 }
 

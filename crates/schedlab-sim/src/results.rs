@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use schedlab_core::DropReason;
 use serde_json::{json, Map, Value};
+use hdrhistogram::Histogram;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::engine::{FlowSeries, LinkSnapshot, RawReplication};
@@ -243,8 +244,17 @@ fn link_row(
     row
 }
 
-/// Reduces a raw replication to result tables.
-pub(crate) fn reduce(scenario: &Scenario, raw: RawReplication, wall_time_s: f64) -> ReplicationResult {
+/// Reduces a raw replication to result tables, merging its delay histograms into
+/// `histograms` (one per flow).
+pub(crate) fn reduce(
+    scenario: &Scenario,
+    raw: RawReplication,
+    wall_time_s: f64,
+    histograms: &mut [Histogram<u64>],
+) -> ReplicationResult {
+    for (merged, acc) in histograms.iter_mut().zip(&raw.flows) {
+        merged.add(&acc.delay).expect("histograms with the same bounds merge");
+    }
     let window = raw.window_end - raw.window_start;
     let mut flows = Vec::with_capacity(raw.flows.len());
     let mut throughputs = Vec::with_capacity(raw.flows.len());
@@ -325,6 +335,8 @@ pub struct SimResults {
     pub replications: Vec<ReplicationResult>,
     /// Wall-clock time of the whole run, seconds.
     pub wall_time_s: f64,
+    /// Per flow (scenario order), the delay histogram merged over replications, ns.
+    pub delay_histograms: Vec<Histogram<u64>>,
 }
 
 /// Reduces rows with the same position over replications (see the module doc).
@@ -475,6 +487,7 @@ impl SimResults {
                 "warmup_s": seconds(run.warmup),
                 "seed": run.seed,
                 "replications": run.replications,
+                "replications_run": self.replications.iter().map(|r| r.replication).collect::<Vec<_>>(),
                 "bin_s": seconds(run.bin),
                 "ci": match run.ci { CiMethod::StudentT => "student_t", CiMethod::Normal => "normal" },
                 "drain": run.drain,
@@ -505,8 +518,9 @@ impl SimResults {
     }
 
     /// Writes `summary.json`, `flows.csv`, `classes.csv`, `links.csv`,
-    /// `discipline_counters.csv`, `flow_timeseries.csv`, `link_timeseries.csv` and
-    /// `replications.csv` into `out_dir` (created if missing); returns the paths written.
+    /// `discipline_counters.csv`, `timeseries.csv` (per flow and bin), `link_timeseries.csv`,
+    /// `delay_cdf.csv` and `replications.csv` into `out_dir` (created if missing); returns the
+    /// paths written.
     pub fn write(&self, out_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         std::fs::create_dir_all(out_dir)?;
         let mut written = Vec::new();
@@ -524,8 +538,9 @@ impl SimResults {
         put("classes.csv", self.table_csv(|r| &r.classes))?;
         put("links.csv", self.table_csv(|r| &r.links))?;
         put("discipline_counters.csv", self.counters_csv())?;
-        put("flow_timeseries.csv", self.flow_series_csv())?;
+        put("timeseries.csv", self.flow_series_csv())?;
         put("link_timeseries.csv", self.link_series_csv())?;
+        put("delay_cdf.csv", self.delay_cdf_csv())?;
         put("replications.csv", self.replications_csv())?;
         Ok(written)
     }
@@ -573,7 +588,7 @@ impl SimResults {
     fn flow_series_csv(&self) -> String {
         let bin = self.scenario.run.bin;
         let mut out =
-            String::from("replication,flow,name,bin_start_s,bin_end_s,received_packets,received_bytes,throughput_bps\n");
+            String::from("replication,flow,name,time_s,bin_end_s,received_packets,received_bytes,throughput_bps\n");
         for replication in &self.replications {
             let bins = replication.flow_series.iter().map(|s| s.bytes.len()).max().unwrap_or(0);
             for (source, series) in self.scenario.sources.iter().zip(&replication.flow_series) {
@@ -624,6 +639,26 @@ impl SimResults {
         }
         if !header {
             out.push_str("replication,bin_start_s,bin_end_s,link,name,rate_bps,utilisation,throughput_bps,queue_mean_packets,queue_mean_bytes\n");
+        }
+        out
+    }
+
+    fn delay_cdf_csv(&self) -> String {
+        let mut out = String::from("flow,name,delay_s,cdf\n");
+        for (source, histogram) in self.scenario.sources.iter().zip(&self.delay_histograms) {
+            if histogram.is_empty() {
+                continue;
+            }
+            for v in histogram.iter_quantiles(4) {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{}",
+                    source.flow,
+                    csv_text(&source.name),
+                    seconds(histogram.highest_equivalent(v.value_iterated_to())),
+                    v.quantile_iterated_to()
+                );
+            }
         }
         out
     }

@@ -180,6 +180,74 @@ pub enum ScenarioError {
     Run(String),
 }
 
+impl ScenarioError {
+    /// The same error as the replay tool's [`crate::InputError`], naming `file` (whose text is
+    /// `text`) and, for configuration errors, the line of the offending key.
+    pub fn into_input_error(self, file: &str, text: &str) -> crate::InputError {
+        match self {
+            ScenarioError::Toml(message) => crate::InputError::Syntax {
+                file: file.to_string(),
+                message,
+            },
+            ScenarioError::Config(error) => crate::InputError::config(file, text, error),
+            ScenarioError::Run(message) => crate::InputError::Io {
+                path: file.to_string(),
+                message,
+            },
+        }
+    }
+}
+
+impl Scenario {
+    /// What the scenario declares (run length, links, flows), as JSON: what
+    /// `schedlab validate` prints.
+    pub fn describe(&self) -> serde_json::Value {
+        use serde_json::json;
+        let length = match self.run.length {
+            RunLength::Duration(d) => json!({ "duration_s": d as f64 / 1e9 }),
+            RunLength::Packets(p) => json!({ "packets": p }),
+        };
+        json!({
+            "name": self.name,
+            "run": {
+                "length": length,
+                "warmup_s": self.run.warmup as f64 / 1e9,
+                "seed": self.run.seed,
+                "replications": self.run.replications,
+            },
+            "links": self.links.iter().map(|l| json!({
+                "name": l.name,
+                "rate_bps": l.rate.bits_per_second(),
+                "delay_s": l.delay as f64 / 1e9,
+                "scheduler": l.scheduler.get("kind").and_then(|k| k.as_str()),
+            })).collect::<Vec<_>>(),
+            "flows": self.sources.iter().map(|s| json!({
+                "flow": s.flow,
+                "name": s.name,
+                "class": s.class,
+                "path": s.path.iter().map(|&l| self.links[l].name.as_str()).collect::<Vec<_>>(),
+                "model": model_name(&s.arrivals),
+                "max_packet_bytes": s.max_packet(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn model_name(model: &ArrivalModel) -> &'static str {
+    match model {
+        ArrivalModel::Cbr { .. } => "cbr",
+        ArrivalModel::Poisson { .. } => "poisson",
+        ArrivalModel::OnOff {
+            on: PeriodDist::Exponential { .. },
+            ..
+        } => "on_off",
+        ArrivalModel::OnOff { .. } => "pareto_on_off",
+        ArrivalModel::Mmpp { .. } => "mmpp",
+        ArrivalModel::Mpeg(_) => "mpeg",
+        ArrivalModel::Trace { .. } => "trace",
+    }
+}
+
 /// Upper bound on time-series bins per run (memory guard).
 pub const MAX_BINS: u64 = 10_000_000;
 
