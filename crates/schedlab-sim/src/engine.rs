@@ -427,7 +427,10 @@ impl<'s> Engine<'s> {
     fn push_event(&mut self, event: Event) {
         if self.top_pending {
             self.top_pending = false;
-            *self.heap.peek_mut().expect("the event being handled is at the top") = event;
+            *self
+                .heap
+                .peek_mut()
+                .expect("the event being handled is at the top") = event;
         } else {
             self.heap.push(event);
         }
@@ -818,10 +821,18 @@ impl<'s> Engine<'s> {
                 .map(|l| (l.at_warmup, l.at_end.expect("window closed")))
                 .collect(),
             link_max_backlog: self.links.iter().map(|l| (l.max_packets, l.max_bytes)).collect(),
-            link_series: self.links.iter_mut().map(|l| std::mem::take(&mut l.series)).collect(),
+            link_series: self
+                .links
+                .iter_mut()
+                .map(|l| std::mem::take(&mut l.series))
+                .collect(),
             link_idle_while_backlogged: self.links.iter().map(|l| l.idle_while_backlogged).collect(),
             link_left_queued: self.links.iter().map(|l| l.scheduler.backlog().packets).collect(),
-            discipline_counters: self.links.iter().map(|l| l.scheduler.discipline_counters()).collect(),
+            discipline_counters: self
+                .links
+                .iter()
+                .map(|l| l.scheduler.discipline_counters())
+                .collect(),
             window_start: self.warmup,
             window_end,
             end_time,

@@ -87,12 +87,21 @@ fn run_replications(
     replications: impl Iterator<Item = u32>,
 ) -> Result<SimResults, ScenarioError> {
     let started = Instant::now();
-    let mut histograms: Vec<_> = scenario.sources.iter().map(|_| stats::delay_histogram()).collect();
+    let mut histograms: Vec<_> = scenario
+        .sources
+        .iter()
+        .map(|_| stats::delay_histogram())
+        .collect();
     let mut done = Vec::new();
     for replication in replications {
         let t0 = Instant::now();
         let raw = engine::run_replication(scenario, replication)?;
-        done.push(results::reduce(scenario, raw, t0.elapsed().as_secs_f64(), &mut histograms));
+        done.push(results::reduce(
+            scenario,
+            raw,
+            t0.elapsed().as_secs_f64(),
+            &mut histograms,
+        ));
     }
     Ok(SimResults {
         scenario: scenario.clone(),

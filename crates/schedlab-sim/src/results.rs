@@ -15,9 +15,9 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use hdrhistogram::Histogram;
 use schedlab_core::DropReason;
 use serde_json::{json, Map, Value};
-use hdrhistogram::Histogram;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::engine::{FlowSeries, LinkSnapshot, RawReplication};
@@ -180,19 +180,40 @@ fn traffic_row(acc: &Accumulator, in_flight: Option<u64>, window_ns: u64) -> Row
             "loss_ratio",
             Cell::Real((acc.sent > 0).then(|| acc.dropped_total() as f64 / acc.sent as f64)),
         ),
-        ("offered_bps", Cell::Real(Some(acc.sent_bytes as f64 * 8.0 / window))),
-        ("throughput_bps", Cell::Real(Some(acc.received_bytes as f64 * 8.0 / window))),
-        ("delay_mean_s", Cell::Real(ratio(acc.delay_sum, acc.received).map(|d| d / 1e9))),
+        (
+            "offered_bps",
+            Cell::Real(Some(acc.sent_bytes as f64 * 8.0 / window)),
+        ),
+        (
+            "throughput_bps",
+            Cell::Real(Some(acc.received_bytes as f64 * 8.0 / window)),
+        ),
+        (
+            "delay_mean_s",
+            Cell::Real(ratio(acc.delay_sum, acc.received).map(|d| d / 1e9)),
+        ),
         ("delay_p50_s", Cell::Real(quantile(0.5))),
         ("delay_p95_s", Cell::Real(quantile(0.95))),
         ("delay_p99_s", Cell::Real(quantile(0.99))),
         ("delay_p999_s", Cell::Real(quantile(0.999))),
-        ("delay_max_s", Cell::Max((acc.received > 0).then(|| seconds(acc.delay_max)))),
+        (
+            "delay_max_s",
+            Cell::Max((acc.received > 0).then(|| seconds(acc.delay_max))),
+        ),
         ("jitter_mean_s", Cell::Real(gap_mean.map(|g| g / 1e9))),
         ("jitter_std_s", Cell::Real(gap_std.map(|g| g / 1e9))),
-        ("jitter_max_s", Cell::Max((jitter.gap_count > 0).then(|| seconds(jitter.gap_max)))),
-        ("ipdv_mean_s", Cell::Real(ratio(jitter.ipdv_sum, jitter.gap_count).map(|d| d / 1e9))),
-        ("shaper_delay_mean_s", Cell::Real(ratio(acc.shaper_delay_sum, acc.sent).map(|d| d / 1e9))),
+        (
+            "jitter_max_s",
+            Cell::Max((jitter.gap_count > 0).then(|| seconds(jitter.gap_max))),
+        ),
+        (
+            "ipdv_mean_s",
+            Cell::Real(ratio(jitter.ipdv_sum, jitter.gap_count).map(|d| d / 1e9)),
+        ),
+        (
+            "shaper_delay_mean_s",
+            Cell::Real(ratio(acc.shaper_delay_sum, acc.sent).map(|d| d / 1e9)),
+        ),
     ]);
     row
 }
@@ -226,8 +247,14 @@ fn link_row(
             "throughput_bps",
             Cell::Real((span > 0).then(|| sent_bytes as f64 * 8.0 / seconds(span))),
         ),
-        ("queue_mean_packets", Cell::Real(per_time(to.area_packets - from.area_packets))),
-        ("queue_mean_bytes", Cell::Real(per_time(to.area_bytes - from.area_bytes))),
+        (
+            "queue_mean_packets",
+            Cell::Real(per_time(to.area_packets - from.area_packets)),
+        ),
+        (
+            "queue_mean_bytes",
+            Cell::Real(per_time(to.area_bytes - from.area_bytes)),
+        ),
     ];
     if let Some((packets, bytes)) = max {
         row.push(("queue_max_packets", Cell::Max(Some(packets as f64))));
@@ -253,7 +280,9 @@ pub(crate) fn reduce(
     histograms: &mut [Histogram<u64>],
 ) -> ReplicationResult {
     for (merged, acc) in histograms.iter_mut().zip(&raw.flows) {
-        merged.add(&acc.delay).expect("histograms with the same bounds merge");
+        merged
+            .add(&acc.delay)
+            .expect("histograms with the same bounds merge");
     }
     let window = raw.window_end - raw.window_start;
     let mut flows = Vec::with_capacity(raw.flows.len());
@@ -289,7 +318,10 @@ pub(crate) fn reduce(
             to,
             Some(raw.link_max_backlog[index]),
         );
-        row.push(("idle_while_backlogged", Cell::Count(raw.link_idle_while_backlogged[index])));
+        row.push((
+            "idle_while_backlogged",
+            Cell::Count(raw.link_idle_while_backlogged[index]),
+        ));
         row.push(("left_queued", Cell::Count(raw.link_left_queued[index])));
         let crossing: Vec<f64> = scenario
             .sources
@@ -303,7 +335,14 @@ pub(crate) fn reduce(
         let mut previous = LinkSnapshot::default();
         let mut bins = Vec::with_capacity(raw.link_series[index].len());
         for snapshot in &raw.link_series[index] {
-            bins.push(link_row(index, &link.name, link.rate.bits_per_second(), &previous, snapshot, None));
+            bins.push(link_row(
+                index,
+                &link.name,
+                link.rate.bits_per_second(),
+                &previous,
+                snapshot,
+                None,
+            ));
             previous = *snapshot;
         }
         link_series.push(bins);
@@ -359,7 +398,9 @@ fn reduce_rows(rows: &[&Row], method: CiMethod) -> Map<String, Value> {
                 out.insert((*name).into(), json!(total));
             }
             Cell::Max(_) => {
-                let max = cells.filter_map(Cell::real).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+                let max = cells
+                    .filter_map(Cell::real)
+                    .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
                 out.insert((*name).into(), json!(max));
             }
             Cell::Real(_) => {
@@ -587,10 +628,16 @@ impl SimResults {
 
     fn flow_series_csv(&self) -> String {
         let bin = self.scenario.run.bin;
-        let mut out =
-            String::from("replication,flow,name,time_s,bin_end_s,received_packets,received_bytes,throughput_bps\n");
+        let mut out = String::from(
+            "replication,flow,name,time_s,bin_end_s,received_packets,received_bytes,throughput_bps\n",
+        );
         for replication in &self.replications {
-            let bins = replication.flow_series.iter().map(|s| s.bytes.len()).max().unwrap_or(0);
+            let bins = replication
+                .flow_series
+                .iter()
+                .map(|s| s.bytes.len())
+                .max()
+                .unwrap_or(0);
             for (source, series) in self.scenario.sources.iter().zip(&replication.flow_series) {
                 for k in 0..bins {
                     let bytes = series.bytes.get(k).copied().unwrap_or(0);

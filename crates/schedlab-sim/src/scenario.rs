@@ -286,7 +286,10 @@ fn required<T>(value: Option<T>, reader: &TableReader<'_>, key: &str, what: &str
     value.ok_or_else(|| reader.error(key, format!("is required: {what}")))
 }
 
-fn array<'a>(reader: &mut TableReader<'a>, key: &'a str) -> Result<Option<&'a Vec<toml::Value>>, ConfigError> {
+fn array<'a>(
+    reader: &mut TableReader<'a>,
+    key: &'a str,
+) -> Result<Option<&'a Vec<toml::Value>>, ConfigError> {
     match reader.value(key) {
         None => Ok(None),
         Some(toml::Value::Array(a)) => Ok(Some(a)),
@@ -319,7 +322,9 @@ fn size_u32(reader: &mut TableReader<'_>, key: &'static str, min: u64) -> Result
 /// resolved against `base_dir`. Every link's scheduler is built once to validate its
 /// configuration and the flow parameters of every flow crossing it.
 pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError::Toml(e.to_string()))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ScenarioError::Toml(e.to_string()))?;
     let mut top = TableReader::new(&table, "");
     let name = top.string("name")?.map(str::to_string);
     top.string("description")?;
@@ -397,7 +402,11 @@ fn tables<'a>(reader: &mut TableReader<'a>, key: &'a str) -> Result<Vec<&'a toml
         .enumerate()
         .map(|(i, item)| match item {
             toml::Value::Table(t) => Ok(t),
-            other => Err(ConfigError::new(format!("{key}[{i}]"), other.to_string(), "must be a table")),
+            other => Err(ConfigError::new(
+                format!("{key}[{i}]"),
+                other.to_string(),
+                "must be a table",
+            )),
         })
         .collect()
 }
@@ -461,7 +470,12 @@ fn parse_run(table: &toml::Table) -> Result<RunConfig, ConfigError> {
 fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result<LinkConfig, ConfigError> {
     let path = format!("link[{index}]");
     let mut r = TableReader::new(table, path.clone());
-    let name = required(r_string(&mut r, "name")?, &r, "name", "the name used in source paths")?;
+    let name = required(
+        r_string(&mut r, "name")?,
+        &r,
+        "name",
+        "the name used in source paths",
+    )?;
     let rate = required(r.rate("rate")?, &r, "rate", "a rate such as \"125kbit\"")?;
     let delay = r.duration("delay")?.unwrap_or(0);
     let buffer = r.size("buffer")?;
@@ -483,7 +497,10 @@ fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result
     ] {
         if let Some(v) = value {
             if scheduler.contains_key(key) {
-                return Err(r.error(key, format!("is also given as {path}.scheduler.{key}; give it once")));
+                return Err(r.error(
+                    key,
+                    format!("is also given as {path}.scheduler.{key}; give it once"),
+                ));
             }
             scheduler.insert(key.into(), toml::Value::Integer(v));
         }
@@ -529,7 +546,11 @@ fn parse_source(
     for (hop, value) in hops.iter().enumerate() {
         let hop_path = format!("{path}.path[{hop}]");
         let toml::Value::String(link_name) = value else {
-            return Err(ConfigError::new(hop_path, value.to_string(), "must be a link name"));
+            return Err(ConfigError::new(
+                hop_path,
+                value.to_string(),
+                "must be a link name",
+            ));
         };
         let Some(link) = links.iter().position(|l| &l.name == link_name) else {
             return Err(ConfigError::new(
@@ -539,13 +560,22 @@ fn parse_source(
             ));
         };
         if route.contains(&link) {
-            return Err(ConfigError::new(hop_path, value.to_string(), "a path crosses each link once"));
+            return Err(ConfigError::new(
+                hop_path,
+                value.to_string(),
+                "a path crosses each link once",
+            ));
         }
         route.push(link);
     }
     let arrivals_table = match r.table("arrivals")? {
         Some(t) => t,
-        None => return Err(r.error("arrivals", "is required, e.g. { model = \"poisson\", rate_pps = 10 }")),
+        None => {
+            return Err(r.error(
+                "arrivals",
+                "is required, e.g. { model = \"poisson\", rate_pps = 10 }",
+            ))
+        }
     };
     let arrivals = parse_arrivals(arrivals_table, &join_path(&path, "arrivals"), base_dir)?;
     let size = match r.table("size")? {
@@ -692,12 +722,15 @@ fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<Ar
                 &["model", "shape", "mean_on", "mean_off", "rate_pps", "rate"],
             )
         }
-        "mmpp" => (parse_mmpp(&mut r, path)?, &["model", "rates_pps", "transition_rates", "initial_state"]),
-        "mpeg" => (parse_mpeg(&mut r, path, base_dir)?, &["model", "gop", "gop_per_s", "i_size", "p_size", "b_size"]),
-        "trace" => (
-            parse_trace(&mut r, path, base_dir)?,
-            &["model", "file", "flow"],
+        "mmpp" => (
+            parse_mmpp(&mut r, path)?,
+            &["model", "rates_pps", "transition_rates", "initial_state"],
         ),
+        "mpeg" => (
+            parse_mpeg(&mut r, path, base_dir)?,
+            &["model", "gop", "gop_per_s", "i_size", "p_size", "b_size"],
+        ),
+        "trace" => (parse_trace(&mut r, path, base_dir)?, &["model", "file", "flow"]),
         _ => return Err(r.error("model", format!("unknown arrival model; known: {MODELS}"))),
     };
     r.finish_with(accepted)?;
@@ -707,7 +740,12 @@ fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<Ar
 fn parse_mmpp(r: &mut TableReader<'_>, path: &str) -> Result<ArrivalModel, ConfigError> {
     let rates = match array(r, "rates_pps")? {
         Some(a) if !a.is_empty() => a,
-        _ => return Err(r.error("rates_pps", "is required: the Poisson rate of each state, e.g. [10, 100]")),
+        _ => {
+            return Err(r.error(
+                "rates_pps",
+                "is required: the Poisson rate of each state, e.g. [10, 100]",
+            ))
+        }
     };
     let rates_pps = rates
         .iter()
@@ -739,10 +777,18 @@ fn parse_mmpp(r: &mut TableReader<'_>, path: &str) -> Result<ArrivalModel, Confi
         for (i, row) in matrix.iter().enumerate() {
             let row_path = format!("{path}.transition_rates[{i}]");
             let toml::Value::Array(cells) = row else {
-                return Err(ConfigError::new(row_path, row.to_string(), format!("must be an array of {n} rates")));
+                return Err(ConfigError::new(
+                    row_path,
+                    row.to_string(),
+                    format!("must be an array of {n} rates"),
+                ));
             };
             if cells.len() != n {
-                return Err(ConfigError::new(row_path, row.to_string(), format!("must have {n} entries")));
+                return Err(ConfigError::new(
+                    row_path,
+                    row.to_string(),
+                    format!("must have {n} entries"),
+                ));
             }
             for (j, cell) in cells.iter().enumerate() {
                 let cell_path = format!("{row_path}[{j}]");
@@ -789,7 +835,12 @@ fn parse_mpeg(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Result<Ar
             .collect();
         match frames {
             Some(f) if !f.is_empty() => model.gop = f,
-            _ => return Err(r.error("gop", "must be a non-empty string of I, P and B, e.g. \"IPBBPBBPBB\"")),
+            _ => {
+                return Err(r.error(
+                    "gop",
+                    "must be a non-empty string of I, P and B, e.g. \"IPBBPBBPBB\"",
+                ))
+            }
         }
     }
     if let Some(g) = positive(r, "gop_per_s", "groups of pictures per second")? {
@@ -808,11 +859,21 @@ fn parse_mpeg(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Result<Ar
 }
 
 fn parse_trace(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Result<ArrivalModel, ConfigError> {
-    let file = required(r_string(r, "file")?, r, "file", "the trace CSV (time_s,flow,size_bytes[,class,deadline_s])")?;
+    let file = required(
+        r_string(r, "file")?,
+        r,
+        "file",
+        "the trace CSV (time_s,flow,size_bytes[,class,deadline_s])",
+    )?;
     let flow_label = match r.value("flow") {
         None => None,
         Some(toml::Value::Integer(i)) if *i >= 0 => Some(*i as u64),
-        Some(_) => return Err(r.error("flow", "must be a flow label of the trace (a non-negative integer)")),
+        Some(_) => {
+            return Err(r.error(
+                "flow",
+                "must be a flow label of the trace (a non-negative integer)",
+            ))
+        }
     };
     let full: PathBuf = base_dir.join(&file);
     let packets = crate::trace_source::load(&full, flow_label)
@@ -867,7 +928,10 @@ pub fn parse_size(table: &toml::Table, path: &str, base_dir: &Path) -> Result<Si
                 &["dist", "header", "mean", "min", "max"],
             )
         }
-        "empirical" => (parse_empirical(&mut r, path, base_dir)?, &["dist", "header", "file", "values", "weights"]),
+        "empirical" => (
+            parse_empirical(&mut r, path, base_dir)?,
+            &["dist", "header", "file", "values", "weights"],
+        ),
         "thesis_best_effort" => {
             if header != 0 {
                 return Err(r.error("header", "thesis_best_effort has its fixed 40-byte header"));
@@ -886,7 +950,10 @@ fn finish_size(r: TableReader<'_>, size: SizeDist, accepted: &[&str]) -> Result<
         SizeShape::Empirical { values, .. } => values.iter().copied().min().unwrap_or(0) as u64,
     } + size.header as u64;
     if smallest == 0 {
-        return Err(r.error("dist", "can produce 0-byte packets; every packet needs at least 1 byte"));
+        return Err(r.error(
+            "dist",
+            "can produce 0-byte packets; every packet needs at least 1 byte",
+        ));
     }
     if size.max() > u32::MAX as u64 {
         return Err(r.error("header", "makes packets larger than 4 GB"));
@@ -903,7 +970,11 @@ fn parse_empirical(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Resu
         }
         let full = base_dir.join(&file);
         let text = std::fs::read_to_string(&full).map_err(|e| {
-            ConfigError::new(join_path(path, "file"), format!("{file:?}"), format!("cannot read {}: {e}", full.display()))
+            ConfigError::new(
+                join_path(path, "file"),
+                format!("{file:?}"),
+                format!("cannot read {}: {e}", full.display()),
+            )
         })?;
         for (number, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -940,17 +1011,29 @@ fn parse_empirical(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Resu
             pairs.push((size, weight));
         }
         if pairs.is_empty() {
-            return Err(ConfigError::new(join_path(path, "file"), format!("{file:?}"), "holds no sizes"));
+            return Err(ConfigError::new(
+                join_path(path, "file"),
+                format!("{file:?}"),
+                "holds no sizes",
+            ));
         }
     } else {
         let values = match array(r, "values")? {
             Some(v) if !v.is_empty() => v,
-            _ => return Err(r.error("values", "is required (or give file): the sizes, e.g. [64, 576, 1500]")),
+            _ => {
+                return Err(r.error(
+                    "values",
+                    "is required (or give file): the sizes, e.g. [64, 576, 1500]",
+                ))
+            }
         };
         let weights = array(r, "weights")?;
         if let Some(w) = weights {
             if w.len() != values.len() {
-                return Err(r.error("weights", format!("must have one weight per value ({})", values.len())));
+                return Err(r.error(
+                    "weights",
+                    format!("must have one weight per value ({})", values.len()),
+                ));
             }
         }
         for (i, v) in values.iter().enumerate() {
@@ -965,7 +1048,11 @@ fn parse_empirical(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Resu
                 }
             };
             let weight = match weights {
-                Some(w) => number_at(&w[i], format!("{path}.weights[{i}]"), "must be a non-negative number")?,
+                Some(w) => number_at(
+                    &w[i],
+                    format!("{path}.weights[{i}]"),
+                    "must be a non-negative number",
+                )?,
                 None => 1.0,
             };
             pairs.push((size, weight));

@@ -447,7 +447,12 @@ pub fn stationary_distribution(q: &[Vec<f64>]) -> Option<Vec<f64>> {
         for (j, cell) in row.iter_mut().take(n).enumerate() {
             // (Qᵀ)[i][j] = Q[j][i]
             *cell = if i == j {
-                -q[i].iter().enumerate().filter(|(k, _)| *k != i).map(|(_, r)| r).sum::<f64>()
+                -q[i]
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| *k != i)
+                    .map(|(_, r)| r)
+                    .sum::<f64>()
             } else {
                 q[j][i]
             };
@@ -462,12 +467,13 @@ pub fn stationary_distribution(q: &[Vec<f64>]) -> Option<Vec<f64>> {
             return None;
         }
         a.swap(col, pivot);
-        for row in 0..n {
+        let pivot_row = a[col].clone();
+        for (row, cells) in a.iter_mut().enumerate() {
             if row != col {
-                let factor = a[row][col] / a[col][col];
+                let factor = cells[col] / pivot_row[col];
                 if factor != 0.0 {
-                    for k in col..=n {
-                        a[row][k] -= factor * a[col][k];
+                    for (cell, p) in cells.iter_mut().zip(&pivot_row).skip(col) {
+                        *cell -= factor * p;
                     }
                 }
             }
@@ -588,9 +594,9 @@ impl Generator {
                     // arrival is the rest.
                     let mut cumulative = Vec::with_capacity(n);
                     let mut acc = 0.0;
-                    for j in 0..n {
+                    for (j, rate) in transition_rates[i].iter().enumerate() {
                         if j != i && all > 0.0 {
-                            acc += transition_rates[i][j] / all;
+                            acc += rate / all;
                         }
                         cumulative.push(acc);
                     }
@@ -717,7 +723,11 @@ impl Generator {
                 }
                 return Some(emission(at(*clock), size));
             },
-            State::Mpeg { model, frame_ns, count } => {
+            State::Mpeg {
+                model,
+                frame_ns,
+                count,
+            } => {
                 let frame = model.gop[(*count % model.gop.len() as u64) as usize];
                 let time = at(*count as f64 * *frame_ns);
                 *count += 1;
@@ -833,7 +843,10 @@ mod tests {
         // Mean rate: relative standard error 1/sqrt(n) = 0.3%; allow 1%.
         let r = rate_pps(&e);
         assert!((r - 100.0).abs() < 1.0, "rate {r}");
-        let gaps: Vec<f64> = e.windows(2).map(|w| (w[1].time - w[0].time) as f64 / NS).collect();
+        let gaps: Vec<f64> = e
+            .windows(2)
+            .map(|w| (w[1].time - w[0].time) as f64 / NS)
+            .collect();
         // KS against Exp(100): critical value at the 1% level is 1.63/sqrt(n).
         let d = ks(gaps, |x| 1.0 - (-100.0 * x).exp());
         assert!(d < 1.63 / (100_000f64).sqrt(), "KS D = {d}");
@@ -861,7 +874,10 @@ mod tests {
             3,
             0,
         );
-        assert_eq!(e.iter().map(|p| p.time).collect::<Vec<_>>(), vec![0, 500_000, 1_000_000]);
+        assert_eq!(
+            e.iter().map(|p| p.time).collect::<Vec<_>>(),
+            vec![0, 500_000, 1_000_000]
+        );
     }
 
     #[test]
@@ -880,7 +896,10 @@ mod tests {
         // ~36,000 On periods; relative standard error of the rate ≈ 0.7%; allow 2%.
         assert!((r / expected - 1.0).abs() < 0.02, "rate {r} expected {expected}");
         // Inside an On period packets are exactly I apart.
-        let exact = e.windows(2).filter(|w| w[1].time - w[0].time == 10_000_000).count();
+        let exact = e
+            .windows(2)
+            .filter(|w| w[1].time - w[0].time == 10_000_000)
+            .count();
         assert!(exact > e.len() / 2);
     }
 
@@ -919,7 +938,10 @@ mod tests {
         let e = times(&model, None, 2_000_000, 4);
         let rate = rate_pps(&e);
         // ~20,000 cycles of heavy-tailed periods; allow 3%.
-        assert!((rate / expected - 1.0).abs() < 0.03, "rate {rate} expected {expected}");
+        assert!(
+            (rate / expected - 1.0).abs() < 0.03,
+            "rate {rate} expected {expected}"
+        );
     }
 
     #[test]
@@ -932,7 +954,10 @@ mod tests {
         let mut r = rng(5);
         let n = 400_000;
         let s: f64 = (0..n).map(|_| d.sample_residual(&mut r)).sum::<f64>() / n as f64;
-        assert!((s / expected - 1.0).abs() < 0.03, "residual mean {s} expected {expected}");
+        assert!(
+            (s / expected - 1.0).abs() < 0.03,
+            "residual mean {s} expected {expected}"
+        );
     }
 
     #[test]
@@ -941,7 +966,10 @@ mod tests {
         // mean rate 0.8·10 + 0.2·200 = 48 pkt/s.
         let q = vec![vec![0.0, 1.0], vec![4.0, 0.0]];
         let pi = stationary_distribution(&q).unwrap();
-        assert!((pi[0] - 0.8).abs() < 1e-12 && (pi[1] - 0.2).abs() < 1e-12, "{pi:?}");
+        assert!(
+            (pi[0] - 0.8).abs() < 1e-12 && (pi[1] - 0.2).abs() < 1e-12,
+            "{pi:?}"
+        );
         let model = ArrivalModel::Mmpp {
             rates_pps: vec![10.0, 200.0],
             transition_rates: q,
@@ -958,7 +986,10 @@ mod tests {
             initial_state: Some(0),
         };
         let e = times(&model, None, 50_001, 7);
-        let gaps: Vec<f64> = e.windows(2).map(|w| (w[1].time - w[0].time) as f64 / NS).collect();
+        let gaps: Vec<f64> = e
+            .windows(2)
+            .map(|w| (w[1].time - w[0].time) as f64 / NS)
+            .collect();
         let d = ks(gaps, |x| 1.0 - (-50.0 * x).exp());
         assert!(d < 1.63 / (50_000f64).sqrt(), "KS D = {d}");
     }

@@ -53,7 +53,10 @@ fn assert_mean_delay(results: &SimResults, index: usize, expected: f64, toleranc
         error * 100.0,
         tolerance * 100.0
     );
-    assert!(ci / expected < tolerance, "CI ±{ci} s too wide to test a {tolerance} tolerance");
+    assert!(
+        ci / expected < tolerance,
+        "CI ±{ci} s too wide to test a {tolerance} tolerance"
+    );
 }
 
 #[test]
@@ -63,8 +66,14 @@ fn mm1_fifo_mean_delay_at_half_load() {
     assert_mean_delay(&r, 0, 1.0 / 500.0, 0.02);
     // Utilisation ρ = 0.5 and the mean number waiting Lq = ρ²/(1 − ρ) = 0.5.
     let link = &r.link_summaries()[0];
-    assert!((link["utilisation"].as_f64().unwrap() - 0.5).abs() < 0.01, "{link:?}");
-    assert!((link["queue_mean_packets"].as_f64().unwrap() - 0.5).abs() < 0.025, "{link:?}");
+    assert!(
+        (link["utilisation"].as_f64().unwrap() - 0.5).abs() < 0.01,
+        "{link:?}"
+    );
+    assert!(
+        (link["queue_mean_packets"].as_f64().unwrap() - 0.5).abs() < 0.025,
+        "{link:?}"
+    );
     // Sojourn time is exponential with rate μ − λ: median ln 2 / 500, p99 ln 100 / 500.
     let p50 = flow(&r, 0, "delay_p50_s");
     let p99 = flow(&r, 0, "delay_p99_s");
@@ -107,7 +116,10 @@ fn two_class_priority_matches_cobham() {
         1_000_000,
         4,
         "priority",
-        &[(400.0, EXP_1000, "priority = 0"), (400.0, EXP_1000, "priority = 1")],
+        &[
+            (400.0, EXP_1000, "priority = 0"),
+            (400.0, EXP_1000, "priority = 1"),
+        ],
     ));
     assert_mean_delay(&r, 0, 0.001 + 0.0008 / 0.6, 0.03);
     assert_mean_delay(&r, 1, 0.001 + 0.0008 / (0.6 * 0.2), 0.03);
@@ -144,7 +156,10 @@ fn drr_shares_bytes_in_the_ratio_of_quanta() {
     let series = &r.replications[0].flow_series;
     let bytes = |f: usize| series[f].bytes[1..10].iter().sum::<u64>() as f64;
     let ratio = bytes(1) / bytes(0);
-    assert!((ratio / 3.0 - 1.0).abs() < 0.01, "byte ratio {ratio}, quanta ratio 3");
+    assert!(
+        (ratio / 3.0 - 1.0).abs() < 0.01,
+        "byte ratio {ratio}, quanta ratio 3"
+    );
     // Together they fill the link: 9 s at 1 MB/s.
     assert!(((bytes(0) + bytes(1)) / 9e6 - 1.0).abs() < 0.001);
 }
@@ -207,7 +222,10 @@ fn arrivals_at_a_departure_time_are_enqueued_first() {
     assert_eq!(flows[0]["received"], 11);
     // The 0.5 s packets wait 0.5 s and take 1 s: delay 1.5 s; the first one 1 s.
     assert_eq!(flows[0]["delay_max_s"], 1.5);
-    assert_eq!(flows[0]["delay_mean_s"].as_f64().unwrap(), (1.0 + 10.0 * 1.5) / 11.0);
+    assert_eq!(
+        flows[0]["delay_mean_s"].as_f64().unwrap(),
+        (1.0 + 10.0 * 1.5) / 11.0
+    );
 }
 
 #[test]
@@ -241,11 +259,19 @@ fn one_link_matches_the_replay_driver() {
     let mut state = 12345u64;
     let mut t = 0u64;
     for _ in 0..3000 {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         t += (state >> 40) % 400_000; // up to 0.4 ms apart
         let flow = ((state >> 20) % 3) as u32;
         let size = 64 + ((state >> 8) % 1400) as u32;
-        csv += &format!("{}.{:09},{},{}\n", t / 1_000_000_000, t % 1_000_000_000, flow, size);
+        csv += &format!(
+            "{}.{:09},{},{}\n",
+            t / 1_000_000_000,
+            t % 1_000_000_000,
+            flow,
+            size
+        );
         packets.push(Packet::new(0, flow, size, t));
     }
     std::fs::write(dir.join("trace.csv"), csv).unwrap();
@@ -281,10 +307,19 @@ fn one_link_matches_the_replay_driver() {
         assert_eq!(summary["dropped"], dropped);
         let sum: u64 = delays.iter().sum();
         let mean = sum as f64 / delays.len() as f64 / 1e9;
-        assert!((summary["delay_mean_s"].as_f64().unwrap() - mean).abs() < 1e-15, "flow {f}");
-        assert_eq!(summary["delay_max_s"].as_f64().unwrap(), *delays.iter().max().unwrap() as f64 / 1e9);
+        assert!(
+            (summary["delay_mean_s"].as_f64().unwrap() - mean).abs() < 1e-15,
+            "flow {f}"
+        );
+        assert_eq!(
+            summary["delay_max_s"].as_f64().unwrap(),
+            *delays.iter().max().unwrap() as f64 / 1e9
+        );
     }
-    assert!(flows.iter().map(|f| f["dropped"].as_u64().unwrap()).sum::<u64>() > 0, "the buffer must overflow");
+    assert!(
+        flows.iter().map(|f| f["dropped"].as_u64().unwrap()).sum::<u64>() > 0,
+        "the buffer must overflow"
+    );
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -294,7 +329,9 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn example(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/examples").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments/examples")
+        .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -340,7 +377,8 @@ fn examples_run_and_write_every_table() {
         let written = r.write(&out.join(name)).unwrap();
         assert_eq!(written.len(), 9);
         let summary: Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join(name).join("summary.json")).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(out.join(name).join("summary.json")).unwrap())
+                .unwrap();
         for key in [
             "flow",
             "sent",
@@ -354,11 +392,17 @@ fn examples_run_and_write_every_table() {
             "delay_max_s",
             "jitter_mean_s",
         ] {
-            assert!(summary["flows"][0].get(key).is_some(), "{name}: summary flows lack {key}");
+            assert!(
+                summary["flows"][0].get(key).is_some(),
+                "{name}: summary flows lack {key}"
+            );
         }
         let flows_csv = std::fs::read_to_string(out.join(name).join("flows.csv")).unwrap();
         let rows = flows_csv.lines().count() - 1;
-        assert_eq!(rows, r.scenario.sources.len() * r.scenario.run.replications as usize);
+        assert_eq!(
+            rows,
+            r.scenario.sources.len() * r.scenario.run.replications as usize
+        );
     }
 }
 
@@ -454,7 +498,10 @@ fn bad_scenarios_name_the_key_and_value() {
     ];
     for (text, expected) in cases {
         let message = error_of(&text);
-        assert!(message.starts_with(expected), "expected {expected:?}\n     got {message:?}");
+        assert!(
+            message.starts_with(expected),
+            "expected {expected:?}\n     got {message:?}"
+        );
     }
     assert!(error_of("[run\n").starts_with("scenario is not valid TOML"));
 }
