@@ -38,7 +38,11 @@ TOML
 
 cargo build --release -q -p schedlab-sim --example run_scenario
 /usr/bin/time -v target/release/examples/run_scenario "$work/scenario.toml" "$work/out" 2>"$work/time.txt"
-grep -E "Maximum resident set size|Elapsed \(wall clock\)" "$work/time.txt"
+grep -E "Maximum resident set size|Elapsed \(wall clock\)|User time" "$work/time.txt"
+# On a shared machine the wall time includes waiting for a core; packets per second of user
+# CPU time is the steadier figure.
+user=$(awk -F': ' '/User time/ {print $2}' "$work/time.txt")
+awk -v p="$packets" -v u="$user" 'BEGIN { if (u > 0) printf "packets per CPU second %.0f (%.1f ns/packet)\n", p / u, u * 1e9 / p }'
 python3 - "$work/out/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))

@@ -848,3 +848,84 @@ pub fn run_replication(scenario: &Scenario, replication: u32) -> Result<RawRepli
     engine.run()?;
     engine.finish(replication, seeds)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use proptest::prelude::*;
+
+    /// A random network: `links` links in a chain with random rates, delays and buffers, and
+    /// sources over random sub-paths with random models.
+    fn scenario(links: &[(u32, u32, u32)], sources: &[(usize, usize, u8, u32, u32)], kind: &str) -> String {
+        let mut text =
+            String::from("[run]\nduration = \"2s\"\nwarmup = \"200ms\"\nseed = 3\nbin = \"100ms\"\n");
+        for (i, (rate_kbit, delay_us, buffer)) in links.iter().enumerate() {
+            text += &format!(
+                "[[link]]\nname = \"l{i}\"\nrate = \"{rate_kbit}kbit\"\ndelay = \"{delay_us}us\"\n\
+                 buffer = {buffer}\nscheduler = {{ kind = \"{kind}\" }}\n"
+            );
+        }
+        for (i, (from, hops, model, rate, size)) in sources.iter().enumerate() {
+            let from = from % links.len();
+            let to = (from + 1 + hops % (links.len() - from)).min(links.len());
+            let path: Vec<String> = (from..to).map(|l| format!("\"l{l}\"")).collect();
+            let arrivals = match model % 3 {
+                0 => format!("{{ model = \"poisson\", rate_pps = {rate} }}"),
+                1 => format!("{{ model = \"cbr\", rate_pps = {rate} }}"),
+                _ => format!(
+                    "{{ model = \"on_off\", mean_on = \"20ms\", mean_off = \"30ms\", rate_pps = {} }}",
+                    rate * 3
+                ),
+            };
+            text += &format!(
+                "[[source]]\nflow = {i}\npath = [{}]\narrivals = {arrivals}\n\
+                 size = {{ dist = \"uniform\", min = 40, max = {size} }}\n",
+                path.join(", ")
+            );
+        }
+        text
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Every measured packet is received or dropped exactly once (the network drains),
+        /// nothing is left queued, and the median delay is at least the path's transmission
+        /// and propagation time of the smallest packet.
+        #[test]
+        fn every_measured_packet_is_accounted_for(
+            links in prop::collection::vec((100u32..5000, 0u32..2000, 1500u32..20_000), 1..4),
+            sources in prop::collection::vec((0usize..3, 0usize..3, 0u8..3, 10u32..400, 40u32..1500), 1..6),
+            kind in prop::sample::select(vec!["fifo", "drr"]),
+        ) {
+            let text = scenario(&links, &sources, kind);
+            let results = crate::run_scenario_text(&text, Path::new(".")).unwrap();
+            let replication = &results.replications[0];
+            for row in &replication.flows {
+                let get = |name: &str| match crate::results::cell(row, name) {
+                    Some(crate::results::Cell::Count(v)) => *v,
+                    other => panic!("{name}: {other:?}"),
+                };
+                prop_assert_eq!(get("sent"), get("received") + get("dropped"), "{}", text);
+                prop_assert_eq!(get("in_flight"), 0);
+            }
+            for row in &replication.links {
+                prop_assert_eq!(crate::results::cell(row, "left_queued"), Some(&crate::results::Cell::Count(0)));
+            }
+            let scenario = &results.scenario;
+            for (source, row) in scenario.sources.iter().zip(&replication.flows) {
+                if let Some(crate::results::Cell::Real(Some(min_delay))) = crate::results::cell(row, "delay_p50_s") {
+                    let floor: f64 = source
+                        .path
+                        .iter()
+                        .map(|&l| {
+                            let link = &scenario.links[l];
+                            (link.rate.transmission_time(40) + link.delay) as f64 / 1e9
+                        })
+                        .sum();
+                    prop_assert!(*min_delay >= floor * 0.999, "median {} below floor {}", min_delay, floor);
+                }
+            }
+        }
+    }
+}
