@@ -505,3 +505,60 @@ fn bad_scenarios_name_the_key_and_value() {
     }
     assert!(error_of("[run\n").starts_with("scenario is not valid TOML"));
 }
+
+#[test]
+fn files_errors_name_the_file_line_field_and_value() {
+    let dir = temp_dir("files");
+    std::fs::write(dir.join("sizes.csv"), "size,weight\n64,2\n1500,x\n").unwrap();
+    std::fs::write(
+        dir.join("trace.csv"),
+        "time_s,flow,size_bytes\n0.0,7,100\n0.5,7,abc\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("good.csv"),
+        "time_s,flow,size_bytes,class\n0.0,7,100,2\n0.5,9,300,1\n",
+    )
+    .unwrap();
+    let with_size = |size: &str| GOOD.replace("{ dist = \"uniform\", min = 80, max = 740 }", size);
+    let e = validate_scenario_text(&with_size("{ dist = \"empirical\", file = \"sizes.csv\" }"), &dir)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "source[0].size.file = \"sizes.csv\": line 3, field weight = \"x\": must be a non-negative number"
+    );
+    let trace = |file: &str, flow: u64| {
+        GOOD.replace(
+            "arrivals = { model = \"poisson\", rate_pps = 15 }\nsize = { dist = \"uniform\", min = 80, max = 740 }",
+            &format!("arrivals = {{ model = \"trace\", file = \"{file}\", flow = {flow} }}"),
+        )
+    };
+    let e = validate_scenario_text(&trace("trace.csv", 7), &dir)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("source[0].arrivals.file = \"trace.csv\": "), "{e}");
+    assert!(
+        e.ends_with("trace.csv:3: size_bytes = \"abc\": must be an integer from 1 to 4294967295"),
+        "{e}"
+    );
+    let e = validate_scenario_text(&trace("good.csv", 8), &dir)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("the trace has no flow 8 (flows: 7, 9)"), "{e}");
+    // A good trace: flow 9's one packet, class 1 from the trace.
+    let r = run_scenario_text(&trace("good.csv", 9), &dir).unwrap();
+    let flows = r.flow_summaries();
+    assert_eq!(flows[0]["received"], 1);
+    assert_eq!(flows[0]["received_bytes"], 300);
+    assert_eq!(r.class_summaries()[0]["class"], 1);
+}
+
+#[test]
+fn packet_count_runs_stop_after_that_many_packets() {
+    let text = GOOD.replace("duration = \"10s\"", "packets = 1234");
+    let r = run(&text);
+    assert_eq!(r.replications[0].packets, 1234);
+    assert_eq!(flow(&r, 0, "sent"), 1234.0);
+    assert_eq!(flow(&r, 0, "received") + flow(&r, 0, "dropped"), 1234.0);
+}
