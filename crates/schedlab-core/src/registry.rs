@@ -60,6 +60,7 @@ macro_rules! disciplines {
 disciplines! {
     Fifo => fifo::Fifo,
     Drr => drr::Drr,
+    Dwcs => dwcs::Dwcs,
 }
 
 impl Scheduler for AnyScheduler {

@@ -2,4 +2,5 @@
 //! maps the paper's pseudo-code names to the code's.
 
 pub mod drr;
+pub mod dwcs;
 pub mod fifo;
