@@ -340,7 +340,11 @@ impl DwcsStream {
         Precedence {
             x: self.loss.x_current,
             y: self.loss.y_current,
-            deadline: if self.has_deadlines() { self.deadline } else { TimeNs::MAX },
+            deadline: if self.has_deadlines() {
+                self.deadline
+            } else {
+                TimeNs::MAX
+            },
             arrival: self.head_arrival,
             flow,
         }
@@ -373,11 +377,7 @@ pub struct Precedence {
 
 impl Ord for Precedence {
     fn cmp(&self, other: &Self) -> Ordering {
-        let first_come = || {
-            self.arrival
-                .cmp(&other.arrival)
-                .then(self.flow.cmp(&other.flow))
-        };
+        let first_come = || self.arrival.cmp(&other.arrival).then(self.flow.cmp(&other.flow));
         match (self.x == 0, other.x == 0) {
             (true, false) => Ordering::Less,
             (false, true) => Ordering::Greater,
@@ -689,9 +689,7 @@ fn miss_deadlines(
         let misses = (now - stream.deadline - 1) / stream.gap + 1;
         stream.counters.rule_c_applied += stream.loss.missed(misses, method);
         stream.counters.deadlines_missed += misses;
-        stream.deadline = stream
-            .deadline
-            .saturating_add(misses.saturating_mul(stream.gap));
+        stream.deadline = stream.deadline.saturating_add(misses.saturating_mul(stream.gap));
         stream.head_late = true;
     }
     true
@@ -924,8 +922,7 @@ impl Scheduler for Dwcs {
         let reported = drops.len();
         let admitted = self.queues.admit(packet, |_| 1, drops);
         // A push-out that took a stream's only packet (its head) takes the stream out of order.
-        for index in reported..drops.len() {
-            let dropped = drops[index];
+        for dropped in &drops[reported..] {
             if dropped.reason == DropReason::PushedOut && self.queues.is_empty(dropped.packet.flow) {
                 self.order.remove(dropped.packet.flow);
                 if let Some(stream) = self.streams[dropped.packet.flow as usize].as_mut() {
@@ -934,9 +931,7 @@ impl Scheduler for Dwcs {
             }
         }
         if admitted == Admission::Queued && was_empty {
-            let stream = self.streams[flow as usize]
-                .as_mut()
-                .expect("state created above");
+            let stream = self.streams[flow as usize].as_mut().expect("state created above");
             if stream.has_deadlines() {
                 let fresh = packet.arrival.saturating_add(stream.offset);
                 stream.deadline = if stream.started {
@@ -956,7 +951,10 @@ impl Scheduler for Dwcs {
         drops.append(&mut self.stashed);
         self.check(now, drops);
         let flow = self.order.best(&self.streams)?;
-        let packet = self.queues.pop_sent(flow).expect("ordered streams are backlogged");
+        let packet = self
+            .queues
+            .pop_sent(flow)
+            .expect("ordered streams are backlogged");
         let stream = self.streams[flow as usize]
             .as_mut()
             .expect("ordered streams have state");
@@ -1143,10 +1141,7 @@ mod tests {
             }
             // Over 24 units: s1 12 sent / 12 lost, s2 and s3 6 sent / 18 lost each.
             let c = s.counters();
-            assert_eq!(
-                [1, 2, 3].map(|f| c.flow(f).unwrap().sent_packets),
-                [12, 6, 6]
-            );
+            assert_eq!([1, 2, 3].map(|f| c.flow(f).unwrap().sent_packets), [12, 6, 6]);
             assert_eq!(
                 [1, 2, 3].map(|f| c.flow(f).unwrap().dropped(DropReason::Late)),
                 [12, 18, 18]
@@ -1198,7 +1193,11 @@ mod tests {
                 drops.clear();
             }
             // After service at t = 0 (on time) s1 was 1/1: rule (A).
-            assert_eq!(s.stream(1).unwrap().counters().deadlines_missed, 7, "dropped at t = 2, 4, …, 14");
+            assert_eq!(
+                s.stream(1).unwrap().counters().deadlines_missed,
+                7,
+                "dropped at t = 2, 4, …, 14"
+            );
         }
     }
 
@@ -1246,7 +1245,10 @@ mod tests {
         let winner = first_served(&[(0, with_offset("1/2", 5), 0), (1, with_offset("2/4", 3), 0)]);
         assert_eq!(winner, 1);
         // A stream without deadlines comes after one with a deadline at equal tolerance.
-        let winner = first_served(&[(0, params("1/2", None, None, false), 0), (1, with_offset("1/2", 50), 0)]);
+        let winner = first_served(&[
+            (0, params("1/2", None, None, false), 0),
+            (1, with_offset("1/2", 50), 0),
+        ]);
         assert_eq!(winner, 1);
     }
 
@@ -1308,7 +1310,10 @@ mod tests {
 
     #[test]
     fn rules_b_and_c_missed_deadlines() {
-        for (method, after_violation) in [(ViolationMethod::Reset, (2, 4)), (ViolationMethod::Amortize, (3, 9))] {
+        for (method, after_violation) in [
+            (ViolationMethod::Reset, (2, 4)),
+            (ViolationMethod::Amortize, (3, 9)),
+        ] {
             let mut l = LossState::new(tolerance("2/4"));
             assert_eq!(l.missed(1, method), 0);
             assert_eq!((l.x_current, l.y_current), (1, 3));
@@ -1446,14 +1451,22 @@ mod tests {
                 unit(6, 0, 3 * MS + MS / 2),
             ];
             let run = run_link(&mut s, testkit::link(), &trace).unwrap();
-            let late = |at| Some(Outcome::Dropped { at, reason: DropReason::Late });
+            let late = |at| {
+                Some(Outcome::Dropped {
+                    at,
+                    reason: DropReason::Late,
+                })
+            };
             // Deadlines 0, 1, 2 ms: dropped at the checks of 1, 2, 3 ms.
             assert_eq!(run.outcomes[..3], [late(MS), late(2 * MS), late(3 * MS)]);
             // The stream went idle at 3 ms with next deadline 3 ms; the arrival at 3.5 ms gets
             // max(3.5 ms + offset 0, 3 ms) and is sent at once.
             assert_eq!(
                 run.outcomes[6],
-                Some(Outcome::Sent { start: 3 * MS + MS / 2, end: 4 * MS + MS / 2 })
+                Some(Outcome::Sent {
+                    start: 3 * MS + MS / 2,
+                    end: 4 * MS + MS / 2
+                })
             );
             let c = s.stream(0).unwrap().counters();
             // Window 1 (packets 0, 1): two late > x = 1; window 2 (packets 2, 6): one late.
@@ -1496,16 +1509,34 @@ mod tests {
         for structure in STRUCTURES {
             // p = 1: the miss (deadline 1 ms) is seen at the first dequeue after it, 2 ms.
             let (s, run) = approximation_run(1, structure);
-            assert_eq!(run.outcomes[0], Some(Outcome::Dropped { at: 2 * MS, reason: DropReason::Late }));
+            assert_eq!(
+                run.outcomes[0],
+                Some(Outcome::Dropped {
+                    at: 2 * MS,
+                    reason: DropReason::Late
+                })
+            );
             assert_eq!(s.stream(0).unwrap().loss_tolerance(), (0, 1), "(B) applied");
             // p = 3: checks at services 0 and 3 (t = 0 and 3 ms): dropped at 3 ms.
             let (s, run) = approximation_run(3, structure);
-            assert_eq!(run.outcomes[0], Some(Outcome::Dropped { at: 3 * MS, reason: DropReason::Late }));
+            assert_eq!(
+                run.outcomes[0],
+                Some(Outcome::Dropped {
+                    at: 3 * MS,
+                    reason: DropReason::Late
+                })
+            );
             assert_eq!(s.stream(0).unwrap().counters().deadlines_missed, 1);
             // p = 10: no check after t = 0; the late packet is sent at 5 ms and (B) never
             // applies — (A) does, as after any service — but the counters record the miss.
             let (s, run) = approximation_run(10, structure);
-            assert_eq!(run.outcomes[0], Some(Outcome::Sent { start: 5 * MS, end: 6 * MS }));
+            assert_eq!(
+                run.outcomes[0],
+                Some(Outcome::Sent {
+                    start: 5 * MS,
+                    end: 6 * MS
+                })
+            );
             let stream = s.stream(0).unwrap();
             assert_eq!(stream.loss_tolerance(), (1, 1));
             assert_eq!(stream.counters().deadlines_missed, 1);
@@ -1534,7 +1565,12 @@ mod tests {
 
     /// Table 1, row by row: whether stream `a`'s head precedes stream `b`'s.
     fn table_1_precedes(a: &RefStream, fa: FlowId, b: &RefStream, fb: FlowId) -> bool {
-        let (xa, ya, xb, yb) = (a.loss.x_current, a.loss.y_current, b.loss.x_current, b.loss.y_current);
+        let (xa, ya, xb, yb) = (
+            a.loss.x_current,
+            a.loss.y_current,
+            b.loss.x_current,
+            b.loss.y_current,
+        );
         let da = if a.gap > 0 { a.deadline } else { TimeNs::MAX };
         let db = if b.gap > 0 { b.deadline } else { TimeNs::MAX };
         let zero_a = xa == 0;
@@ -1647,7 +1683,11 @@ mod tests {
 
     fn arb_config() -> impl Strategy<Value = DwcsConfig> {
         (any::<bool>(), 1u32..5).prop_map(|(amortize, check_every)| DwcsConfig {
-            violation: if amortize { ViolationMethod::Amortize } else { ViolationMethod::Reset },
+            violation: if amortize {
+                ViolationMethod::Amortize
+            } else {
+                ViolationMethod::Reset
+            },
             structure: Structure::Heap,
             check_every,
         })
@@ -1758,6 +1798,130 @@ mod tests {
         }
     }
 
+    // ---------------------------------------------------------------- under load
+
+    /// Stream sets meeting Σ(1 − x/y)·C/T < 1 with a common period T = qC (C = one unit):
+    /// (q, [(x, y)]).
+    fn arb_under_loaded() -> impl Strategy<Value = (u64, Vec<(u32, u32)>)> {
+        (1u64..9, proptest::collection::vec((0u32..11, 1u32..11), 1..9)).prop_filter_map(
+            "minimum demand below the link",
+            |(q, raw)| {
+                let set: Vec<(u32, u32)> = raw.into_iter().map(|(x, y)| (x % (y + 1), y)).collect();
+                // Σ (y − x)/(y·q) < 1, exactly: Σ (y − x)·L/y < q·L with L = lcm(1..=10).
+                let l: u64 = 2520;
+                let demand: u64 = set.iter().map(|&(x, y)| (y - x) as u64 * l / y as u64).sum();
+                (demand < q * l).then_some((q, set))
+            },
+        )
+    }
+
+    proptest! {
+        /// Under-load (the paper's figure 1 setting generalised): every stream has one packet
+        /// arriving per period T = qC, deadline offset T − C (it must start within its period)
+        /// or T, late packets dropped. When Σ(1 − x/y)·C/T < 1, DWCS never finds a stream at
+        /// 0/y' missing again: rule (C) never applies, i.e. every DWCS window (from x/y back to
+        /// x/y) holds at most x late packets. Checked independently from the outcomes: any y
+        /// consecutive packets of a stream hold at most 2x late ones (a window of y packets
+        /// overlaps at most two DWCS windows, each at least y packets long).
+        #[test]
+        fn under_load_no_violation(
+            (q, set) in arb_under_loaded(),
+            start_by_period_end in any::<bool>(),
+            amortize in any::<bool>(),
+            list in any::<bool>(),
+        ) {
+            let period = q * MS;
+            let offset = if start_by_period_end { period - MS } else { period };
+            let flows: Vec<(FlowId, FlowParams)> = set
+                .iter()
+                .enumerate()
+                .map(|(f, (x, y))| (f as FlowId, params(&format!("{x}/{y}"), Some(period), Some(offset), true)))
+                .collect();
+            let config = DwcsConfig {
+                violation: if amortize { ViolationMethod::Amortize } else { ViolationMethod::Reset },
+                structure: if list { Structure::List } else { Structure::Heap },
+                check_every: 1,
+            };
+            let mut s = dwcs_with(&flows, config, BufferLimit::UNLIMITED);
+            let mut trace = Vec::new();
+            for k in 0..(600 / q) {
+                for f in 0..set.len() {
+                    trace.push(unit(trace.len() as u64, f as FlowId, k * period));
+                }
+            }
+            let run = testkit::check_invariants(&mut s, &trace, true)?;
+            for (f, &(x, y)) in set.iter().enumerate() {
+                let stream = s.stream(f as FlowId).unwrap();
+                prop_assert_eq!(stream.counters().rule_c_applied, 0, "stream {} ({}/{})", f, x, y);
+                let late: Vec<bool> = trace
+                    .iter()
+                    .zip(&run.outcomes)
+                    .filter(|(p, _)| p.flow == f as FlowId)
+                    .map(|(_, o)| matches!(o, Some(Outcome::Dropped { reason: DropReason::Late, .. })))
+                    .collect();
+                for window in late.windows(y as usize) {
+                    let count = window.iter().filter(|l| **l).count() as u32;
+                    prop_assert!(count <= 2 * x, "stream {} ({}/{}): {} late in {} packets", f, x, y, count, y);
+                }
+                // Sent packets are all on time (droppable: a late head never goes out).
+                prop_assert_eq!(stream.counters().late_packets, late.iter().filter(|l| **l).count() as u64);
+            }
+        }
+    }
+
+    /// Rule (A) leaves y' alone once y' = x', so a DWCS window can be longer than y packets and
+    /// two windows' late packets can meet: 1/2 served on time twice stays 1/1, then two misses
+    /// (the second after a reset from 0/0) are both allowed without rule (C) — two late packets
+    /// in a row, more than x = 1 in the window of y = 2, counted as a violation by the counters
+    /// (figure 5's fixed windows) but not by DWCS itself.
+    #[test]
+    fn dwcs_windows_stretch_past_y() {
+        let mut l = LossState::new(tolerance("1/2"));
+        l.serviced();
+        l.serviced();
+        assert_eq!((l.x_current, l.y_current), (1, 1));
+        assert_eq!(l.missed(1, ViolationMethod::Reset), 0);
+        assert_eq!((l.x_current, l.y_current), (1, 2), "0/0 → reset");
+        assert_eq!(l.missed(1, ViolationMethod::Reset), 0);
+        assert_eq!((l.x_current, l.y_current), (0, 1));
+    }
+
+    /// Pre-queued (fully backlogged) streams are a different matter: DWCS serves a stream
+    /// whenever it has precedence, however far ahead of its deadlines, so a stream can run
+    /// ahead. Streams 0/1 (flow 0) and 0/2 (flow 1), T = 7 units, deadline offset T, all packets
+    /// queued at 0 (minimum demand 2/7): flow 1 (higher denominator) goes first and becomes 0/1;
+    /// from then on the FCFS tie (heads arrived together) favours flow 0, which (A) keeps at 0/1,
+    /// until flow 1's head (deadline 14) is late at t = 15: dropped, rule (C) resets it to 0/2,
+    /// its next packet (deadline 21) is served, and the cycle repeats every 14 units.
+    #[test]
+    fn backlogged_streams_run_ahead() {
+        let flows = [
+            (0, params("0/1", Some(7 * MS), None, true)),
+            (1, params("0/2", Some(7 * MS), None, true)),
+        ];
+        for structure in STRUCTURES {
+            let mut s = dwcs(&flows, structure);
+            let trace: Vec<Packet> = (0..120).map(|id| unit(id, (id % 2) as FlowId, 0)).collect();
+            let run = run_link(&mut s, testkit::link(), &trace).unwrap();
+            let flow_1: Vec<Option<Outcome>> =
+                run.outcomes.iter().skip(1).step_by(2).take(5).copied().collect();
+            let sent = |t: u64| {
+                Some(Outcome::Sent {
+                    start: t * MS,
+                    end: (t + 1) * MS,
+                })
+            };
+            let late = |t: u64| {
+                Some(Outcome::Dropped {
+                    at: t * MS,
+                    reason: DropReason::Late,
+                })
+            };
+            assert_eq!(flow_1, vec![sent(0), late(15), sent(15), late(29), sent(29)]);
+            assert_eq!(s.stream(0).unwrap().counters().late_packets, 0);
+        }
+    }
+
     // ---------------------------------------------------------------- configuration
 
     #[test]
@@ -1780,10 +1944,16 @@ mod tests {
         let e = build("kind = \"dwcs\"\nstructure = \"tree\"", &none).unwrap_err();
         assert_eq!(e.path, "scheduler.structure");
         let e = build("kind = \"dwcs\"\ncheck_every = 0", &none).unwrap_err();
-        assert_eq!(e.to_string(), "scheduler.check_every = 0: must be an integer from 1 to 4294967295");
+        assert_eq!(
+            e.to_string(),
+            "scheduler.check_every = 0: must be an integer from 1 to 4294967295"
+        );
 
         let flow = |text: &str| FlowParams::from_table(&text.parse().unwrap(), "flow[0]");
-        assert_eq!(flow("loss_tolerance = \"0/0\"").unwrap().loss_tolerance, Some(LossTolerance { x: 0, y: 0 }));
+        assert_eq!(
+            flow("loss_tolerance = \"0/0\"").unwrap().loss_tolerance,
+            Some(LossTolerance { x: 0, y: 0 })
+        );
         assert!(flow("loss_tolerance = \"1/0\"").is_err());
         let mut table = FlowTable::uniform(flow("loss_tolerance = \"1/2\"\ndeadline_gap = \"1ms\"").unwrap());
         table.set(3, flow("deadline_offset = \"2ms\"").unwrap(), "flow[1]");
@@ -1796,8 +1966,18 @@ mod tests {
         let e = build("kind = \"dwcs\"", &bad).unwrap_err();
         assert_eq!(e.path, "flow[1].deadline_offset");
         let mut odd = FlowTable::uniform(FlowParams::default());
-        odd.set(0, FlowParams { loss_tolerance: Some(LossTolerance { x: 3, y: 2 }), ..Default::default() }, "flow[0]");
+        odd.set(
+            0,
+            FlowParams {
+                loss_tolerance: Some(LossTolerance { x: 3, y: 2 }),
+                ..Default::default()
+            },
+            "flow[0]",
+        );
         let e = build("kind = \"dwcs\"", &odd).unwrap_err();
-        assert_eq!(e.to_string(), "flow[0].loss_tolerance = \"3/2\": needs 0 <= x <= y, y >= 1, or 0/0");
+        assert_eq!(
+            e.to_string(),
+            "flow[0].loss_tolerance = \"3/2\": needs 0 <= x <= y, y >= 1, or 0/0"
+        );
     }
 }
