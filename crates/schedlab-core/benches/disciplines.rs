@@ -7,13 +7,20 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use schedlab_core::{build_scheduler, AnyScheduler, FlowParams, FlowTable, Packet, Rate, Scheduler};
+use schedlab_core::{
+    build_scheduler, AnyScheduler, FlowParams, FlowTable, LossTolerance, Packet, Rate, Scheduler,
+};
 
 /// One bench case per discipline: registry id and the `[scheduler]` table used.
-/// Flow `f` gets weight `1 + f % 4` and quantum 1500 (flow parameters are set below).
+/// Flow `f` gets weight `1 + f % 4` and quantum 1500 (flow parameters are set below); for DWCS
+/// loss-tolerance 1/(80 + 10·(f % 8)) (the paper's eight classes 1/80 … 1/150) and deadlines
+/// `count` × 625 ns apart (about one mean service time per stream at 10 Gbit/s: a load near 1,
+/// so some deadlines are missed, as in the paper's figure 7(a); heads are not droppable).
 const CASES: &[(&str, &str)] = &[
     ("fifo", "kind = \"fifo\""),
     ("drr", "kind = \"drr\"\nquantum = 1500"),
+    ("dwcs", "kind = \"dwcs\""),
+    ("dwcs_list", "kind = \"dwcs\"\nstructure = \"list\""),
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];
@@ -29,6 +36,11 @@ fn flows(count: u32) -> FlowTable {
         let params = FlowParams {
             weight: Some(1 + flow % 4),
             quantum: Some(1500),
+            loss_tolerance: Some(LossTolerance {
+                x: 1,
+                y: 80 + 10 * (flow % 8),
+            }),
+            deadline_gap: Some(count as u64 * 625),
             ..Default::default()
         };
         table.set(flow, params, format!("flow {flow}"));
