@@ -20,7 +20,7 @@
 //! * "for (each stream j missing its deadline) while (deadline missed) …" → `Dwcs::check` and
 //!   `miss_deadlines`;
 //! * the deadline heap and loss-tolerance heap of figure 3(a) → `Order::Heap` (two
-//!   [`IndexedHeap`]s); the linear list → `Order::List`;
+//!   `IndexedHeap`s, keyed `DeadlineKey` and [`Precedence`]); the linear list → `Order::List`;
 //! * p, "scheduler cycles between checking deadlines" → `check_every`.
 //!
 //! Logical time. The paper measures deadlines in a logical clock that advances one unit per
@@ -40,14 +40,25 @@
 //! advances it by the gap), and never less than `deadline_gap` apart across idle periods.
 //!
 //! Work conservation: yes. Whenever a packet is queued after the missed-deadline check, the
-//! stream of highest precedence is served; nothing waits for an eligibility time. A dequeue
-//! returns `None` with packets queued never: the only way it returns `None` is that the check
-//! dropped every queued packet as late.
+//! stream of highest precedence is served; nothing waits for an eligibility time, so a stream
+//! may be served arbitrarily far ahead of its deadlines. A dequeue never returns `None` while
+//! packets are queued: it returns `None` only when the check dropped every queued packet.
 //!
-//! Complexity per packet, n backlogged streams, m deadline misses handled by the check:
-//! heap O((1 + m) log n); list O(n + m). A non-droppable head that is k gaps behind is handled in
-//! O(1) (rule (B) applied k times in closed form); a droppable stream drops one packet per missed
-//! deadline.
+//! Guarantee (what the tests establish; the paper states none in this form): with one packet
+//! per stream arriving every period T = qC (C one service time, the same q for all streams),
+//! deadline offset T − C or T, late packets dropped and Σ(1 − x/y)·C/T < 1, rule (C) never
+//! applies — every DWCS window holds at most x late packets — and any y consecutive packets
+//! hold at most 2x (not x: rule (A) leaves y' alone at y' = x', so DWCS windows can be longer
+//! than y and two windows' late packets can meet). Rule (C) does apply under the same bound
+//! with unequal periods (periods 1, 5, 2 units at 5/7, 2/8, 0/7: demand 0.936), with
+//! non-droppable streams near full load, and with streams whose packets are all queued at once
+//! (they run ahead of their deadlines: `backlogged_streams_run_ahead`).
+//!
+//! Complexity per packet, n backlogged streams, m deadline misses handled by the check: heap
+//! O((1 + m) log n) (4-ary indexed heaps); list O(n + m). A non-droppable head that is k gaps
+//! behind is handled in O(1) (rule (B) applied k times in closed form); a droppable stream
+//! drops one packet per missed deadline. No allocation per packet once every flow has been
+//! seen.
 //!
 //! Choices where the paper is silent or ambiguous:
 //! * Table 1, row 4 "zero loss-tolerance & denominators, order EDF" is read with the prose
