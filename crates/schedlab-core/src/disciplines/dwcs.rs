@@ -214,7 +214,7 @@ impl LossState {
             misses -= 1;
             if method == ViolationMethod::Amortize && self.x > 0 {
                 self.x_current = 2 * self.x - 1;
-                self.y_current = (2 * self.y + self.y_current).saturating_sub(1);
+                self.y_current = (2 * self.y).saturating_add(self.y_current).saturating_sub(1);
                 // From here every 2x misses are 2x − 1 decrements and one (C), which adds
                 // 2(y − x) to y' (y' stays above x', so no reset happens on the way).
                 let period = 2 * self.x;
@@ -1500,6 +1500,30 @@ mod tests {
                 }
             );
             assert_eq!(s.stream(0).unwrap().deadline(), Some(4 * MS + MS / 2));
+        }
+    }
+
+    /// Drops made by `peek` are counted at once and handed out by the next call with a drops
+    /// vector, here an enqueue.
+    #[test]
+    fn peek_drops_are_reported_by_the_next_enqueue() {
+        for structure in STRUCTURES {
+            let mut s = dwcs(&[(0, params("1/2", Some(MS), Some(0), true))], structure);
+            let mut drops = Vec::new();
+            s.enqueue(unit(0, 0, 0), 0, &mut drops);
+            s.enqueue(unit(1, 0, 0), 0, &mut drops);
+            // At 1.5 ms the deadlines 0 and 1 ms have passed: both packets go.
+            assert_eq!(s.peek(MS + MS / 2), None);
+            assert_eq!(s.counters().flow(0).unwrap().dropped(DropReason::Late), 2);
+            assert_eq!(s.backlog().packets, 0);
+            assert!(drops.is_empty());
+            s.enqueue(unit(2, 0, 2 * MS), 2 * MS, &mut drops);
+            let ids: Vec<u64> = drops.iter().map(|d| d.packet.id).collect();
+            assert_eq!(ids, vec![0, 1]);
+            assert!(drops.iter().all(|d| d.reason == DropReason::Late));
+            drops.clear();
+            assert_eq!(s.dequeue(2 * MS, &mut drops).unwrap().id, 2);
+            assert!(drops.is_empty());
         }
     }
 
