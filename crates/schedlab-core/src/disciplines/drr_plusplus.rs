@@ -904,8 +904,8 @@ mod tests {
         be_flows: u64,
     }
 
-    /// One LC flow (0) shaped by (σ, ρ) with ρ ≤ r_LC = BNBW·Q_LC/(Q_LC + Q_BE) and packets of
-    /// at most min(σ, Q_LC) bytes; `be_flows` BE flows (1..) each with 120 packets of
+    /// One LC flow (0) shaped by (σ, ρ) with ρ ≤ r_LC = BNBW·Q_LC/(Q_LC + Q_BE) (floor) and
+    /// packets of at most min(σ, Q_LC) bytes; `be_flows` BE flows (1..) each with 120 packets of
     /// 40..=Q_BE bytes queued at 0. LC arrivals stop once the BE backlog could have drained.
     fn theorem_2_case(be_flows: std::ops::RangeInclusive<u64>) -> impl Strategy<Value = Theorem2Case> {
         (0..RATES_MBIT.len(), 200u32..=2000, 200u32..=2000, be_flows)
@@ -913,13 +913,19 @@ mod tests {
                 let rate = Rate::from_bits_per_second(RATES_MBIT[rate] * 1_000_000).unwrap();
                 let bytes_per_second = rate.bits_per_second() / 8;
                 let r_lc = bytes_per_second * q_lc as u64 / (q_lc + q_be) as u64;
+                // Biased towards the worst cases: ρ = r_LC, σ = one LC quantum, full-size
+                // packets, BE packets of 40 B next to packets near Q_BE (large deficit carry).
+                let be_size = prop_oneof![40u32..=q_be, Just(40u32), (q_be / 2).max(40)..=q_be];
                 (
                     Just((rate, q_lc, q_be, n)),
-                    40u64..=4 * q_lc as u64,
-                    r_lc / 20..=r_lc,
-                    proptest::collection::vec(proptest::collection::vec(40u32..=q_be, 120), n as usize),
+                    prop_oneof![Just(q_lc as u64), 40u64..=4 * q_lc as u64],
+                    prop_oneof![Just(r_lc), r_lc / 2..=r_lc, r_lc / 20..=r_lc],
+                    proptest::collection::vec(proptest::collection::vec(be_size, 120), n as usize),
                     proptest::collection::vec(
-                        (prop_oneof![2 => Just(0u64), 1 => 0u64..20 * MS], 0u32..=2000),
+                        (
+                            prop_oneof![2 => Just(0u64), 1 => 0u64..20 * MS],
+                            prop_oneof![Just(u32::MAX), 0u32..=2000],
+                        ),
                         1..80,
                     ),
                     0u64..30 * MS,
@@ -929,7 +935,16 @@ mod tests {
                 let largest_lc = (sigma as u32).min(q_lc);
                 let wanted: Vec<(TimeNs, u32)> = lc
                     .iter()
-                    .map(|&(gap, size)| (gap, 40 + size % (largest_lc - 39)))
+                    .map(|&(gap, size)| {
+                        (
+                            gap,
+                            if size == u32::MAX {
+                                largest_lc
+                            } else {
+                                40 + size % (largest_lc - 39)
+                            },
+                        )
+                    })
                     .collect();
                 let ns_per_byte = rate.transmission_time(1);
                 let be_bytes: u64 = be.iter().flatten().map(|&s| s as u64).sum();
