@@ -2,5 +2,7 @@
 //! maps the paper's pseudo-code names to the code's.
 
 pub mod drr;
+pub mod drr_plus;
+pub mod drr_plusplus;
 pub mod dwcs;
 pub mod fifo;
