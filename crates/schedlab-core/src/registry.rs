@@ -60,6 +60,8 @@ macro_rules! disciplines {
 disciplines! {
     Fifo => fifo::Fifo,
     Drr => drr::Drr,
+    Priority => priority::Priority,
+    Wrr => wrr::Wrr,
 }
 
 impl Scheduler for AnyScheduler {

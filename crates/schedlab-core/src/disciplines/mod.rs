@@ -3,3 +3,5 @@
 
 pub mod drr;
 pub mod fifo;
+pub mod priority;
+pub mod wrr;
