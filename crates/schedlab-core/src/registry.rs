@@ -62,6 +62,7 @@ disciplines! {
     Drr => drr::Drr,
     Priority => priority::Priority,
     Wrr => wrr::Wrr,
+    Ewrr => ewrr::Ewrr,
 }
 
 impl Scheduler for AnyScheduler {

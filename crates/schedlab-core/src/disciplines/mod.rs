@@ -2,6 +2,7 @@
 //! maps the paper's pseudo-code names to the code's.
 
 pub mod drr;
+pub mod ewrr;
 pub mod fifo;
 pub mod priority;
 pub mod wrr;
