@@ -63,6 +63,7 @@ disciplines! {
     Priority => priority::Priority,
     Wrr => wrr::Wrr,
     Ewrr => ewrr::Ewrr,
+    Vd => vd::Vd,
 }
 
 impl Scheduler for AnyScheduler {

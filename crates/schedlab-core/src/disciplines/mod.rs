@@ -5,4 +5,5 @@ pub mod drr;
 pub mod ewrr;
 pub mod fifo;
 pub mod priority;
+pub mod vd;
 pub mod wrr;
