@@ -14,6 +14,10 @@ use schedlab_core::{build_scheduler, AnyScheduler, FlowParams, FlowTable, Packet
 const CASES: &[(&str, &str)] = &[
     ("fifo", "kind = \"fifo\""),
     ("drr", "kind = \"drr\"\nquantum = 1500"),
+    ("priority", "kind = \"priority\""),
+    ("wrr", "kind = \"wrr\""),
+    ("ewrr", "kind = \"ewrr\"\nweight_unit = 1500"),
+    ("vd", "kind = \"vd\"\nmtu = 1500\nrounds = 64"),
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];
