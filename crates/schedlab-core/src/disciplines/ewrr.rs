@@ -1,8 +1,8 @@
 //! Elastic Weighted Round Robin (`ewrr`).
 //!
 //! H. Yokota, T. Kato and H. Tominaga, "A New Round Robin Scheduling Algorithm for
-//! Multimedia Traffic and Differentiated Services Router Implementation", IPSJ Journal
-//! 43(2), 2002 (seed 003), §3, equations (1)–(6).
+//! Multimedia Traffic and Differentiated Services Router Implementation" (received June 2001,
+//! accepted November 2001; the seed text names no venue), seed 003, §3, equations (1)–(6).
 //!
 //! Each queue i has a weight W_i (bytes) and a current weight w_i(t) for scheduling window
 //! SW(t). In SW(t) queue i sends packets while the bytes it has sent in the window,
@@ -217,7 +217,7 @@ impl Discipline for Ewrr {
     const INFO: DisciplineInfo = DisciplineInfo {
         id: "ewrr",
         name: "Elastic Weighted Round Robin",
-        citation: "Yokota, Kato & Tominaga, IPSJ Journal 43(2), 2002",
+        citation: "Yokota, Kato & Tominaga, \"A New Round Robin Scheduling Algorithm for Multimedia Traffic and Differentiated Services Router Implementation\", 2001",
         summary: "Round robin in scheduling windows; a flow may cross its current weight and pays the excess back next window, and weight left unused (also while idle) accumulates up to max_weight. Backlogged rates W_i/ΣW·r; DRR when max_weight = weight.",
         scheduler_params: &[ParamInfo {
             name: "weight_unit",

@@ -1,8 +1,9 @@
 //! Vertical Dimensioning (`vd`): DRR without per-flow queues.
 //!
 //! S. Bakiras, F. Wang, D. Papadias and M. Hamdi, "Vertical Dimensioning: A Novel DRR
-//! Implementation for Efficient Fair Queueing" (seed 004), §III-A, equation (3) and the
-//! figure 2 pseudo-code; bounds in §III-B (lemma 1, theorems 1–3).
+//! Implementation for Efficient Fair Queueing" (the seed text names no venue or year; seed
+//! 004), §III-A, equation (3) and the figure 2 pseudo-code; bounds in §III-B (lemma 1,
+//! theorems 1–3).
 //!
 //! Instead of a queue per flow, VD keeps M FIFO "round" queues. Queue `q[r]` holds the
 //! packets DRR (quantum w_i·L_M) would send in round r; rounds are served in turn, each

@@ -1,10 +1,11 @@
 //! Weighted Round Robin (`wrr`): per-flow queues visited in turn; a visit sends up to the
 //! flow's `weight` packets.
 //!
-//! The packet-counting round robin that DRR refines (Shreedhar & Varghese 1996 §2; Zhang's
-//! thesis, seed 000, §2.4; Yokota et al., seed 003, §2: "the Weighted Round Robin … allocates
-//! a weight to each queue … according to the number of packets"). Sizes are ignored, so the
-//! byte shares follow weight × mean packet size, not weight alone.
+//! As described in Zhang's thesis (seed 000), §2.4.1, citing [BB94]: "Each queue has an
+//! associated weight. In every round of service, the number of packets served from a queue
+//! is proportional to its associated weight." Sizes are ignored, so byte shares follow
+//! weight × mean packet size, not weight alone (the thesis: "WRR is only good for the
+//! networks with fixed packet size"); DRR (`drr`) and EWRR (`ewrr`) count bytes instead.
 //!
 //! Names → code:
 //! * weight w_i (packets per round) → [`WrrFlow::weight`];
@@ -91,7 +92,7 @@ impl Discipline for Wrr {
     const INFO: DisciplineInfo = DisciplineInfo {
         id: "wrr",
         name: "Weighted Round Robin",
-        citation: "(classic; as described in Shreedhar & Varghese, IEEE/ACM ToN 1996, §2)",
+        citation: "(classic; as described in Zhang, MSc thesis 2001, §2.4.1)",
         summary: "Round robin over flows; each visit sends up to the flow's weight in packets, whatever their sizes. O(1).",
         scheduler_params: &[],
         flow_params: &[ParamInfo {
