@@ -54,8 +54,10 @@
 //!   [`DropReason::BufferFull`] when it is the arrival itself, else [`DropReason::PushedOut`].
 //!   This is VD's own buffer management, so `drop_policy` must stay `"tail_drop"` (the
 //!   default); `"longest_queue_drop"` is refused (there are no per-flow queues).
-//! * Dequeue skips an empty `q[current]` (figure 2 assumes it is never empty while packets
-//!   remain; a push-out of the whole last round can leave it so).
+//! * Dequeue skips an empty `q[current]`. Figure 2 assumes it is never empty while packets
+//!   remain, and the invariants above imply it (the overflow loop can empty `q[current]`
+//!   only when it is the last round, i.e. when it empties the scheduler); the skip is
+//!   defensive.
 //! * A flow with no `weight` has w_i = 1; w_i·L_M is limited to 2^48 bytes.
 //! * A flow id above [`MAX_FLOW_ID`] is dropped as [`DropReason::InvalidPacket`] without
 //!   entering the per-flow counters.
