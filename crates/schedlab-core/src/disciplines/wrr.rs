@@ -1,7 +1,7 @@
 //! Weighted Round Robin (`wrr`): per-flow queues visited in turn; a visit sends up to the
 //! flow's `weight` packets.
 //!
-//! As described in Zhang's thesis (seed 000), §2.4.1, citing [BB94]: "Each queue has an
+//! As described in Zhang's thesis (seed 000), §2.4.1, citing \[BB94\]: "Each queue has an
 //! associated weight. In every round of service, the number of packets served from a queue
 //! is proportional to its associated weight." Sizes are ignored, so byte shares follow
 //! weight × mean packet size, not weight alone (the thesis: "WRR is only good for the
