@@ -66,13 +66,15 @@
 //! * `weight_unit` (default 1) scales `weight` into bytes, so that relative weights can be
 //!   written as the paper's m with W_i = m·L^max (`weight_unit = 1500`, `weight = m`).
 //! * `drop_policy = "longest_queue_drop"` weighs queue lengths by 1/W_i.
+//! * A flow id above [`MAX_FLOW_ID`] is dropped as [`DropReason::InvalidPacket`] without
+//!   entering the per-flow counters (which are indexed by flow id).
 //! * `peek` ends visits whose weight is used up (rotating the list) exactly as the next
 //!   dequeue would.
 
 use std::collections::VecDeque;
 
 use crate::config::{ConfigError, FlowParams, FlowTable, TableReader};
-use crate::counters::{Counters, Dropped};
+use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
@@ -272,23 +274,29 @@ impl Scheduler for Ewrr {
         let flow = packet.flow;
         // The first window that has not started serving.
         let joining = self.window + 1;
-        if flow <= MAX_FLOW_ID {
-            let index = flow as usize;
-            if index >= self.flows.len() {
-                self.flows.resize(index + 1, EwrrFlow::default());
-            }
-            if self.flows[index].weight == 0 {
-                let (weight, max_weight) = flow_weights(&self.table.get(flow), self.weight_unit)
-                    .expect("flow parameters validated at build");
-                // w_i at the flow's beginning is W_i.
-                self.flows[index] = EwrrFlow {
-                    weight,
-                    max_weight,
-                    current: weight as i64,
-                    window: joining,
-                    active: false,
-                };
-            }
+        if flow > MAX_FLOW_ID {
+            // Refused before FlowQueues sees it: its counters are indexed by flow id.
+            drops.push(Dropped {
+                packet,
+                reason: DropReason::InvalidPacket,
+            });
+            return;
+        }
+        let index = flow as usize;
+        if index >= self.flows.len() {
+            self.flows.resize(index + 1, EwrrFlow::default());
+        }
+        if self.flows[index].weight == 0 {
+            let (weight, max_weight) = flow_weights(&self.table.get(flow), self.weight_unit)
+                .expect("flow parameters validated at build");
+            // w_i at the flow's beginning is W_i.
+            self.flows[index] = EwrrFlow {
+                weight,
+                max_weight,
+                current: weight as i64,
+                window: joining,
+                active: false,
+            };
         }
         let flows = &self.flows;
         let admitted = self
@@ -528,6 +536,17 @@ mod tests {
         let e =
             crate::build_scheduler(&table, "scheduler", &FlowTable::default(), testkit::link()).unwrap_err();
         assert_eq!(e.path, "scheduler.weight_unit");
+    }
+
+    /// A flow id beyond MAX_FLOW_ID is refused without touching the per-flow counters.
+    #[test]
+    fn invalid_flow_id_is_refused() {
+        let mut s = ewrr(&[], BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        s.enqueue(Packet::new(0, u32::MAX, 100, 0), 0, &mut drops);
+        assert_eq!(drops[0].reason, crate::counters::DropReason::InvalidPacket);
+        assert!(s.counters().flows().is_empty());
+        assert!(s.dequeue(0, &mut drops).is_none());
     }
 
     proptest! {

@@ -27,11 +27,13 @@
 //! * A flow with no `weight` (neither its own nor `flow_defaults`) has weight 1.
 //! * `drop_policy = "longest_queue_drop"` pushes out the tail of the flow whose byte backlog
 //!   divided by its weight is largest ([`FlowQueues::admit`]).
+//! * A flow id above [`MAX_FLOW_ID`] is dropped as [`DropReason::InvalidPacket`] without
+//!   entering the per-flow counters (which are indexed by flow id).
 
 use std::collections::VecDeque;
 
 use crate::config::{ConfigError, FlowTable, TableReader};
-use crate::counters::{Counters, Dropped};
+use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
@@ -126,19 +128,25 @@ impl Scheduler for Wrr {
 
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
         let flow = packet.flow;
-        if flow <= MAX_FLOW_ID {
-            let index = flow as usize;
-            if index >= self.flows.len() {
-                self.flows.resize(index + 1, WrrFlow::default());
-            }
-            if self.flows[index].weight == 0 {
-                let weight = self.table.get(flow).weight.unwrap_or(DEFAULT_WEIGHT);
-                self.flows[index] = WrrFlow {
-                    weight,
-                    remaining: weight,
-                    active: false,
-                };
-            }
+        if flow > MAX_FLOW_ID {
+            // Refused before FlowQueues sees it: its counters are indexed by flow id.
+            drops.push(Dropped {
+                packet,
+                reason: DropReason::InvalidPacket,
+            });
+            return;
+        }
+        let index = flow as usize;
+        if index >= self.flows.len() {
+            self.flows.resize(index + 1, WrrFlow::default());
+        }
+        if self.flows[index].weight == 0 {
+            let weight = self.table.get(flow).weight.unwrap_or(DEFAULT_WEIGHT);
+            self.flows[index] = WrrFlow {
+                weight,
+                remaining: weight,
+                active: false,
+            };
         }
         let flows = &self.flows;
         let admitted = self.queues.admit(
@@ -282,6 +290,17 @@ mod tests {
         assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 1);
         assert!(!s.flow(0).unwrap().active);
         assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 2);
+        assert!(s.dequeue(0, &mut drops).is_none());
+    }
+
+    /// A flow id beyond MAX_FLOW_ID is refused without touching the per-flow counters.
+    #[test]
+    fn invalid_flow_id_is_refused() {
+        let mut s = wrr(&[], BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        s.enqueue(Packet::new(0, u32::MAX, 100, 0), 0, &mut drops);
+        assert_eq!(drops[0].reason, crate::counters::DropReason::InvalidPacket);
+        assert!(s.counters().flows().is_empty());
         assert!(s.dequeue(0, &mut drops).is_none());
     }
 
