@@ -60,6 +60,8 @@ macro_rules! disciplines {
 disciplines! {
     Fifo => fifo::Fifo,
     Drr => drr::Drr,
+    DrrPlus => drr_plus::DrrPlus,
+    DrrPlusPlus => drr_plusplus::DrrPlusPlus,
     Priority => priority::Priority,
     Wrr => wrr::Wrr,
     Ewrr => ewrr::Ewrr,
