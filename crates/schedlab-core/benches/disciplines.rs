@@ -29,6 +29,10 @@ const CASES: &[(&str, &str)] = &[
     ),
     ("dwcs", "kind = \"dwcs\""),
     ("dwcs_list", "kind = \"dwcs\"\nstructure = \"list\""),
+    ("priority", "kind = \"priority\""),
+    ("wrr", "kind = \"wrr\""),
+    ("ewrr", "kind = \"ewrr\"\nweight_unit = 1500"),
+    ("vd", "kind = \"vd\"\nmtu = 1500\nrounds = 64"),
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];

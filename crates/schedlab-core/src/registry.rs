@@ -63,6 +63,10 @@ disciplines! {
     DrrPlus => drr_plus::DrrPlus,
     DrrPlusPlus => drr_plusplus::DrrPlusPlus,
     Dwcs => dwcs::Dwcs,
+    Priority => priority::Priority,
+    Wrr => wrr::Wrr,
+    Ewrr => ewrr::Ewrr,
+    Vd => vd::Vd,
 }
 
 impl Scheduler for AnyScheduler {

@@ -5,4 +5,8 @@ pub mod drr;
 pub mod drr_plus;
 pub mod drr_plusplus;
 pub mod dwcs;
+pub mod ewrr;
 pub mod fifo;
+pub mod priority;
+pub mod vd;
+pub mod wrr;
