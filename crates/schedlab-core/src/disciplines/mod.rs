@@ -2,4 +2,11 @@
 //! maps the paper's pseudo-code names to the code's.
 
 pub mod drr;
+pub mod drr_plus;
+pub mod drr_plusplus;
+pub mod dwcs;
+pub mod ewrr;
 pub mod fifo;
+pub mod priority;
+pub mod vd;
+pub mod wrr;
