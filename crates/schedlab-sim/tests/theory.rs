@@ -106,7 +106,6 @@ fn md1_mean_delay_matches_pollaczek_khinchine() {
 }
 
 #[test]
-#[ignore = "needs the `priority` discipline (classic branch), not on main yet"]
 fn two_class_priority_matches_cobham() {
     // Non-preemptive priority M/M/1, λ₁ = λ₂ = 400/s, μ = 1000/s (exponential service):
     // W₀ = Σ λᵢ E[Sᵢ²]/2 = 0.8 · 2/μ² · μ/2 = 0.8 ms;
@@ -249,12 +248,25 @@ fn warmup_is_excluded() {
     assert_eq!(flow(&r, 0, "throughput_bps"), 8000.0);
 }
 
+/// Disciplines checked against the replay driver: (kind, scheduler parameters).
+const REPLAY_KINDS: &[(&str, &str)] = &[
+    ("fifo", ""),
+    ("drr", "quantum = 700"),
+    ("drr_plus", "quantum = 700"),
+    ("drr_plusplus", "quantum = 700"),
+    ("priority", ""),
+    ("wrr", ""),
+    ("ewrr", ""),
+    ("vd", ""),
+];
+
 #[test]
 fn one_link_matches_the_replay_driver() {
-    // A random three-flow trace through DRR with a small buffer: the simulator's per-flow mean
-    // and maximum delay and drop counts equal those computed from run_link's outcomes.
+    // A random three-flow trace (classes 0-2) through each discipline with a small buffer: the
+    // simulator's per-flow received and dropped counts, mean and maximum delay equal those
+    // computed from run_link's outcomes on the same packets.
     let dir = temp_dir("replay");
-    let mut csv = String::from("time_s,flow,size_bytes\n");
+    let mut csv = String::from("time_s,flow,size_bytes,class\n");
     let mut packets = Vec::new();
     let mut state = 12345u64;
     let mut t = 0u64;
@@ -266,60 +278,69 @@ fn one_link_matches_the_replay_driver() {
         let flow = ((state >> 20) % 3) as u32;
         let size = 64 + ((state >> 8) % 1400) as u32;
         csv += &format!(
-            "{}.{:09},{},{}\n",
+            "{}.{:09},{},{},{}\n",
             t / 1_000_000_000,
             t % 1_000_000_000,
             flow,
-            size
+            size,
+            flow
         );
-        packets.push(Packet::new(0, flow, size, t));
+        let mut packet = Packet::new(0, flow, size, t);
+        packet.class = flow as u8;
+        packets.push(packet);
     }
     std::fs::write(dir.join("trace.csv"), csv).unwrap();
-    let mut text = String::from(
-        "[run]\nduration = \"10s\"\n[[link]]\nname = \"l\"\nrate = \"10Mbit\"\nbuffer = \"6KB\"\n\
-         scheduler = { kind = \"drr\", quantum = 700 }\n",
-    );
-    for f in 0..3 {
-        text += &format!(
-            "[[source]]\nflow = {f}\npath = [\"l\"]\narrivals = {{ model = \"trace\", file = \"trace.csv\", flow = {f} }}\n"
+    for (kind, params) in REPLAY_KINDS {
+        let extra = if params.is_empty() {
+            String::new()
+        } else {
+            format!(", {params}")
+        };
+        let mut text = format!(
+            "[run]\nduration = \"10s\"\n[[link]]\nname = \"l\"\nrate = \"10Mbit\"\nbuffer = \"6KB\"\n\
+             scheduler = {{ kind = \"{kind}\"{extra} }}\n"
         );
-    }
-    let r = run_scenario_text(&text, &dir).unwrap();
-    let table: toml::Table = "kind = \"drr\"\nquantum = 700\nbuffer = 6000".parse().unwrap();
-    let rate = Rate::from_bits_per_second(10_000_000).unwrap();
-    let mut drr = build_scheduler(&table, "scheduler", &FlowTable::default(), rate).unwrap();
-    let outcomes = run_link(&mut drr, rate, &packets).unwrap().outcomes;
-    let flows = r.flow_summaries();
-    for f in 0..3u32 {
-        let mut delays = Vec::new();
-        let mut dropped = 0;
-        for (p, o) in packets.iter().zip(&outcomes) {
-            if p.flow != f {
-                continue;
-            }
-            match o.unwrap() {
-                Outcome::Sent { end, .. } => delays.push(end - p.arrival),
-                Outcome::Dropped { .. } => dropped += 1,
-            }
+        for f in 0..3 {
+            text += &format!(
+                "[[source]]\nflow = {f}\npath = [\"l\"]\n\
+                 arrivals = {{ model = \"trace\", file = \"trace.csv\", flow = {f} }}\n"
+            );
         }
-        let summary = &flows[f as usize];
-        assert_eq!(summary["received"], delays.len() as u64);
-        assert_eq!(summary["dropped"], dropped);
-        let sum: u64 = delays.iter().sum();
-        let mean = sum as f64 / delays.len() as f64 / 1e9;
-        assert!(
-            (summary["delay_mean_s"].as_f64().unwrap() - mean).abs() < 1e-15,
-            "flow {f}"
-        );
-        assert_eq!(
-            summary["delay_max_s"].as_f64().unwrap(),
-            *delays.iter().max().unwrap() as f64 / 1e9
-        );
+        let r = run_scenario_text(&text, &dir).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let table: toml::Table = format!("kind = \"{kind}\"\n{params}\nbuffer = 6000")
+            .parse()
+            .unwrap();
+        let rate = Rate::from_bits_per_second(10_000_000).unwrap();
+        let mut scheduler = build_scheduler(&table, "scheduler", &FlowTable::default(), rate).unwrap();
+        let outcomes = run_link(&mut scheduler, rate, &packets).unwrap().outcomes;
+        let flows = r.flow_summaries();
+        for f in 0..3u32 {
+            let mut delays = Vec::new();
+            let mut dropped = 0;
+            for (p, o) in packets.iter().zip(&outcomes) {
+                if p.flow != f {
+                    continue;
+                }
+                match o.unwrap() {
+                    Outcome::Sent { end, .. } => delays.push(end - p.arrival),
+                    Outcome::Dropped { .. } => dropped += 1,
+                }
+            }
+            let summary = &flows[f as usize];
+            assert_eq!(summary["received"], delays.len() as u64, "{kind} flow {f}");
+            assert_eq!(summary["dropped"], dropped, "{kind} flow {f}");
+            let sum: u64 = delays.iter().sum();
+            let mean = sum as f64 / delays.len() as f64 / 1e9;
+            assert!(
+                (summary["delay_mean_s"].as_f64().unwrap() - mean).abs() < 1e-15,
+                "{kind} flow {f}"
+            );
+            let max = *delays.iter().max().unwrap() as f64 / 1e9;
+            assert_eq!(summary["delay_max_s"].as_f64().unwrap(), max, "{kind} flow {f}");
+        }
+        let drops: u64 = flows.iter().map(|f| f["dropped"].as_u64().unwrap()).sum();
+        assert!(drops > 0, "{kind}: the buffer must overflow");
     }
-    assert!(
-        flows.iter().map(|f| f["dropped"].as_u64().unwrap()).sum::<u64>() > 0,
-        "the buffer must overflow"
-    );
 }
 
 fn temp_dir(name: &str) -> PathBuf {
