@@ -167,7 +167,7 @@ struct LinkState {
 
 impl LinkState {
     /// Accumulates the backlog integral up to `now` (call before the backlog changes).
-    #[inline]
+    #[inline(always)]
     fn touch(&mut self, now: TimeNs) {
         let dt = now - self.last_change;
         if dt > 0 {
@@ -461,7 +461,7 @@ impl<'s> Engine<'s> {
     }
 
     /// Draws the next packet of `index` and schedules its entry into the network.
-    #[inline]
+    #[inline(always)]
     fn schedule_source(&mut self, index: usize) {
         if self.generation_over {
             return;
@@ -564,6 +564,7 @@ impl<'s> Engine<'s> {
     }
 
     /// A source's pending packet enters the network.
+    #[inline(always)]
     fn emit(&mut self, index: usize) -> Result<(), ScenarioError> {
         if self.generation_over {
             return Ok(());
@@ -613,7 +614,7 @@ impl<'s> Engine<'s> {
     }
 
     /// `packet` reaches link `l` at `now`.
-    #[inline]
+    #[inline(always)]
     fn arrive(&mut self, l: usize, mut packet: Packet) {
         let now = self.now;
         packet.arrival = now;
@@ -634,7 +635,7 @@ impl<'s> Engine<'s> {
 
     /// Asks link `l`'s scheduler for a packet now if the link is free and backlogged, or
     /// queues the decision behind pending same-time arrivals.
-    #[inline]
+    #[inline(always)]
     fn maybe_decide(&mut self, l: usize) {
         let now = self.now;
         let link = &self.links[l];
@@ -651,6 +652,7 @@ impl<'s> Engine<'s> {
         }
     }
 
+    #[inline(always)]
     fn decide(&mut self, l: usize, now: TimeNs) {
         let link = &mut self.links[l];
         link.decision_seq = NO_DECISION;
@@ -692,6 +694,7 @@ impl<'s> Engine<'s> {
         self.drops.clear();
     }
 
+    #[inline(always)]
     fn transmission_end(&mut self, l: usize) {
         let now = self.now;
         let link = &mut self.links[l];
@@ -722,7 +725,7 @@ impl<'s> Engine<'s> {
     }
 
     /// `packet` has crossed its current link: on to the next one, or delivered.
-    #[inline]
+    #[inline(always)]
     fn forward(&mut self, packet: Packet) {
         let slot = self.slab.get(packet.id);
         slot.hop += 1;
@@ -736,7 +739,7 @@ impl<'s> Engine<'s> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn deliver(&mut self, packet: Packet) {
         let now = self.now;
         let slot = self.slab.remove(packet.id);
