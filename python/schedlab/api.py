@@ -23,19 +23,33 @@ def validate(scenario: Scenario | str | Path) -> dict:
     """Check a scenario without running it (the Rust validator). Returns what it declares
     (links, flows, run length). Raises :class:`schedlab.InputError` naming the key and value."""
     s = _as_scenario(scenario)
+    text, file = s.rust_source()
+    info = json.loads(_core.validate_scenario(text, str(s.base_dir), file))
     if s.sweep is not None:
         for point in s.points():
-            _core.validate_scenario(point.scenario.to_toml(include_front=False), str(s.base_dir))
-    return json.loads(_core.validate_scenario(s.to_toml(include_front=False), str(s.base_dir)))
+            validate_point(point)
+        info["sweep_points"] = len(s.points())
+    return info
+
+
+def validate_point(point) -> str:
+    """Validate one sweep point; returns its TOML text. Errors name the point and its values."""
+    text, _ = point.scenario.rust_source()
+    try:
+        _core.validate_scenario(text, str(point.scenario.base_dir))
+    except _core.InputError as e:
+        values = ", ".join(f"{k} = {v!r}" for k, v in point.values.items())
+        raise _core.InputError(f"sweep point {point.index} ({values}): {e}") from None
+    return text
 
 
 def run_summary(scenario: Scenario, out_dir: str | Path | None = None, replication: int | None = None) -> dict:
     """Run ``scenario`` in Rust (GIL released) and return ``summary.json`` as a dict; writes
     the output tables to ``out_dir`` when given. ``replication`` runs only that replication
     (same random streams as in a full run)."""
-    text = scenario.to_toml(include_front=False)
-    summary = _core.run_scenario(text, str(scenario.base_dir), None if out_dir is None else str(out_dir), replication)
-    return json.loads(summary)
+    text, file = scenario.rust_source()
+    out = None if out_dir is None else str(out_dir)
+    return json.loads(_core.run_scenario(text, str(scenario.base_dir), out, replication, file))
 
 
 @dataclass

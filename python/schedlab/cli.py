@@ -25,7 +25,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True)
-out = Console()
+# Tables stay readable when the output is a file or a pipe (rich would assume 80 columns).
+out = Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def _fail_input(message: str) -> None:
@@ -45,6 +46,27 @@ def _print_flows(title: str, flows: list[dict]) -> None:
             str(f["bytes"]),
             f"{f['throughput_bps'] / 1e3:.1f} kbit/s",
             f"{f['delay_mean_s'] * 1e3:.3f} ms",
+            f"{f['delay_p99_s'] * 1e3:.3f} ms",
+            f"{f['delay_max_s'] * 1e3:.3f} ms",
+        )
+    out.print(table)
+
+
+def _print_sim_flows(title: str, results) -> None:
+    table = Table(title=title)
+    columns = ("flow", "name", "received", "dropped", "throughput", "mean delay ± 95% CI", "p99 delay", "max delay")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for f in results.flows.to_dict("records"):
+        ci = f.get("delay_mean_ci95_s")
+        ci_text = "" if ci is None or ci != ci else f" ± {ci * 1e3:.3f}"
+        table.add_row(
+            str(f["flow"]),
+            str(f.get("name") or ""),
+            str(f["received"]),
+            str(f["dropped"]),
+            f"{f['throughput_bps'] / 1e3:.1f} kbit/s",
+            f"{f['delay_mean_s'] * 1e3:.3f}{ci_text} ms",
             f"{f['delay_p99_s'] * 1e3:.3f} ms",
             f"{f['delay_max_s'] * 1e3:.3f} ms",
         )
@@ -145,7 +167,7 @@ def run(
         print(json.dumps(summary, indent=2))
     else:
         results = Results.load(out_dir)
-        _print_flows(f"{s.name}: {out_dir}", results.flows.to_dict("records"))
+        _print_sim_flows(f"{s.name}: {results.summary['run'].get('replications', 1)} replication(s) -> {out_dir}", results)
 
 
 @app.command()

@@ -147,6 +147,9 @@ class Scenario:
         self.data: dict = copy.deepcopy(data) if data else {}
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.name = name
+        # The text and file the scenario was read from, while it is unchanged, so that the
+        # Rust validator can name the file and the line of a bad key.
+        self._source: tuple[str, str, dict] | None = None
 
     # -- loading and saving --------------------------------------------------------------
     @classmethod
@@ -168,12 +171,28 @@ class Scenario:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise ScenarioError(f"{file}: {e}") from None
-        return cls(data, base_dir=base_dir, name=name)
+        scenario = cls(data, base_dir=base_dir, name=name)
+        scenario._source = (text, file, copy.deepcopy(data))
+        return scenario
+
+    def rust_source(self) -> tuple[str, str | None]:
+        """The TOML text to hand to the Rust validator and the file to name in its errors: the
+        original text while the scenario is unchanged, else the regenerated text (errors then
+        name the key path and value only)."""
+        if self._source is not None and self._source[2] == self.data:
+            return self._source[0], None if self._source[1] == "<text>" else self._source[1]
+        return tomli_w.dumps(self.data), None
 
     def to_toml(self, include_front: bool = True) -> str:
         """The scenario as TOML (without ``[sweep]``/``[report]`` if ``include_front`` is false)."""
         data = self.data if include_front else self.simulation_data()
         return tomli_w.dumps(data)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the scenario as TOML to ``path``."""
+        path = Path(path)
+        path.write_text(self.to_toml())
+        return path
 
     def simulation_data(self) -> dict:
         """The scenario without the tables only the Python front reads."""
@@ -212,8 +231,10 @@ class Scenario:
             return default
 
     def copy(self) -> Scenario:
-        """A deep copy."""
-        return Scenario(self.data, base_dir=self.base_dir, name=self.name)
+        """A deep copy (it keeps the source text while its data is unchanged)."""
+        other = Scenario(self.data, base_dir=self.base_dir, name=self.name)
+        other._source = self._source
+        return other
 
     # -- sweeps --------------------------------------------------------------------------
     @property
@@ -229,7 +250,7 @@ class Scenario:
             return [SweepPoint(0, {}, self.copy())]
         points = []
         for index, values in enumerate(sweep.combinations()):
-            scenario = self.copy()
+            scenario = Scenario(self.data, base_dir=self.base_dir, name=f"{self.name} point {index}")
             for key, value in values.items():
                 try:
                     set_path(scenario.data, key, value)

@@ -72,7 +72,7 @@ def run_sweep(
     """Run every point × replication of ``scenario``; see the module docs for the outputs.
     ``dask`` is a scheduler address (``tcp://host:port``) or None for local processes. A
     failing task is recorded in ``sweep.json`` and the others are kept."""
-    from schedlab import _core
+    from schedlab.api import validate_point
 
     out_dir = Path(out_dir)
     (out_dir / "points").mkdir(parents=True, exist_ok=True)
@@ -81,9 +81,7 @@ def run_sweep(
     # Validate every point up front: a bad sweep fails before any work is done.
     texts = {}
     for point in points:
-        text = point.scenario.to_toml(include_front=False)
-        _core.validate_scenario(text, str(scenario.base_dir))
-        texts[point.index] = text
+        texts[point.index] = validate_point(point)
     tasks = [(p.index, r) for p in points for r in range(scenario.replications)]
     todo = [t for t in tasks if not (resume and _task_path(out_dir, *t).exists())]
     skipped = len(tasks) - len(todo)

@@ -251,7 +251,7 @@ fn model_name(model: &ArrivalModel) -> &'static str {
 /// Upper bound on time-series bins per run (memory guard).
 pub const MAX_BINS: u64 = 1_000_000;
 
-const TOP_KEYS: &[&str] = &["name", "description", "run", "link", "source", "flow_defaults"];
+const TOP_KEYS: &[&str] = &["name", "description", "run", "link", "source", "flow_defaults", "sweep", "report"];
 const RUN_KEYS: &[&str] = &[
     "duration",
     "packets",
@@ -338,6 +338,10 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
     };
     let link_tables = tables(&mut top, "link")?;
     let source_tables = tables(&mut top, "source")?;
+    // `[sweep]` and `[report]` belong to the Python front (sweeps, figures), which validates
+    // their contents; here they only have to be tables.
+    top.table("sweep")?;
+    top.table("report")?;
     top.finish_with(TOP_KEYS)?;
     if link_tables.is_empty() {
         return Err(ConfigError::new("link", "(missing)", "at least one [[link]] is required").into());
