@@ -167,7 +167,9 @@ def run(
         print(json.dumps(summary, indent=2))
     else:
         results = Results.load(out_dir)
-        _print_sim_flows(f"{s.name}: {results.summary['run'].get('replications', 1)} replication(s) -> {out_dir}", results)
+        _print_sim_flows(
+            f"{s.name}: {results.summary['run'].get('replications', 1)} replication(s) -> {out_dir}", results
+        )
 
 
 @app.command()

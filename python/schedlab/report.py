@@ -55,6 +55,15 @@ def _flow_label(flow) -> str:
     return f"flow {flow}"
 
 
+def _flow_name(rows: pd.DataFrame, flow) -> str:
+    """``flow 0 (LC)`` when the scenario names the flow's source."""
+    if "name" in rows.columns:
+        names = rows["name"].dropna()
+        if len(names) and str(names.iloc[0]):
+            return f"flow {flow} ({names.iloc[0]})"
+    return _flow_label(flow)
+
+
 def _series_values(table: pd.DataFrame, series: str | None):
     return [None] if not series or series not in table.columns else list(dict.fromkeys(table[series]))
 
@@ -69,49 +78,57 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
     scenario = Scenario.from_text(meta["scenario"])
     points = {p["point"]: p for p in meta["points"]}
     overlays = scenario.data.get("report", {}).get("theory", [])
+    x_label = scenario.data.get("report", {}).get("x_label", x)
 
     def by_series_and_flow(metric: str, ylabel: str, name: str, title: str, scale: float, with_theory: bool):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for s in _series_values(table, series):
+        series_values = _series_values(table, series)
+        fig, axes = plt.subplots(
+            1, len(series_values), figsize=(5.5 * len(series_values), 4.5), sharey=True, squeeze=False
+        )
+        styles = ["--", ":", "-.", (0, (5, 1))]
+        for ax, s in zip(axes[0], series_values, strict=True):
             frame = table if s is None else table[table[series] == s]
             for flow, rows in frame.groupby("flow"):
                 rows = rows.sort_values(x)
-                label = _flow_label(flow) if s is None else f"{s}, {_flow_label(flow)}"
                 err = rows.get(f"{metric}_ci95")
                 ax.errorbar(
                     rows[x],
                     rows[metric] * scale,
                     yerr=None if err is None else err.fillna(0) * scale,
                     marker="o",
+                    markersize=4,
                     capsize=3,
-                    label=label,
+                    label=_flow_name(rows, flow),
                 )
-        if with_theory:
-            for index, overlay in enumerate(overlays):
-                xs, ys = [], []
-                for p in sorted(points.values(), key=lambda p: p.get(x, 0)):
-                    if series and overlay.get("series") is not None and p.get(series) != overlay["series"]:
+            if with_theory:
+                for index, overlay in enumerate(overlays):
+                    if s is not None and overlay.get("series") is not None and overlay["series"] != s:
                         continue
-                    point_scenario = scenario.copy()
-                    for key, value in p.items():
-                        if key != "point":
-                            point_scenario = point_scenario.set(key, value)
-                    ys.append(theory.evaluate(overlay, point_scenario.data, index) * scale)
-                    xs.append(p.get(x))
-                pairs = sorted({(a, b) for a, b in zip(xs, ys, strict=True) if not math.isnan(b)})
-                if pairs:
-                    ax.plot(
-                        [a for a, _ in pairs],
-                        [b for _, b in pairs],
-                        linestyle="--",
-                        color="black",
-                        label=overlay.get("label", overlay["model"]),
-                    )
-        ax.set_xlabel(x)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+                    pairs = []
+                    for p in points.values():
+                        if s is not None and p.get(series) != s:
+                            continue
+                        point_scenario = scenario.copy()
+                        for key, value in p.items():
+                            if key != "point":
+                                point_scenario = point_scenario.set(key, value)
+                        value = theory.evaluate(overlay, point_scenario.data, index)
+                        if not math.isnan(value):
+                            pairs.append((p.get(x), value * scale))
+                    pairs.sort()
+                    if pairs:
+                        ax.plot(
+                            [a for a, _ in pairs],
+                            [b for _, b in pairs],
+                            linestyle=styles[index % len(styles)],
+                            color="black",
+                            label=overlay.get("label", overlay["model"]),
+                        )
+            ax.set_xlabel(x_label)
+            ax.set_title(title if s is None else f"{title}: {s}")
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+        axes[0][0].set_ylabel(ylabel)
         return _save(fig, figures_dir, name, title)
 
     if "delay_mean_s" in table.columns:
@@ -131,7 +148,7 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
             frame = table if s is None else table[table[series] == s]
             jain = frame.groupby(x)["throughput_bps"].apply(lambda v: jain_index(v.tolist()))
             ax.plot(jain.index, jain.values, marker="s", label=str(s) if s is not None else "all flows")
-        ax.set_xlabel(x)
+        ax.set_xlabel(x_label)
         ax.set_ylabel("Jain's fairness index")
         ax.set_ylim(0, 1.05)
         ax.set_title("Fairness of throughput across flows")
@@ -141,9 +158,11 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
     return figures
 
 
-def run_figures(out_dir: Path, summary: dict, prefix: str = "", title_suffix: str = "") -> list[Figure]:
-    """Figures of one run (see the module docs)."""
-    figures_dir = (out_dir.parent if prefix else out_dir) / "figures" if prefix else out_dir / "figures"
+def run_figures(
+    out_dir: Path, summary: dict, prefix: str = "", title_suffix: str = "", figures_dir: Path | None = None
+) -> list[Figure]:
+    """Figures of one run (see the module docs), into ``figures_dir`` (default ``out_dir/figures``)."""
+    figures_dir = figures_dir or out_dir / "figures"
     figures: list[Figure] = []
     flows = pd.DataFrame(summary.get("flows", []))
     timeseries = out_dir / "timeseries.csv"
@@ -237,7 +256,11 @@ def write_report(out_dir: str | Path) -> Path:
         for rep in sorted((out_dir / "representative").glob("*/summary.json")):
             summary = json.loads(rep.read_text())
             figures += run_figures(
-                rep.parent, summary, prefix=f"{rep.parent.name}_", title_suffix=f" ({rep.parent.name})"
+                rep.parent,
+                summary,
+                prefix=f"{rep.parent.name}_",
+                title_suffix=f" ({rep.parent.name})",
+                figures_dir=out_dir / "figures",
             )
         meta_items = {k: v for k, v in meta.items() if k not in ("scenario", "points")}
         sections.append(("Sweep results (mean over replications, ±95% CI half-width)", _table_html(table)))

@@ -15,8 +15,8 @@ Output folder layout:
 from __future__ import annotations
 
 import json
-import math
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -68,10 +68,13 @@ def run_sweep(
     resume: bool = False,
     ci: str = "student_t",
     progress: Callable[[int, int], None] | None = None,
+    representative: bool = True,
 ) -> SweepResult:
     """Run every point × replication of ``scenario``; see the module docs for the outputs.
     ``dask`` is a scheduler address (``tcp://host:port``) or None for local processes. A
-    failing task is recorded in ``sweep.json`` and the others are kept."""
+    failing task is recorded in ``sweep.json`` and the others are kept. With
+    ``representative``, replication 0 of the largest-x point of each series is run again with
+    every output table into ``representative/`` (time series and delay CDFs for the report)."""
     from schedlab.api import validate_point
 
     out_dir = Path(out_dir)
@@ -144,7 +147,7 @@ def run_sweep(
                 row.update({k: v for k, v in flow.items() if not isinstance(v, (dict, list))})
                 rows.append(row)
     replications = pd.DataFrame(rows)
-    table = aggregate(replications, list(point.values for point in points[:1])[0].keys(), ci=ci)
+    table = aggregate(replications, list(points[0].values), ci=ci)
     replications.to_csv(out_dir / "sweep_replications.csv", index=False)
     table.to_csv(out_dir / "sweep.csv", index=False)
     meta = {
@@ -161,8 +164,39 @@ def run_sweep(
         "executor": f"dask {dask}" if dask else "local processes",
         "ci": ci,
     }
+    if representative:
+        meta["representative"] = _representative_runs(scenario, points, sweep, out_dir, failed)
     (out_dir / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))
     return SweepResult(out_dir, table, replications, failures, skipped)
+
+
+def _representative_runs(scenario: Scenario, points, sweep, out_dir: Path, failed: set) -> list[dict]:
+    """Run replication 0 of the point with the largest x in each series again with all output
+    tables (time series, delay CDF) into ``representative/<label>/``, for the report."""
+    from schedlab.api import run_summary
+
+    if sweep is None or not points:
+        return []
+    chosen: dict = {}
+    for point in points:
+        key = point.values.get(sweep.series) if sweep.series else None
+        best = chosen.get(key)
+        if best is None or _sort_key(point.values.get(sweep.x)) >= _sort_key(best.values.get(sweep.x)):
+            chosen[key] = point
+    runs = []
+    for key, point in chosen.items():
+        if (point.index, 0) in failed:
+            continue
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{key if key is not None else 'all'}_x{point.values.get(sweep.x)}")
+        target = out_dir / "representative" / label
+        target.mkdir(parents=True, exist_ok=True)
+        run_summary(point.scenario, target, replication=0)
+        runs.append({"label": label, "point": point.index, **point.values})
+    return runs
+
+
+def _sort_key(value):
+    return (0, value) if isinstance(value, (int, float)) else (1, str(value))
 
 
 def aggregate(replications: pd.DataFrame, swept_keys, ci: str = "student_t") -> pd.DataFrame:
@@ -170,14 +204,17 @@ def aggregate(replications: pd.DataFrame, swept_keys, ci: str = "student_t") -> 
     if replications.empty:
         return pd.DataFrame()
     keys = ["point", *swept_keys, "flow"]
+    labels = [c for c in ("name", "class") if c in replications.columns and c not in keys]
     metrics = [
         c
         for c in replications.columns
-        if c not in keys and c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(replications[c])
+        if c not in keys and c not in ID_COLUMNS and c not in labels and pd.api.types.is_numeric_dtype(replications[c])
     ]
     out = []
     for group, frame in replications.groupby(keys, sort=True, dropna=False):
         row = dict(zip(keys, group, strict=True))
+        for label in labels:  # identifiers of the flow, the same in every replication
+            row[label] = frame[label].iloc[0]
         row["replications"] = len(frame)
         for metric in metrics:
             mean, half = mean_ci95(frame[metric].tolist(), ci)
@@ -206,7 +243,3 @@ def progress_printer(stream=sys.stderr) -> Callable[[int, int], None] | None:
             bar.stop()
 
     return update
-
-
-def _is_nan(value) -> bool:
-    return isinstance(value, float) and math.isnan(value)
