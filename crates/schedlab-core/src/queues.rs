@@ -16,6 +16,10 @@ pub struct FlowQueues {
     /// Counters of every flow, kept in step with the queues.
     pub counters: Counters,
     limit: BufferLimit,
+    /// `limit.packets` and `limit.bytes` with `u64::MAX` for "none", so that the admission
+    /// test is two comparisons.
+    max_packets: u64,
+    max_bytes: u64,
 }
 
 /// What [`FlowQueues::admit`] decided for an arrival.
@@ -34,6 +38,8 @@ impl FlowQueues {
             queues: Vec::new(),
             counters: Counters::default(),
             limit,
+            max_packets: limit.packets.unwrap_or(u64::MAX),
+            max_bytes: limit.bytes.unwrap_or(u64::MAX),
         }
     }
 
@@ -47,11 +53,25 @@ impl FlowQueues {
         self.queues.len()
     }
 
+    #[inline]
     fn ensure(&mut self, flow: FlowId) {
         let index = flow as usize;
         if index >= self.queues.len() {
-            self.queues.resize_with(index + 1, VecDeque::new);
+            self.grow(index);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, index: usize) {
+        self.queues.resize_with(index + 1, VecDeque::new);
+    }
+
+    /// Whether one more packet of `size` bytes fits in the buffer.
+    #[inline]
+    fn fits(&self, size: u64) -> bool {
+        let backlog = self.counters.backlog();
+        backlog.packets < self.max_packets && backlog.bytes + size <= self.max_bytes
     }
 
     /// Admits `packet`: records the arrival, enforces the buffer limit and queues the packet
@@ -60,7 +80,26 @@ impl FlowQueues {
     /// unless the arrival's own flow is that flow (then the arrival is dropped). Pushed-out
     /// packets are reported as [`DropReason::PushedOut`]; callers that keep per-packet state
     /// (tags) must look at `drops` for them. O(1) for tail drop; O(flows) per push-out.
+    #[inline]
     pub fn admit(
+        &mut self,
+        packet: Packet,
+        weight: impl Fn(FlowId) -> u64,
+        drops: &mut Vec<Dropped>,
+    ) -> Admission {
+        if packet.flow <= MAX_FLOW_ID && self.fits(packet.size as u64) {
+            // The common case: a valid packet that fits.
+            self.ensure(packet.flow);
+            self.counters.record_arrival_queued(&packet);
+            self.queues[packet.flow as usize].push_back(packet);
+            return Admission::Queued;
+        }
+        self.admit_slow(packet, weight, drops)
+    }
+
+    /// [`FlowQueues::admit`] for an invalid packet or a full buffer.
+    #[cold]
+    fn admit_slow(
         &mut self,
         packet: Packet,
         weight: impl Fn(FlowId) -> u64,
@@ -79,8 +118,7 @@ impl FlowQueues {
         self.ensure(packet.flow);
         let size = packet.size as u64;
         loop {
-            let backlog = self.counters.backlog();
-            if self.limit.fits(backlog.packets + 1, backlog.bytes + size) {
+            if self.fits(size) {
                 break;
             }
             let victim = match self.limit.policy {
@@ -148,6 +186,17 @@ impl FlowQueues {
         let packet = self.queues.get_mut(flow as usize)?.pop_front()?;
         self.counters.record_sent(&packet);
         Some(packet)
+    }
+
+    /// Removes and returns the head packet of `flow`, recording it as sent, together with
+    /// whether that emptied the flow's queue (saves a second look-up in round-robin loops).
+    #[inline]
+    pub fn pop_sent_emptied(&mut self, flow: FlowId) -> Option<(Packet, bool)> {
+        let queue = self.queues.get_mut(flow as usize)?;
+        let packet = queue.pop_front()?;
+        let emptied = queue.is_empty();
+        self.counters.record_sent(&packet);
+        Some((packet, emptied))
     }
 
     /// Removes and returns the head packet of `flow`, recording it as dropped for `reason`.
