@@ -1,18 +1,55 @@
 //! Per-flow FIFO queues with a shared buffer limit, used by every discipline that keeps a
 //! queue per flow (WRR, DRR and its family, the fair-queueing family).
 //!
-//! Invariant: `counters` holds exactly the packets in the queues; a flow's queue is a FIFO.
-
-use std::collections::VecDeque;
+//! Storage: every queued packet sits in one node of a shared pool (one `Vec`); a flow's queue
+//! is a doubly linked list of pool nodes (head, tail), and free nodes form a LIFO free list.
+//! So the pool never holds more nodes than the largest total backlog seen (at most the
+//! buffer limit), memory stays contiguous, and once the pool has grown to the backlog no
+//! operation allocates, however the backlog moves between flows (per-flow `VecDeque`s would
+//! each grow to the longest queue that flow ever had). The node freed by a dequeue is the
+//! one the next arrival reuses, so it is still in cache.
+//!
+//! Invariants: `counters` holds exactly the packets in the queues (a flow's length is its
+//! counted backlog); a flow's queue is a FIFO; every pool node is either in exactly one
+//! flow's list or in the free list.
 
 use crate::config::{BufferLimit, DropPolicy};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 
+/// "No node": the end of a list.
+const NIL: u32 = u32::MAX;
+
+/// One pool node: a queued packet (or a free node) and its links. Aligned so that a node is
+/// one cache line.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
+struct Node {
+    packet: Packet,
+    /// Next node towards the tail (or the next free node).
+    next: u32,
+    /// Previous node towards the head; meaningful for every node but a flow's head.
+    prev: u32,
+}
+
+/// A flow's list: first and last node, both [`NIL`] when the queue is empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ends {
+    head: u32,
+    tail: u32,
+}
+
+const EMPTY: Ends = Ends { head: NIL, tail: NIL };
+
 /// Per-flow FIFO queues, their counters and the buffer limit.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct FlowQueues {
-    queues: Vec<VecDeque<Packet>>,
+    /// Head and tail node of each flow, indexed by flow id.
+    ends: Vec<Ends>,
+    /// The node pool shared by all flows.
+    nodes: Vec<Node>,
+    /// First free node of the pool.
+    free: u32,
     /// Counters of every flow, kept in step with the queues.
     pub counters: Counters,
     limit: BufferLimit,
@@ -20,6 +57,12 @@ pub struct FlowQueues {
     /// test is two comparisons.
     max_packets: u64,
     max_bytes: u64,
+}
+
+impl Default for FlowQueues {
+    fn default() -> Self {
+        FlowQueues::new(BufferLimit::UNLIMITED)
+    }
 }
 
 /// What [`FlowQueues::admit`] decided for an arrival.
@@ -31,11 +74,87 @@ pub enum Admission {
     Dropped,
 }
 
+/// The packets queued for one flow, head first: a read-only view into [`FlowQueues`].
+#[derive(Clone, Copy, Debug)]
+pub struct FlowQueue<'a> {
+    nodes: &'a [Node],
+    ends: Ends,
+    len: usize,
+}
+
+impl<'a> FlowQueue<'a> {
+    /// Number of packets queued.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The head packet (next to leave).
+    pub fn front(&self) -> Option<&'a Packet> {
+        self.nodes.get(self.ends.head as usize).map(|node| &node.packet)
+    }
+
+    /// The tail packet (last arrived).
+    pub fn back(&self) -> Option<&'a Packet> {
+        self.nodes.get(self.ends.tail as usize).map(|node| &node.packet)
+    }
+
+    /// The packets, head first.
+    pub fn iter(&self) -> FlowQueueIter<'a> {
+        FlowQueueIter {
+            nodes: self.nodes,
+            next: self.ends.head,
+            remaining: self.len,
+        }
+    }
+}
+
+impl<'a> IntoIterator for FlowQueue<'a> {
+    type Item = &'a Packet;
+    type IntoIter = FlowQueueIter<'a>;
+    fn into_iter(self) -> FlowQueueIter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterator over one flow's queued packets, head first.
+#[derive(Clone, Debug)]
+pub struct FlowQueueIter<'a> {
+    nodes: &'a [Node],
+    next: u32,
+    remaining: usize,
+}
+
+impl<'a> Iterator for FlowQueueIter<'a> {
+    type Item = &'a Packet;
+    fn next(&mut self) -> Option<&'a Packet> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let node = &self.nodes[self.next as usize];
+        self.next = node.next;
+        self.remaining -= 1;
+        Some(&node.packet)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for FlowQueueIter<'_> {}
+
 impl FlowQueues {
     /// Empty queues with `limit`.
     pub fn new(limit: BufferLimit) -> FlowQueues {
         FlowQueues {
-            queues: Vec::new(),
+            ends: Vec::new(),
+            nodes: Vec::new(),
+            free: NIL,
             counters: Counters::default(),
             limit,
             max_packets: limit.packets.unwrap_or(u64::MAX),
@@ -50,13 +169,13 @@ impl FlowQueues {
 
     /// Number of flow slots allocated (largest flow id seen + 1).
     pub fn flow_slots(&self) -> usize {
-        self.queues.len()
+        self.ends.len()
     }
 
     #[inline]
     fn ensure(&mut self, flow: FlowId) {
         let index = flow as usize;
-        if index >= self.queues.len() {
+        if index >= self.ends.len() {
             self.grow(index);
         }
     }
@@ -64,7 +183,7 @@ impl FlowQueues {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, index: usize) {
-        self.queues.resize_with(index + 1, VecDeque::new);
+        self.ends.resize(index + 1, EMPTY);
     }
 
     /// Whether one more packet of `size` bytes fits in the buffer.
@@ -72,6 +191,79 @@ impl FlowQueues {
     fn fits(&self, size: u64) -> bool {
         let backlog = self.counters.backlog();
         backlog.packets < self.max_packets && backlog.bytes + size <= self.max_bytes
+    }
+
+    /// Links `packet` at the tail of `flow` (whose slot exists), taking a free node or growing
+    /// the pool.
+    #[inline]
+    fn push_back(&mut self, flow: FlowId, packet: Packet) {
+        let ends = &mut self.ends[flow as usize];
+        let node = Node {
+            packet,
+            next: NIL,
+            prev: ends.tail,
+        };
+        let index = if self.free == NIL {
+            let index = self.nodes.len() as u32;
+            assert!(index < NIL, "more than 2^32 - 1 packets queued");
+            self.nodes.push(node);
+            index
+        } else {
+            let index = self.free;
+            let slot = &mut self.nodes[index as usize];
+            self.free = slot.next;
+            *slot = node;
+            index
+        };
+        if ends.tail == NIL {
+            ends.head = index;
+        } else {
+            self.nodes[ends.tail as usize].next = index;
+        }
+        ends.tail = index;
+    }
+
+    /// Unlinks and returns the head packet of `flow`, with whether the queue is now empty.
+    #[inline]
+    fn pop_front(&mut self, flow: FlowId) -> Option<(Packet, bool)> {
+        let ends = self.ends.get_mut(flow as usize)?;
+        let index = ends.head;
+        if index == NIL {
+            return None;
+        }
+        let node = &mut self.nodes[index as usize];
+        let packet = node.packet;
+        ends.head = node.next;
+        // The new head's `prev` is left stale: a head's `prev` is never read.
+        let emptied = ends.head == NIL;
+        if emptied {
+            ends.tail = NIL;
+        }
+        node.next = self.free;
+        self.free = index;
+        Some((packet, emptied))
+    }
+
+    /// Unlinks and returns the tail packet of `flow`.
+    fn pop_back(&mut self, flow: FlowId) -> Option<Packet> {
+        let ends = self.ends.get_mut(flow as usize)?;
+        let index = ends.tail;
+        if index == NIL {
+            return None;
+        }
+        let node = &mut self.nodes[index as usize];
+        let packet = node.packet;
+        if ends.head == index {
+            *ends = EMPTY;
+        } else {
+            ends.tail = node.prev;
+        }
+        node.next = self.free;
+        self.free = index;
+        if ends.tail != NIL {
+            self.nodes[ends.tail as usize].next = NIL;
+        }
+        Some(packet)
     }
 
     /// Admits `packet`: records the arrival, enforces the buffer limit and queues the packet
@@ -91,7 +283,7 @@ impl FlowQueues {
             // The common case: a valid packet that fits.
             self.ensure(packet.flow);
             self.counters.record_arrival_queued(&packet);
-            self.queues[packet.flow as usize].push_back(packet);
+            self.push_back(packet.flow, packet);
             return Admission::Queued;
         }
         self.admit_slow(packet, weight, drops)
@@ -127,9 +319,7 @@ impl FlowQueues {
             };
             match victim {
                 Some(flow) => {
-                    let pushed = self.queues[flow as usize]
-                        .pop_back()
-                        .expect("longest queue is non-empty");
+                    let pushed = self.pop_back(flow).expect("longest queue is non-empty");
                     self.counters.record_drop(&pushed, DropReason::PushedOut, true);
                     drops.push(Dropped {
                         packet: pushed,
@@ -147,7 +337,7 @@ impl FlowQueues {
             }
         }
         self.counters.record_queued(&packet);
-        self.queues[packet.flow as usize].push_back(packet);
+        self.push_back(packet.flow, packet);
         Admission::Queued
     }
 
@@ -158,9 +348,9 @@ impl FlowQueues {
         let own_bytes = self.counters.flow_backlog(arrival.flow).bytes + arrival.size as u64;
         let own_weight = weight(arrival.flow).max(1);
         let mut best: Option<(FlowId, u64, u64)> = None;
-        for (index, queue) in self.queues.iter().enumerate() {
+        for (index, ends) in self.ends.iter().enumerate() {
             let flow = index as FlowId;
-            if queue.is_empty() || flow == arrival.flow {
+            if ends.head == NIL || flow == arrival.flow {
                 continue;
             }
             let bytes = self.counters.flow_backlog(flow).bytes;
@@ -183,7 +373,7 @@ impl FlowQueues {
     /// Removes and returns the head packet of `flow`, recording it as sent.
     #[inline]
     pub fn pop_sent(&mut self, flow: FlowId) -> Option<Packet> {
-        let packet = self.queues.get_mut(flow as usize)?.pop_front()?;
+        let (packet, _) = self.pop_front(flow)?;
         self.counters.record_sent(&packet);
         Some(packet)
     }
@@ -192,9 +382,7 @@ impl FlowQueues {
     /// whether that emptied the flow's queue (saves a second look-up in round-robin loops).
     #[inline]
     pub fn pop_sent_emptied(&mut self, flow: FlowId) -> Option<(Packet, bool)> {
-        let queue = self.queues.get_mut(flow as usize)?;
-        let packet = queue.pop_front()?;
-        let emptied = queue.is_empty();
+        let (packet, emptied) = self.pop_front(flow)?;
         self.counters.record_sent(&packet);
         Some((packet, emptied))
     }
@@ -206,7 +394,7 @@ impl FlowQueues {
         reason: DropReason,
         drops: &mut Vec<Dropped>,
     ) -> Option<Packet> {
-        let packet = self.queues.get_mut(flow as usize)?.pop_front()?;
+        let (packet, _) = self.pop_front(flow)?;
         self.counters.record_drop(&packet, reason, true);
         drops.push(Dropped { packet, reason });
         Some(packet)
@@ -215,23 +403,34 @@ impl FlowQueues {
     /// The head packet of `flow`.
     #[inline]
     pub fn head(&self, flow: FlowId) -> Option<&Packet> {
-        self.queues.get(flow as usize)?.front()
+        let head = self.ends.get(flow as usize)?.head;
+        self.nodes.get(head as usize).map(|node| &node.packet)
     }
 
-    /// The packets queued for `flow`, head first.
-    pub fn queue(&self, flow: FlowId) -> Option<&VecDeque<Packet>> {
-        self.queues.get(flow as usize)
+    /// The packets queued for `flow`, head first (`None` for a flow never seen).
+    pub fn queue(&self, flow: FlowId) -> Option<FlowQueue<'_>> {
+        let ends = *self.ends.get(flow as usize)?;
+        Some(FlowQueue {
+            nodes: &self.nodes,
+            ends,
+            len: self.len(flow),
+        })
     }
 
     /// Whether `flow` has nothing queued.
     #[inline]
     pub fn is_empty(&self, flow: FlowId) -> bool {
-        self.queues.get(flow as usize).is_none_or(|q| q.is_empty())
+        self.ends.get(flow as usize).is_none_or(|ends| ends.head == NIL)
     }
 
     /// Number of packets queued for `flow`.
     pub fn len(&self, flow: FlowId) -> usize {
-        self.queues.get(flow as usize).map_or(0, |q| q.len())
+        self.counters.flow_backlog(flow).packets as usize
+    }
+
+    /// Pool nodes allocated (the largest total backlog seen, rounded up by `Vec` growth).
+    pub fn pool_capacity(&self) -> usize {
+        self.nodes.capacity()
     }
 }
 

@@ -113,8 +113,10 @@ impl Drr {
             if head.size as u64 <= state.deficit {
                 return Some(flow);
             }
-            // Head packet does not fit: keep the deficit, go to the tail of the ActiveList.
-            self.active.rotate_left(1);
+            // Head packet does not fit: keep the deficit, go to the tail of the ActiveList
+            // (pop + push reuses the deque's capacity; cheaper than `rotate_left(1)`).
+            self.active.pop_front();
+            self.active.push_back(flow);
             self.quantum_added = false;
         }
     }
