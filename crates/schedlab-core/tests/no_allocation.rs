@@ -110,14 +110,14 @@ fn all_params(flow: FlowId) -> FlowParams {
         quantum: Some(1500),
         priority: Some((flow % 4) as u8),
         rate: Rate::from_bits_per_second(10_000_000),
-        latency_critical: Some(flow % 8 == 0),
+        latency_critical: Some(flow.is_multiple_of(8)),
         contract_bytes: Some(3000),
         contract_interval: Some(1_000_000),
         max_weight: Some(3000),
         loss_tolerance: Some(LossTolerance { x: 1, y: 4 }),
         deadline_gap: Some(1_000_000),
         deadline_offset: Some(1_000_000),
-        droppable: Some(flow % 2 == 0),
+        droppable: Some(flow.is_multiple_of(2)),
     }
 }
 

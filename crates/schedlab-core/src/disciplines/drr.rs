@@ -94,6 +94,7 @@ impl Drr {
     }
 
     /// Advances the round until the head flow may send its head packet; returns that flow.
+    #[inline]
     fn select(&mut self) -> Option<FlowId> {
         loop {
             let flow = *self.active.front()?;
