@@ -490,4 +490,115 @@ mod tests {
         assert_eq!(drops[0].reason, DropReason::BufferFull);
         assert_eq!(q.counters.backlog().bytes, 900);
     }
+
+    #[test]
+    fn pop_back_and_pop_front_meet_in_the_middle() {
+        let mut q = FlowQueues::new(BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        for id in 0..3 {
+            q.admit(packet(id, 2, 100), |_| 1, &mut drops);
+        }
+        let mut push_out = |q: &mut FlowQueues| {
+            let tail = q.pop_back(2).unwrap();
+            q.counters.record_drop(&tail, DropReason::PushedOut, true);
+            tail.id
+        };
+        assert_eq!(push_out(&mut q), 2);
+        assert_eq!(q.pop_sent(2).unwrap().id, 0);
+        assert_eq!(push_out(&mut q), 1);
+        assert!(q.is_empty(2));
+        assert_eq!(q.pop_back(2), None);
+        // The three nodes are reused, most recently freed first.
+        q.admit(packet(3, 0, 100), |_| 1, &mut drops);
+        q.admit(packet(4, 1, 100), |_| 1, &mut drops);
+        assert_eq!(q.nodes.len(), 3);
+        let ids: Vec<u64> = q.queue(1).unwrap().iter().map(|p| p.id).collect();
+        assert_eq!(ids, vec![4]);
+        assert!(q.queue(3).is_none(), "flow never seen");
+        assert!(q.queue(2).unwrap().is_empty());
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Admit(FlowId, u32),
+        PopSent(FlowId),
+        PopDropped(FlowId),
+    }
+
+    fn arb_op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => (0..6u32, 40u32..1500).prop_map(|(f, s)| Op::Admit(f, s)),
+            2 => (0..7u32).prop_map(Op::PopSent),
+            1 => (0..7u32).prop_map(Op::PopDropped),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The pooled lists behave exactly like one `VecDeque` per flow: arrivals go to the
+        /// tail, sends and late drops leave from the head, push-outs leave from the tail of
+        /// the flow they name; every pool node is in one list or the free list, and the pool
+        /// never holds more nodes than the largest backlog.
+        #[test]
+        fn lists_match_a_vecdeque_model(
+            ops in proptest::collection::vec(arb_op(), 1..400),
+            lqd in proptest::bool::ANY,
+        ) {
+            use proptest::{prop_assert, prop_assert_eq};
+            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
+            let limit = BufferLimit { bytes: Some(6000), policy, ..BufferLimit::UNLIMITED };
+            let mut q = FlowQueues::new(limit);
+            let mut model: Vec<std::collections::VecDeque<Packet>> = vec![Default::default(); 7];
+            let mut drops = Vec::new();
+            for (id, op) in ops.into_iter().enumerate() {
+                drops.clear();
+                match op {
+                    Op::Admit(flow, size) => {
+                        let p = packet(id as u64, flow, size);
+                        let admission = q.admit(p, |f| 1 + f as u64 % 3, &mut drops);
+                        for dropped in &drops {
+                            if dropped.reason == DropReason::PushedOut {
+                                let tail = model[dropped.packet.flow as usize].pop_back();
+                                prop_assert_eq!(tail, Some(dropped.packet));
+                            }
+                        }
+                        if admission == Admission::Queued {
+                            model[flow as usize].push_back(p);
+                        } else {
+                            prop_assert_eq!(drops.last().map(|d| d.packet), Some(p));
+                        }
+                    }
+                    Op::PopSent(flow) => {
+                        let expected = model[flow as usize].pop_front();
+                        prop_assert_eq!(q.pop_sent(flow), expected);
+                    }
+                    Op::PopDropped(flow) => {
+                        let expected = model[flow as usize].pop_front();
+                        prop_assert_eq!(q.pop_dropped(flow, DropReason::Late, &mut drops), expected);
+                    }
+                }
+                let mut queued = 0;
+                for (flow, expected) in model.iter().enumerate() {
+                    let flow = flow as FlowId;
+                    let got: Vec<Packet> = q.queue(flow).map(|v| v.iter().copied().collect()).unwrap_or_default();
+                    prop_assert_eq!(&got, &expected.iter().copied().collect::<Vec<_>>());
+                    prop_assert_eq!(q.len(flow), expected.len());
+                    prop_assert_eq!(q.is_empty(flow), expected.is_empty());
+                    prop_assert_eq!(q.head(flow), expected.front());
+                    if let Some(view) = q.queue(flow) {
+                        prop_assert_eq!(view.back(), expected.back());
+                    }
+                    queued += expected.len();
+                }
+                let mut free = 0;
+                let mut next = q.free;
+                while next != NIL {
+                    free += 1;
+                    next = q.nodes[next as usize].next;
+                }
+                prop_assert_eq!(queued + free, q.nodes.len());
+                prop_assert!(q.nodes.len() as u64 <= q.counters.peak_backlog().packets);
+            }
+        }
+    }
 }
