@@ -498,7 +498,7 @@ mod tests {
         for id in 0..3 {
             q.admit(packet(id, 2, 100), |_| 1, &mut drops);
         }
-        let mut push_out = |q: &mut FlowQueues| {
+        let push_out = |q: &mut FlowQueues| {
             let tail = q.pop_back(2).unwrap();
             q.counters.record_drop(&tail, DropReason::PushedOut, true);
             tail.id
