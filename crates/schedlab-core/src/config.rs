@@ -293,6 +293,23 @@ pub const FLOW_PARAM_KEYS: &[&str] = &[
     "droppable",
 ];
 
+/// [`FLOW_PARAM_KEYS`] plus `id`, the keys of a `[[flow]]` table.
+pub const FLOW_PARAM_KEYS_WITH_ID: &[&str] = &[
+    "id",
+    "weight",
+    "quantum",
+    "priority",
+    "rate",
+    "latency_critical",
+    "contract_bytes",
+    "contract_interval",
+    "max_weight",
+    "loss_tolerance",
+    "deadline_gap",
+    "deadline_offset",
+    "droppable",
+];
+
 impl FlowParams {
     /// Reads the flow-parameter keys present in `reader` (leaving other keys to the caller).
     pub fn read<'a>(reader: &mut TableReader<'a>) -> Result<FlowParams, ConfigError> {
@@ -558,5 +575,80 @@ mod tests {
         let t = table("drop_policy = \"red\"");
         let e = BufferLimit::read(&mut TableReader::new(&t, "scheduler")).unwrap_err();
         assert_eq!(e.path, "scheduler.drop_policy");
+    }
+}
+
+/// Finds the 1-based line of the key at `path` (`scheduler.quantum`, `flow[2].weight`,
+/// `link[0].scheduler.kind`) in TOML `text`, for error messages: the section is located by its
+/// `[header]` (the n-th `[[header]]` for `name[n]`), then the first line in it that assigns
+/// the key (also inside inline tables). `None` when it cannot be found (e.g. a missing key).
+pub fn locate_key(text: &str, path: &str) -> Option<usize> {
+    let segments: Vec<&str> = path.split('.').collect();
+    let (key, tables) = segments.split_last()?;
+    let key = key.split('[').next()?;
+    let assigns = |line: &str| {
+        let mut rest = line;
+        while let Some(position) = rest.find(key) {
+            let before_ok = position == 0
+                || !rest[..position].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '"');
+            let after = rest[position + key.len()..].trim_start();
+            if before_ok && after.starts_with('=') && !after.starts_with("==") {
+                return true;
+            }
+            rest = &rest[position + key.len()..];
+        }
+        false
+    };
+    // The header of the outermost table segment, and which occurrence of it.
+    let (section, occurrence) = match tables.first() {
+        None => (None, 0),
+        Some(first) => match first.split_once('[') {
+            Some((name, index)) => (
+                Some(name),
+                index.trim_end_matches(']').parse::<usize>().unwrap_or(0),
+            ),
+            None => (Some(*first), 0),
+        },
+    };
+    let mut inside = section.is_none();
+    let mut seen = 0usize;
+    for (number, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            let name = trimmed.trim_matches(|c| c == '[' || c == ']').trim();
+            if let Some(section) = section {
+                // Nested headers such as [flow.params] belong to the enclosing section.
+                if name == section {
+                    inside = seen == occurrence;
+                    seen += 1;
+                } else if !name.starts_with(&format!("{section}.")) {
+                    inside = false;
+                }
+            } else {
+                inside = false;
+            }
+            continue;
+        }
+        if inside && assigns(trimmed) {
+            return Some(number + 1);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod locate_tests {
+    use super::locate_key;
+
+    #[test]
+    fn finds_keys_in_sections_and_arrays() {
+        let text = "[link]\nrate = \"1Mbit\"\n\n[scheduler]\nkind = \"drr\"\nquantum = 0\n\n[[flow]]\nid = 1\nweight = 2\n\n[[flow]]\nid = 2\nweight = 0\n";
+        assert_eq!(locate_key(text, "scheduler.quantum"), Some(6));
+        assert_eq!(locate_key(text, "flow[1].weight"), Some(14));
+        assert_eq!(locate_key(text, "flow[0].weight"), Some(10));
+        assert_eq!(locate_key(text, "link.rate"), Some(2));
+        assert_eq!(locate_key(text, "scheduler.buffer"), None);
+        let inline = "[[link]]\nname = \"a\"\nscheduler = { kind = \"drr\", quantum = 0 }\n";
+        assert_eq!(locate_key(inline, "link[0].scheduler.quantum"), Some(3));
     }
 }

@@ -33,7 +33,10 @@ pub mod time;
 #[cfg(test)]
 pub(crate) mod testkit;
 
-pub use config::{BufferLimit, ConfigError, DropPolicy, FlowParams, FlowTable, LossTolerance, TableReader};
+pub use config::{
+    BufferLimit, ConfigError, DropPolicy, FlowParams, FlowTable, LossTolerance, TableReader, FLOW_PARAM_KEYS,
+    FLOW_PARAM_KEYS_WITH_ID,
+};
 pub use counters::{Backlog, Counters, DropReason, Dropped, FlowCounters};
 pub use discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 pub use link::{run_link, LinkRun, Outcome};

@@ -47,7 +47,7 @@ impl Discipline for Fifo {
     const INFO: DisciplineInfo = DisciplineInfo {
         id: "fifo",
         name: "First In, First Out",
-        citation: "(classic)",
+        citation: "classic first-come first-served queue",
         summary: "One shared queue served in arrival order; tail drop.",
         scheduler_params: &[],
         flow_params: &[],

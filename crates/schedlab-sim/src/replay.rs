@@ -1,0 +1,445 @@
+//! `schedlab replay`: a packet trace through one scheduler on one link.
+//!
+//! Configuration (TOML):
+//! ```toml
+//! [link]
+//! rate = "8Mbit"            # integer bit/s or a number with bit, kbit, Mbit, Gbit
+//! [scheduler]
+//! kind = "drr"              # any registry id; plus the discipline's parameters
+//! quantum = 1500
+//! buffer = "64KB"           # optional: buffer, buffer_packets, drop_policy
+//! [flow_defaults]           # optional: parameters of every flow
+//! weight = 1
+//! [[flow]]                  # optional: per-flow overrides; id = the trace's flow label
+//! id = 3
+//! weight = 2
+//! ```
+//! Link semantics are those of [`schedlab_core::run_link`]. The output CSV has one row per
+//! input packet, in input order: `flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome`.
+
+use std::io::Write;
+use std::path::Path;
+
+use schedlab_core::config::TableReader;
+use schedlab_core::{
+    build_scheduler, format_seconds, run_link, ConfigError, FlowParams, FlowTable, Outcome, Rate, Scheduler,
+    FLOW_PARAM_KEYS_WITH_ID,
+};
+
+use crate::error::InputError;
+use crate::trace::Trace;
+
+/// A parsed replay configuration.
+#[derive(Clone, Debug)]
+pub struct ReplayConfig {
+    /// Link rate.
+    pub rate: Rate,
+    /// The `[scheduler]` table, built once the trace's flows are known.
+    pub scheduler: toml::Table,
+    /// `[flow_defaults]`.
+    pub defaults: FlowParams,
+    /// `[[flow]]` overrides: (label, parameters, index in the file).
+    pub flows: Vec<(u64, FlowParams, usize)>,
+    text: String,
+    file: String,
+}
+
+impl ReplayConfig {
+    /// Parses configuration `text` read from `file` (used in messages).
+    pub fn parse(text: &str, file: &str) -> Result<ReplayConfig, InputError> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| InputError::Syntax {
+            file: file.into(),
+            message: e.to_string(),
+        })?;
+        Self::from_table(&table)
+            .map_err(|e| InputError::config(file, text, e))
+            .map(|mut c| {
+                c.text = text.to_string();
+                c.file = file.to_string();
+                c
+            })
+    }
+
+    fn from_table(table: &toml::Table) -> Result<ReplayConfig, ConfigError> {
+        let mut top = TableReader::new(table, "");
+        let link = top
+            .table("link")?
+            .ok_or_else(|| ConfigError::new("link", "(missing)", "a [link] table with a rate is required"))?;
+        let mut link_reader = TableReader::new(link, "link");
+        let rate = link_reader.rate("rate")?.ok_or_else(|| {
+            ConfigError::new("link.rate", "(missing)", "the link needs a rate, e.g. \"8Mbit\"")
+        })?;
+        link_reader.finish_with(&["rate"])?;
+        let scheduler = top
+            .table("scheduler")?
+            .ok_or_else(|| {
+                ConfigError::new(
+                    "scheduler",
+                    "(missing)",
+                    "a [scheduler] table with a kind is required",
+                )
+            })?
+            .clone();
+        let defaults = match top.table("flow_defaults")? {
+            Some(t) => FlowParams::from_table(t, "flow_defaults")?,
+            None => FlowParams::default(),
+        };
+        let mut flows = Vec::new();
+        match top.value("flow") {
+            None => {}
+            Some(toml::Value::Array(items)) => {
+                let mut seen = std::collections::BTreeSet::new();
+                for (index, item) in items.iter().enumerate() {
+                    let path = format!("flow[{index}]");
+                    let toml::Value::Table(t) = item else {
+                        return Err(ConfigError::new(
+                            path,
+                            item.to_string(),
+                            "must be a table ([[flow]])",
+                        ));
+                    };
+                    let mut reader = TableReader::new(t, path.clone());
+                    let id = reader.non_negative("id")?.ok_or_else(|| {
+                        ConfigError::new(
+                            format!("{path}.id"),
+                            "(missing)",
+                            "every [[flow]] needs the id (flow label) it configures",
+                        )
+                    })?;
+                    if !seen.insert(id) {
+                        return Err(reader.error("id", "configured twice"));
+                    }
+                    let params = FlowParams::read(&mut reader)?;
+                    reader.finish_with(FLOW_PARAM_KEYS_WITH_ID)?;
+                    flows.push((id, params, index));
+                }
+            }
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "flow",
+                    other.to_string(),
+                    "must be an array of tables ([[flow]])",
+                ))
+            }
+        }
+        top.finish_with(&["link", "scheduler", "flow_defaults", "flow"])?;
+        Ok(ReplayConfig {
+            rate,
+            scheduler,
+            defaults,
+            flows,
+            text: String::new(),
+            file: String::new(),
+        })
+    }
+}
+
+/// What happened to one packet in a replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplayRow {
+    /// Flow label as in the trace.
+    pub flow: u64,
+    /// 0-based index of the packet within its flow.
+    pub seq: u64,
+    /// Size in bytes.
+    pub size_bytes: u32,
+    /// Arrival time, ns.
+    pub arrival: u64,
+    /// The outcome.
+    pub outcome: Outcome,
+}
+
+/// Per-flow summary of a replay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSummary {
+    /// Flow label.
+    pub flow: u64,
+    /// Packets sent.
+    pub sent: u64,
+    /// Packets dropped.
+    pub dropped: u64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Bytes sent × 8 / (last departure − first arrival of the flow), bit/s (0 if undefined).
+    pub throughput_bps: f64,
+    /// Mean of departure − arrival over sent packets, seconds.
+    pub delay_mean_s: f64,
+    /// 99th percentile (nearest rank) of the delay, seconds.
+    pub delay_p99_s: f64,
+    /// Largest delay, seconds.
+    pub delay_max_s: f64,
+}
+
+/// The result of a replay.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    /// One row per input packet, in input order.
+    pub rows: Vec<ReplayRow>,
+    /// Per-flow summaries in order of first appearance in the trace.
+    pub flows: Vec<FlowSummary>,
+    /// The discipline's own counters.
+    pub discipline_counters: Vec<(&'static str, u64)>,
+    /// The discipline id.
+    pub discipline: &'static str,
+}
+
+/// Replays `trace` under `config`.
+pub fn replay(config: &ReplayConfig, trace: &Trace) -> Result<Replay, InputError> {
+    let mut table = FlowTable::uniform(config.defaults);
+    let mut extra = trace.labels.len() as u32;
+    for (label, params, index) in &config.flows {
+        // Flows configured but absent from the trace still get validated.
+        let id = trace.id_of(*label).unwrap_or_else(|| {
+            extra += 1;
+            extra - 1
+        });
+        table.set(id, *params, format!("flow[{index}]"));
+    }
+    let mut scheduler = build_scheduler(&config.scheduler, "scheduler", &table, config.rate)
+        .map_err(|e| InputError::config(&config.file, &config.text, e))?;
+    let run = run_link(&mut scheduler, config.rate, &trace.packets).map_err(|e| InputError::Io {
+        path: "trace".into(),
+        message: e.to_string(),
+    })?;
+    if run.stalled > 0 {
+        return Err(InputError::Io {
+            path: config.file.clone(),
+            message: format!(
+                "internal error: {} stalled with {} packets queued",
+                scheduler.id(),
+                run.stalled
+            ),
+        });
+    }
+    let mut seq = vec![0u64; trace.labels.len()];
+    let mut rows = Vec::with_capacity(trace.packets.len());
+    for (packet, outcome) in trace.packets.iter().zip(&run.outcomes) {
+        let flow = packet.flow as usize;
+        rows.push(ReplayRow {
+            flow: trace.labels[flow],
+            seq: seq[flow],
+            size_bytes: packet.size,
+            arrival: packet.arrival,
+            outcome: outcome.expect("run_link reports every packet of a run that did not stall"),
+        });
+        seq[flow] += 1;
+    }
+    let flows = summarise(trace, &rows);
+    Ok(Replay {
+        rows,
+        flows,
+        discipline_counters: scheduler.discipline_counters(),
+        discipline: scheduler.id(),
+    })
+}
+
+fn summarise(trace: &Trace, rows: &[ReplayRow]) -> Vec<FlowSummary> {
+    let mut delays: Vec<Vec<u64>> = vec![Vec::new(); trace.labels.len()];
+    let mut first_arrival = vec![u64::MAX; trace.labels.len()];
+    let mut last_departure = vec![0u64; trace.labels.len()];
+    let mut summaries: Vec<FlowSummary> = trace
+        .labels
+        .iter()
+        .map(|&flow| FlowSummary {
+            flow,
+            sent: 0,
+            dropped: 0,
+            bytes: 0,
+            throughput_bps: 0.0,
+            delay_mean_s: 0.0,
+            delay_p99_s: 0.0,
+            delay_max_s: 0.0,
+        })
+        .collect();
+    for (packet, row) in trace.packets.iter().zip(rows) {
+        let f = packet.flow as usize;
+        first_arrival[f] = first_arrival[f].min(row.arrival);
+        match row.outcome {
+            Outcome::Sent { end, .. } => {
+                summaries[f].sent += 1;
+                summaries[f].bytes += row.size_bytes as u64;
+                delays[f].push(end - row.arrival);
+                last_departure[f] = last_departure[f].max(end);
+            }
+            Outcome::Dropped { .. } => summaries[f].dropped += 1,
+        }
+    }
+    for (f, summary) in summaries.iter_mut().enumerate() {
+        let d = &mut delays[f];
+        if d.is_empty() {
+            continue;
+        }
+        d.sort_unstable();
+        let seconds = |ns: u64| ns as f64 / 1e9;
+        summary.delay_mean_s = d.iter().map(|&x| x as f64).sum::<f64>() / d.len() as f64 / 1e9;
+        let rank = ((0.99 * d.len() as f64).ceil() as usize).clamp(1, d.len());
+        summary.delay_p99_s = seconds(d[rank - 1]);
+        summary.delay_max_s = seconds(*d.last().unwrap());
+        let span = last_departure[f].saturating_sub(first_arrival[f]);
+        if span > 0 {
+            summary.throughput_bps = summary.bytes as f64 * 8.0 / seconds(span);
+        }
+    }
+    summaries
+}
+
+/// Writes the departure CSV to `path` atomically: a failure leaves no file that looks complete.
+pub fn write_departures(rows: &[ReplayRow], path: &Path) -> Result<(), InputError> {
+    let io = |e: std::io::Error| InputError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let partial = path.with_extension("csv.partial");
+    {
+        let file = std::fs::File::create(&partial).map_err(io)?;
+        let mut out = std::io::BufWriter::new(file);
+        writeln!(out, "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome").map_err(io)?;
+        for row in rows {
+            let arrival = format_seconds(row.arrival);
+            match row.outcome {
+                Outcome::Sent { start, end } => writeln!(
+                    out,
+                    "{},{},{},{},{},{},sent",
+                    row.flow,
+                    row.seq,
+                    row.size_bytes,
+                    arrival,
+                    format_seconds(start),
+                    format_seconds(end)
+                ),
+                Outcome::Dropped { at, .. } => writeln!(
+                    out,
+                    "{},{},{},{},,{},dropped",
+                    row.flow,
+                    row.seq,
+                    row.size_bytes,
+                    arrival,
+                    format_seconds(at)
+                ),
+            }
+            .map_err(io)?;
+        }
+        out.flush().map_err(io)?;
+    }
+    std::fs::rename(&partial, path).map_err(io)
+}
+
+/// Reads the configuration and trace files, replays, writes the departure CSV.
+pub fn replay_files(config_path: &Path, trace_path: &Path, out_path: &Path) -> Result<Replay, InputError> {
+    let text = std::fs::read_to_string(config_path).map_err(|e| InputError::Io {
+        path: config_path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let config = ReplayConfig::parse(&text, &config_path.display().to_string())?;
+    let file = std::fs::File::open(trace_path).map_err(|e| InputError::Io {
+        path: trace_path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let trace = Trace::from_reader(file, &trace_path.display().to_string())?;
+    let result = replay(&config, &trace)?;
+    write_departures(&result.rows, out_path)?;
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = "[link]\nrate = \"8Mbit\"\n[scheduler]\nkind = \"drr\"\nquantum = 500\n[[flow]]\nid = 9\nquantum = 1000\n";
+
+    fn trace(text: &str) -> Trace {
+        Trace::from_reader(text.as_bytes(), "t.csv").unwrap()
+    }
+
+    #[test]
+    fn replays_with_per_flow_quantum_by_label() {
+        let config = ReplayConfig::parse(CONFIG, "c.toml").unwrap();
+        // Flow 9 (quantum 1000) and flow 4 (quantum 500), all 500-byte packets at t = 0:
+        // DRR sends two of flow 9's per round for each one of flow 4's.
+        let t = trace("time_s,flow,size_bytes\n0,9,500\n0,9,500\n0,9,500\n0,9,500\n0,4,500\n0,4,500\n");
+        let r = replay(&config, &t).unwrap();
+        let starts: Vec<(u64, u64)> = r
+            .rows
+            .iter()
+            .map(|row| match row.outcome {
+                Outcome::Sent { start, .. } => (row.flow, start),
+                _ => panic!("no drops expected"),
+            })
+            .collect();
+        // 500 B at 8 Mbit/s = 500 us per packet; order 9, 9, 4, 9, 9, 4.
+        assert_eq!(
+            starts,
+            vec![
+                (9, 0),
+                (9, 500_000),
+                (9, 1_500_000),
+                (9, 2_000_000),
+                (4, 1_000_000),
+                (4, 2_500_000)
+            ]
+        );
+        assert_eq!(r.flows[0].flow, 9);
+        assert_eq!(r.flows[0].bytes, 2000);
+        // Flow 4: delays 1.5 ms and 3 ms.
+        assert!((r.flows[1].delay_mean_s - 0.00225).abs() < 1e-12);
+        assert!((r.flows[1].delay_max_s - 0.003).abs() < 1e-12);
+        assert!((r.flows[1].throughput_bps - 1000.0 * 8.0 / 0.003).abs() < 1e-6);
+    }
+
+    #[test]
+    fn config_errors_name_file_line_key_and_value() {
+        let bad = CONFIG.replace("quantum = 1000", "quantum = 0");
+        let e = ReplayConfig::parse(&bad, "c.toml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml:8: flow[0].quantum = 0: must be an integer from 1 to 4294967295"
+        );
+        let bad = CONFIG.replace("rate = \"8Mbit\"", "rate = \"8 furlongs\"");
+        let e = ReplayConfig::parse(&bad, "c.toml").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("c.toml:2: link.rate = \"8 furlongs\": unknown unit"),
+            "{e}"
+        );
+        let bad = CONFIG.replace("kind = \"drr\"", "kind = \"nope\"");
+        let config = ReplayConfig::parse(&bad, "c.toml").unwrap();
+        let e = replay(&config, &trace("time_s,flow,size_bytes\n0,1,10\n")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("c.toml:4: scheduler.kind = \"nope\": unknown discipline"),
+            "{e}"
+        );
+        let e = ReplayConfig::parse(
+            "[link]\nrate = 1\n[scheduler]\nkind = \"fifo\"\n[extra]\n",
+            "c.toml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("extra"), "{e}");
+        let e = ReplayConfig::parse("[link\n", "c.toml").unwrap_err();
+        assert!(matches!(e, InputError::Syntax { .. }));
+    }
+
+    #[test]
+    fn departures_csv_has_the_documented_format() {
+        let config = ReplayConfig::parse(
+            "[link]\nrate = \"8Mbit\"\n[scheduler]\nkind = \"fifo\"\nbuffer_packets = 1\n",
+            "c",
+        )
+        .unwrap();
+        let t = trace("time_s,flow,size_bytes\n0,1,1000\n0,2,1000\n0.0015,1,500\n");
+        let r = replay(&config, &t).unwrap();
+        let dir = std::env::temp_dir().join(format!("schedlab-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.csv");
+        write_departures(&r.rows, &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome\n\
+             1,0,1000,0.000000000,0.000000000,0.001000000,sent\n\
+             2,0,1000,0.000000000,,0.000000000,dropped\n\
+             1,1,500,0.001500000,0.001500000,0.002000000,sent\n"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,24 @@
+"""schedlab: a laboratory for packet scheduling.
+
+The scheduling disciplines, the replay tool and the simulator are written in Rust
+(``schedlab._core``); this package is the Python front: the ``schedlab`` command, scenario
+handling, sweeps, figures and reports.
+"""
+
+from schedlab._core import InputError, __version__
+from schedlab._core import disciplines as _disciplines
+from schedlab._core import replay as _replay
+
+__all__ = ["InputError", "__version__", "disciplines", "replay"]
+
+
+def disciplines() -> list[dict]:
+    """Every built-in discipline with its parameters (names, units, defaults)."""
+    return _disciplines()
+
+
+def replay(config: str, trace: str, out: str) -> dict:
+    """Replay the packet trace ``trace`` (CSV ``time_s,flow,size_bytes[,class,deadline_s]``)
+    through the scheduler and link of ``config`` (TOML) and write one row per packet to
+    ``out``. Returns the per-flow summary. Raises :class:`InputError` on bad input."""
+    return _replay(str(config), str(trace), str(out))

@@ -1,0 +1,5 @@
+"""``python -m schedlab`` runs the command line."""
+
+from schedlab.cli import main
+
+main()
