@@ -11,7 +11,8 @@
 #
 # Usage: bench/core_vs_dpdk.sh            (called by `make bench`)
 # Environment: CRITERION_ARGS (extra arguments for criterion, e.g. "--measurement-time 1"),
-# and the DPDK_* variables of bench/peers/dpdk/run.sh. Raw outputs are kept in $OUT_DIR
+# WAIT_IDLE (a percentage: first wait, at most 10 minutes, until the CPUs are at least that
+# idle over 2 s; for shared machines), and the DPDK_* variables of bench/peers/dpdk/run.sh. Raw outputs are kept in $OUT_DIR
 # (default target/core_vs_dpdk).
 set -euo pipefail
 
@@ -20,14 +21,22 @@ cd "$root"
 out=${OUT_DIR:-$root/target/core_vs_dpdk}
 mkdir -p "$out"
 
-idle() { # percentage of CPU time idle over one second, all CPUs
+idle() { # percentage of CPU time idle over $1 seconds (default 1), all CPUs
 	local a b t=0 i
 	read -ra a </proc/stat
-	sleep 1
+	sleep "${1:-1}"
 	read -ra b </proc/stat
 	for i in 1 2 3 4 5 6 7 8; do t=$((t + b[i] - a[i])); done
 	echo $((100 * (b[4] - a[4]) / t))
 }
+
+if [[ -n ${WAIT_IDLE:-} ]]; then
+	deadline=$((SECONDS + 600))
+	while (($(idle 2) < WAIT_IDLE && SECONDS < deadline)); do
+		echo "core_vs_dpdk: waiting for the CPUs to be ${WAIT_IDLE} % idle" >&2
+		sleep 5
+	done
+fi
 
 facts=$out/facts.txt
 {
