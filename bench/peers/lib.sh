@@ -6,6 +6,8 @@
 #                    `git worktree`, whose top is elsewhere).
 # * need_apt PKG CMD installs Debian package PKG with apt-get unless CMD (a file or command)
 #                    already exists.
+# * nspy_python HARNESS VENV   creates VENV with the shared ns.py setup.sh unless it already
+#                    imports ns.py's DRRServer; prints VENV's python.
 # * timed OUT CMD…   runs CMD under `/usr/bin/time -v -o OUT`.
 # * time_wall OUT / time_rss_mb OUT   wall seconds and peak RSS (MB) from that file.
 # * emit PEER SCHED PACKETS WALL EVENTS RSS_MB   prints the machine-readable line
@@ -46,6 +48,16 @@ need_apt() {
         apt-get update >&2
         DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$pkg" >&2
     fi
+}
+
+nspy_python() {
+    local harness=$1 venv=$2
+    if ! "$venv/bin/python" -c 'import ns.scheduler.drr, simpy' 2>/dev/null; then
+        echo "# creating the ns.py venv $venv" >&2
+        mkdir -p "$(dirname "$venv")"
+        WHEELS="$(dirname "$venv")/wheels" bash "$harness/setup.sh" "$venv" >&2
+    fi
+    echo "$venv/bin/python"
 }
 
 timed() {

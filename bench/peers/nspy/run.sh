@@ -26,12 +26,7 @@ venv=${NSPY_VENV:-/tmp/schedlab-peers/nspy-venv}
 
 harness=$(peers_dir nspy)
 need_apt time /usr/bin/time
-if ! "$venv/bin/python" -c 'import ns.scheduler.drr, simpy' 2>/dev/null; then
-    echo "# creating the ns.py venv $venv" >&2
-    mkdir -p "$(dirname "$venv")"
-    WHEELS="$(dirname "$venv")/wheels" bash "$harness/setup.sh" "$venv" >&2
-fi
-py="$venv/bin/python"
+py=$(nspy_python "$harness" "$venv")
 
 work=$(mktemp -d /tmp/schedlab-peers-nspy.XXXXXX)
 trap 'rm -rf "$work"' EXIT
