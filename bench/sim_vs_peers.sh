@@ -144,8 +144,10 @@ lines += [
     "packet sizes exponential with mean 1000 B (`bench/sim_throughput.sh`); ns-2, ns-3 and ns.py "
     "10 Mbit/s, 1000-byte packets (ns-2 and ns-3 add 1 Gbit/s access links and one source node "
     "per flow; ns.py replays a pre-generated trace, whose generation is not timed). "
-    "ns-2 has no event counter (about 5 events per packet by its code path); ns.py/SimPy "
-    "reports none.",
+    "schedlab's sources feed the bottleneck directly (no access links, no protocol stack). "
+    "Events per packet differ by model — schedlab about 2 (arrival, end of transmission), ns-2 "
+    "about 5 (no event counter; counted from its code path), ns-3 about 6; ns.py/SimPy reports "
+    "none — so events/s are not comparable across rows.",
     "<!-- sim-vs-peers:end -->",
 ]
 block = "\n".join(lines) + "\n"

@@ -86,8 +86,12 @@ def main(argv):
             if row["outcome"] != "sent":
                 sys.exit(f"{sl_path}: schedlab dropped packet {row['flow']}/{row['seq']} (no buffer limit was set)")
             key = (int(row["flow"]), int(row["seq"]))
-            sl[key] = (exact_ns(row["arrival_s"]), exact_ns(row["start_s"]), exact_ns(row["departure_s"]),
-                       int(row["size_bytes"]))
+            sl[key] = (
+                exact_ns(row["arrival_s"]),
+                exact_ns(row["start_s"]),
+                exact_ns(row["departure_s"]),
+                int(row["size_bytes"]),
+            )
 
     with open(summary_path) as fh:
         summary = json.load(fh)
@@ -100,8 +104,10 @@ def main(argv):
     # Per flow: schedlab's reported summary vs the same definitions applied to ns.py's departures.
     ns_stats = flow_stats((k[0], nspy[k][0], nspy[k][1], nspy[k][2]) for k in keys)
     sl_stats = flow_stats((k[0], sl[k][0], sl[k][2], sl[k][3]) for k in keys)
-    print(f"{'flow':>4} {'pkts':>7} {'thr schedlab':>14} {'thr ns.py':>14} {'rel diff':>9} "
-          f"{'delay schedlab':>15} {'delay ns.py':>13} {'diff':>11}")
+    print(
+        f"{'flow':>4} {'pkts':>7} {'thr schedlab':>14} {'thr ns.py':>14} {'rel diff':>9} "
+        f"{'delay schedlab':>15} {'delay ns.py':>13} {'diff':>11}"
+    )
     print(f"{'':>4} {'':>7} {'Mbit/s':>14} {'Mbit/s':>14} {'':>9} {'us':>15} {'us':>13} {'ns':>11}")
     worst_thr = worst_delay = 0.0
     for f in summary["flows"]:
@@ -109,8 +115,12 @@ def main(argv):
         n, b, thr, delay = ns_stats[flow]
         # schedlab's own summary must agree with its own departure file.
         own = sl_stats[flow]
-        if f["sent"] != own[0] or f["bytes"] != own[1] or abs(f["delay_mean_s"] - own[3]) > 1e-12 \
-                or abs(f["throughput_bps"] - own[2]) > 1e-6 * own[2]:
+        if (
+            f["sent"] != own[0]
+            or f["bytes"] != own[1]
+            or abs(f["delay_mean_s"] - own[3]) > 1e-12
+            or abs(f["throughput_bps"] - own[2]) > 1e-6 * own[2]
+        ):
             problems.append(f"flow {flow}: schedlab summary {f} disagrees with its departures {own}")
         if (n, b) != (f["sent"], f["bytes"]):
             problems.append(f"flow {flow}: ns.py sent {n} pkts/{b} B, schedlab {f['sent']}/{f['bytes']}")
@@ -118,10 +128,14 @@ def main(argv):
         diff = (delay - f["delay_mean_s"]) * 1e9
         worst_thr = max(worst_thr, abs(rel))
         worst_delay = max(worst_delay, abs(diff))
-        print(f"{flow:>4} {f['sent']:>7} {f['throughput_bps'] / 1e6:>14.6f} {thr / 1e6:>14.6f} {rel:>9.1e} "
-              f"{f['delay_mean_s'] * 1e6:>15.4f} {delay * 1e6:>13.4f} {diff:>11.3f}")
-    print(f"largest |relative throughput difference| {worst_thr:.2e}; "
-          f"largest |mean delay difference| {worst_delay:.3f} ns")
+        print(
+            f"{flow:>4} {f['sent']:>7} {f['throughput_bps'] / 1e6:>14.6f} {thr / 1e6:>14.6f} {rel:>9.1e} "
+            f"{f['delay_mean_s'] * 1e6:>15.4f} {delay * 1e6:>13.4f} {diff:>11.3f}"
+        )
+    print(
+        f"largest |relative throughput difference| {worst_thr:.2e}; "
+        f"largest |mean delay difference| {worst_delay:.3f} ns"
+    )
 
     # Packet by packet. Busy periods and ties from schedlab's exact timeline.
     order = sorted(keys, key=lambda k: sl[k][1])
@@ -149,19 +163,25 @@ def main(argv):
             worst_same = max(worst_same, abs(d))
         else:
             differing.append((k, d))
-    unexplained = [(k, d) for k, d in differing
-                   if busy_of[k] not in first_tie or sl[k][1] < first_tie[busy_of[k]]]
+    unexplained = [(k, d) for k, d in differing if busy_of[k] not in first_tie or sl[k][1] < first_tie[busy_of[k]]]
     affected = {busy_of[k] for k, _ in differing}
-    print(f"packets: {len(keys)}; same departure (within 0.5 ns): {same}; "
-          f"largest float difference among them {worst_same:.2e} ns")
-    print(f"busy periods: {period + 1}; tie instants (link frees as a packet arrives): {ties} "
-          f"in {len(first_tie)} busy periods; trace rows sharing a timestamp: {duplicate_times}")
-    print(f"packets with another departure: {len(differing)} in {len(affected)} busy periods, "
-          f"largest difference {max((abs(d) for _, d in differing), default=0) / 1e3:.3f} us; "
-          f"not explained by a tie: {len(unexplained)}")
+    print(
+        f"packets: {len(keys)}; same departure (within 0.5 ns): {same}; "
+        f"largest float difference among them {worst_same:.2e} ns"
+    )
+    print(
+        f"busy periods: {period + 1}; tie instants (link frees as a packet arrives): {ties} "
+        f"in {len(first_tie)} busy periods; trace rows sharing a timestamp: {duplicate_times}"
+    )
+    print(
+        f"packets with another departure: {len(differing)} in {len(affected)} busy periods, "
+        f"largest difference {max((abs(d) for _, d in differing), default=0) / 1e3:.3f} us; "
+        f"not explained by a tie: {len(unexplained)}"
+    )
     for k, d in unexplained[:10]:
-        problems.append(f"packet flow {k[0]} seq {k[1]}: ns.py departs {d:+.1f} ns from schedlab, "
-                        "outside any tie window")
+        problems.append(
+            f"packet flow {k[0]} seq {k[1]}: ns.py departs {d:+.1f} ns from schedlab, outside any tie window"
+        )
     if problems:
         print("crosscheck: FAILED")
         for p in problems:
