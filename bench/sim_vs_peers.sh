@@ -101,6 +101,16 @@ SCHED = {"DRR": "`Queue/DRR`, quantum 1500 B", "fqcodel-noaqm": "`FqCoDelQueueDi
          "DRRServer": "`DRRServer`, quantum 1500 B"}
 
 
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU model unknown"
+
+
 def num(x, digits=0):
     return f"{x:,.{digits}f}"
 
@@ -119,7 +129,7 @@ lines = [
     "peer run measures and how the peers' semantics differ from schedlab's.",
     "",
     f"Measured {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} CPUs "
-    f"({open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}), "
+    f"({cpu_model()}), "
     f"commit {commit}; load average before/after: {load_before} / {load_after}. "
     "**The machine was shared with other developers: the numbers are indicative** "
     "(single runs on this VM vary by ±30 %).",
