@@ -25,7 +25,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True)
-out = Console()
+# Tables stay readable when the output is a file or a pipe (rich would assume 80 columns).
+out = Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def _fail_input(message: str) -> None:
@@ -51,20 +52,35 @@ def _print_flows(title: str, flows: list[dict]) -> None:
     out.print(table)
 
 
+def _print_sim_flows(title: str, results) -> None:
+    table = Table(title=title)
+    columns = ("flow", "name", "received", "dropped", "throughput", "mean delay ± 95% CI", "p99 delay", "max delay")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for f in results.flows.to_dict("records"):
+        ci = f.get("delay_mean_ci95_s")
+        ci_text = "" if ci is None or ci != ci else f" ± {ci * 1e3:.3f}"
+        table.add_row(
+            str(f["flow"]),
+            str(f.get("name") or ""),
+            str(f["received"]),
+            str(f["dropped"]),
+            f"{f['throughput_bps'] / 1e3:.1f} kbit/s",
+            f"{f['delay_mean_s'] * 1e3:.3f}{ci_text} ms",
+            f"{f['delay_p99_s'] * 1e3:.3f} ms",
+            f"{f['delay_max_s'] * 1e3:.3f} ms",
+        )
+    out.print(table)
+
+
 @app.command()
 def replay(
     config: Path = typer.Option(
         ..., "--config", "-c", help="TOML: [link] rate, [scheduler] kind and parameters, flows."
     ),
-    trace: Path = typer.Option(
-        ..., "--trace", "-t", help="CSV with header time_s,flow,size_bytes[,class,deadline_s]."
-    ),
-    out_path: Path = typer.Option(
-        ..., "--out", "-o", help="Departure CSV to write (one row per input packet)."
-    ),
-    summary: bool = typer.Option(
-        False, "--summary", help="Print per-flow packets, bytes, throughput and delays."
-    ),
+    trace: Path = typer.Option(..., "--trace", "-t", help="CSV with header time_s,flow,size_bytes[,class,deadline_s]."),
+    out_path: Path = typer.Option(..., "--out", "-o", help="Departure CSV to write (one row per input packet)."),
+    summary: bool = typer.Option(False, "--summary", help="Print per-flow packets, bytes, throughput and delays."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
 ) -> None:
     """Replay a packet trace through one scheduler on one link.
@@ -86,6 +102,144 @@ def replay(
         err.print(f"wrote {out_path} ({result['packets']} packets)")
 
 
+def _load_scenario(path: Path):
+    from schedlab.scenario import Scenario, ScenarioError
+
+    try:
+        return Scenario.from_toml(path)
+    except ScenarioError as e:
+        _fail_input(str(e))
+
+
+@app.command()
+def validate(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file."),
+    as_json: bool = typer.Option(False, "--json", help="Print what the scenario declares as JSON."),
+) -> None:
+    """Check a scenario (and every point of its sweep) without running it.
+
+    Example: schedlab validate experiments/thesis/fig5_1_exponential.toml
+    """
+    from schedlab.api import validate as validate_scenario
+    from schedlab.scenario import ScenarioError
+
+    s = _load_scenario(scenario)
+    try:
+        info = validate_scenario(s)
+    except (schedlab.InputError, ScenarioError) as e:
+        _fail_input(f"{scenario}: {e}" if not str(e).startswith(str(scenario)) else str(e))
+        return
+    if as_json:
+        print(json.dumps(info, indent=2))
+    else:
+        points = len(s.points())
+        out.print(f"{scenario}: ok ({points} point{'s' if points != 1 else ''})", highlight=False)
+
+
+@app.command()
+def run(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Output folder (summary.json, flows.csv, timeseries.csv)."),
+    report: bool = typer.Option(False, "--report", help="Also write report.html and figures."),
+    as_json: bool = typer.Option(False, "--json", help="Print summary.json on stdout."),
+) -> None:
+    """Simulate a scenario (all replications) and write its results.
+
+    Example: schedlab run experiments/examples/single_bottleneck.toml --out out/single --report
+    """
+    from schedlab.api import Results, run_summary
+    from schedlab.scenario import ScenarioError
+
+    s = _load_scenario(scenario)
+    if s.sweep is not None:
+        err.print("note: the scenario has a [sweep]; `run` simulates its base values (use `schedlab sweep`).")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        summary = run_summary(s, out_dir)
+    except (schedlab.InputError, ScenarioError) as e:
+        _fail_input(str(e))
+        return
+    if report:
+        from schedlab.report import write_report
+
+        err.print(f"report: {write_report(out_dir)}")
+    if as_json:
+        print(json.dumps(summary, indent=2))
+    else:
+        results = Results.load(out_dir)
+        _print_sim_flows(
+            f"{s.name}: {results.summary['run'].get('replications', 1)} replication(s) -> {out_dir}", results
+        )
+
+
+@app.command()
+def sweep(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file with a [sweep] table."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Output folder (sweep.csv, sweep.json, points/)."),
+    dask: str = typer.Option(
+        None, "--dask", envvar="DASK_SCHEDULER_ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786."
+    ),
+    workers: int = typer.Option(None, "--workers", help="Local worker processes (default: one per core)."),
+    resume: bool = typer.Option(False, "--resume", help="Skip points already finished in --out."),
+    ci: str = typer.Option("student_t", "--ci", help="Confidence interval: student_t or normal (1.96 sigma/sqrt n)."),
+    report: bool = typer.Option(False, "--report", help="Also write report.html and figures."),
+    as_json: bool = typer.Option(False, "--json", help="Print the merged table as JSON records."),
+) -> None:
+    """Run every point of a scenario's [sweep] times every replication, in parallel.
+
+    Example: schedlab sweep experiments/thesis/fig5_1_exponential.toml --out out/fig5_1 --report
+    """
+    from schedlab.scenario import ScenarioError
+    from schedlab.sweep import progress_printer, run_sweep
+
+    if ci not in ("student_t", "normal"):
+        _fail_input(f"--ci = {ci!r}: use student_t or normal")
+    s = _load_scenario(scenario)
+    try:
+        if s.sweep is None:
+            _fail_input(f"{scenario}: no [sweep] table (use `schedlab run` for a single point)")
+        result = run_sweep(s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer())
+    except (schedlab.InputError, ScenarioError) as e:
+        _fail_input(str(e))
+        return
+    for failure in result.failures:
+        err.print(
+            f"[red]point {failure['point']} replication {failure['replication']} failed:[/] {escape(failure['error'])}",
+            highlight=False,
+        )
+    if report:
+        from schedlab.report import write_report
+
+        err.print(f"report: {write_report(out_dir)}")
+    if as_json:
+        print(result.table.to_json(orient="records", indent=2))
+    else:
+        err.print(
+            f"{len(result.table)} rows -> {out_dir / 'sweep.csv'}"
+            f" ({result.skipped} tasks resumed, {len(result.failures)} failed)"
+        )
+    if result.failures:
+        raise typer.Exit(1)
+
+
+@app.command(name="report")
+def report_command(
+    out_dir: Path = typer.Argument(..., help="Output folder of `schedlab run` or `schedlab sweep`."),
+) -> None:
+    """Write figures (PNG, SVG) and a self-contained report.html for a results folder.
+
+    Example: schedlab report out/fig5_1
+    """
+    from schedlab.report import write_report
+
+    try:
+        path = write_report(out_dir)
+    except FileNotFoundError as e:
+        _fail_input(str(e))
+        return
+    out.print(str(path), highlight=False)
+
+
 @app.command(name="list")
 def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """List the scheduling disciplines with their parameters and units."""
@@ -94,17 +248,13 @@ def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print a
         print(json.dumps({"disciplines": infos}, indent=2))
         return
     for info in infos:
-        out.print(
-            f"[bold]{info['id']}[/] — {escape(info['name'])}; {escape(info['citation'])}", highlight=False
-        )
+        out.print(f"[bold]{info['id']}[/] — {escape(info['name'])}; {escape(info['citation'])}", highlight=False)
         out.print(f"  {escape(info['summary'])}", highlight=False)
         for scope in ("scheduler_params", "flow_params"):
             for p in info[scope]:
                 where = "scheduler" if scope == "scheduler_params" else "flow"
                 out.print(
-                    escape(
-                        f"  {where}.{p['name']} [{p['unit']}], default {p['default']}: {p['description']}"
-                    ),
+                    escape(f"  {where}.{p['name']} [{p['unit']}], default {p['default']}: {p['description']}"),
                     highlight=False,
                 )
 

@@ -1,64 +1,66 @@
 """``make demo``: the headline experiment on the built-in default.
 
-Until the simulator is wired in, the demo replays a built-in trace (three Poisson flows, one
-of them heavy, offered 110% of a 2 Mbit/s link) through several disciplines and prints the
-per-flow summary, so the effect of each discipline on the light flows is visible.
+Zhang's thesis, figures 5.1 and 5.2: one exponential latency-critical flow and three
+best-effort flows on one bottleneck, under DRR++ and DRR+, with the best-effort rate swept
+from 5 to 20 packets/s, five replications each. Writes ``OUT/report.html`` (figures, tables,
+the scenario, run metadata) and prints the latency-critical flow's mean delay per point.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-import schedlab
-from schedlab.traces import poisson_trace
+from schedlab.report import write_report
+from schedlab.scenario import Scenario
+from schedlab.sweep import progress_printer, run_sweep
 
-CONFIG = """
-[link]
-rate = "2Mbit"
-
-[scheduler]
-kind = "{kind}"
-buffer = "64KB"
-{extra}
-[flow_defaults]
-weight = 1
-quantum = 1500
-"""
-
-DISCIPLINES = {"fifo": "", "drr": 'drop_policy = "longest_queue_drop"\n'}
+#: The scenario of the demo, shipped in the repository's experiments folder.
+EXPERIMENT = Path("experiments/thesis/fig5_1_5_2_exponential.toml")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="out/demo", help="output directory")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
+    parser.add_argument("--scenario", default=None, help=f"scenario to sweep (default {EXPERIMENT})")
     args = parser.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    trace = out / "trace.csv"
-    # Mean size 782 B: 40 + 40 + 272 pkt/s ~ 2.2 Mbit/s offered to 2 Mbit/s.
-    n = poisson_trace(trace, [40, 40, 272], duration_s=20.0, seed=7)
     console = Console()
-    console.print(f"built-in trace: {n} packets, 3 Poisson flows, 110% of 2 Mbit/s -> {trace}")
-    known = {d["id"] for d in schedlab.disciplines()}
-    table = Table(title="per-flow mean delay (ms) / dropped packets")
-    table.add_column("discipline")
-    for flow in range(3):
-        table.add_column(f"flow {flow}", justify="right")
-    for kind, extra in DISCIPLINES.items():
-        if kind not in known:
-            continue
-        config = out / f"{kind}.toml"
-        config.write_text(CONFIG.format(kind=kind, extra=extra))
-        result = schedlab.replay(config, trace, out / f"departures_{kind}.csv")
-        flows = sorted(result["flows"], key=lambda f: f["flow"])
-        cells = [f"{f['delay_mean_s'] * 1e3:.1f} / {f['dropped']}" for f in flows]
-        table.add_row(kind, *cells)
+    path = Path(args.scenario) if args.scenario else EXPERIMENT
+    if not path.exists():
+        parser.error(f"{path} not found: run the demo from the repository root (make demo)")
+    scenario = Scenario.from_toml(path)
+    points = scenario.points()
+    console.print(
+        f"[bold]{scenario.data['description']}[/]\n{len(points)} points x {scenario.replications} replications"
+        f" -> {args.out}",
+        highlight=False,
+    )
+    started = time.time()
+    result = run_sweep(scenario, args.out, progress=progress_printer())
+    report = write_report(args.out)
+    sweep = scenario.sweep
+    table = Table(title="LC flow (flow 0) mean delay, ms (± 95% CI half-width)")
+    table.add_column("λ_BE (pkt/s)", justify="right")
+    kinds = list(dict.fromkeys(result.table[sweep.series]))
+    for kind in kinds:
+        table.add_column(kind, justify="right")
+    lc = result.table[result.table["flow"] == 0]
+    for x in sorted(set(lc[sweep.x])):
+        cells = []
+        for kind in kinds:
+            row = lc[(lc[sweep.x] == x) & (lc[sweep.series] == kind)]
+            if row.empty:
+                cells.append("failed")
+            else:
+                r = row.iloc[0]
+                cells.append(f"{r['delay_mean_s'] * 1e3:.1f} ± {r['delay_mean_s_ci95'] * 1e3:.1f}")
+        table.add_row(str(x), *cells)
     console.print(table)
-    console.print(f"departure files in {out}/")
+    console.print(f"report: {report.resolve()}  ({time.time() - started:.1f} s)", highlight=False)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import csv
 import json
 
 import pytest
+
 import schedlab
 
 DRR = """

@@ -7,13 +7,32 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use schedlab_core::{build_scheduler, AnyScheduler, FlowParams, FlowTable, Packet, Rate, Scheduler};
+use schedlab_core::{
+    build_scheduler, AnyScheduler, FlowParams, FlowTable, LossTolerance, Packet, Rate, Scheduler,
+};
 
-/// One bench case per discipline: registry id and the `[scheduler]` table used.
-/// Flow `f` gets weight `1 + f % 4` and quantum 1500 (flow parameters are set below).
+/// One bench case per discipline: registry id (or id and variant) and the `[scheduler]` table
+/// used. Flow `f` gets weight `1 + f % 4` and quantum 1500 (flow parameters are set below); for
+/// the `drr_plus*` cases every fourth flow (`f % 4 == 0`) is latency critical, with a DRR+
+/// contract it never breaks (1 GB per 10 µs), so those cases time the priority path. For DWCS
+/// flow `f` has loss-tolerance 1/(80 + 10·(f % 8)) (the paper's eight classes 1/80 … 1/150) and
+/// deadlines `count` × 625 ns apart (about one mean service time per stream at 10 Gbit/s: a
+/// load near 1, so some deadlines are missed, as in the paper's figure 7(a); not droppable).
 const CASES: &[(&str, &str)] = &[
     ("fifo", "kind = \"fifo\""),
     ("drr", "kind = \"drr\"\nquantum = 1500"),
+    ("drr_plus", "kind = \"drr_plus\"\nquantum = 1500"),
+    ("drr_plusplus", "kind = \"drr_plusplus\"\nquantum = 1500"),
+    (
+        "drr_plusplus_original",
+        "kind = \"drr_plusplus\"\nvariant = \"original\"\nquantum = 1500",
+    ),
+    ("dwcs", "kind = \"dwcs\""),
+    ("dwcs_list", "kind = \"dwcs\"\nstructure = \"list\""),
+    ("priority", "kind = \"priority\""),
+    ("wrr", "kind = \"wrr\""),
+    ("ewrr", "kind = \"ewrr\"\nweight_unit = 1500"),
+    ("vd", "kind = \"vd\"\nmtu = 1500\nrounds = 64"),
     ("scfq", "kind = \"scfq\""),
     ("virtual_clock", "kind = \"virtual_clock\""),
     ("stfq", "kind = \"stfq\""),
@@ -24,18 +43,28 @@ const CASES: &[(&str, &str)] = &[
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];
 const PACKETS_PER_FLOW: u32 = 4;
 
-fn flows(count: u32) -> FlowTable {
+fn flows(kind: &str, count: u32) -> FlowTable {
     let mut table = FlowTable::uniform(FlowParams {
         weight: Some(1),
         quantum: Some(1500),
         ..Default::default()
     });
     for flow in 0..count {
-        let params = FlowParams {
+        let mut params = FlowParams {
             weight: Some(1 + flow % 4),
             quantum: Some(1500),
+            loss_tolerance: Some(LossTolerance {
+                x: 1,
+                y: 80 + 10 * (flow % 8),
+            }),
+            deadline_gap: Some(count as u64 * 625),
             ..Default::default()
         };
+        if kind.starts_with("drr_plus") && flow % 4 == 0 {
+            params.latency_critical = Some(true);
+            params.contract_bytes = Some(1_000_000_000);
+            params.contract_interval = Some(10_000);
+        }
         table.set(flow, params, format!("flow {flow}"));
     }
     table
@@ -56,7 +85,7 @@ fn sizes(n: usize) -> Vec<u32> {
 
 fn prepared(kind: &str, table: &str, count: u32, rate: Rate) -> (AnyScheduler, u64, u64) {
     let config: toml::Table = table.parse().expect("bench case parses");
-    let mut scheduler = build_scheduler(&config, "scheduler", &flows(count), rate).expect(kind);
+    let mut scheduler = build_scheduler(&config, "scheduler", &flows(kind, count), rate).expect(kind);
     let mut drops = Vec::new();
     let sizes = sizes(1024);
     let mut id = 0u64;

@@ -222,7 +222,8 @@ pub struct LossTolerance {
 }
 
 impl LossTolerance {
-    /// Parses `"x/y"` with `0 <= x <= y`, `y >= 1`.
+    /// Parses `"x/y"` with `0 <= x <= y`, `y >= 1`, or `"0/0"` (zero tolerance and no window:
+    /// DWCS orders such streams earliest deadline first, table 1 of West et al.).
     pub fn parse(text: &str) -> Result<LossTolerance, String> {
         let (x, y) = text
             .split_once('/')
@@ -235,8 +236,8 @@ impl LossTolerance {
             .trim()
             .parse()
             .map_err(|_| format!("denominator {y:?} is not a whole number"))?;
-        if y == 0 {
-            return Err("the denominator y must be at least 1".into());
+        if y == 0 && x != 0 {
+            return Err("the denominator y must be at least 1 (or write \"0/0\")".into());
         }
         if x > y {
             return Err(format!(

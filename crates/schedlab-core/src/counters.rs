@@ -18,6 +18,12 @@ pub enum DropReason {
     InvalidPacket,
 }
 
+#[inline]
+fn add_backlog(backlog: &mut Backlog, size: u64) {
+    backlog.packets += 1;
+    backlog.bytes += size;
+}
+
 impl DropReason {
     /// Every reason, in counter order.
     pub const ALL: [DropReason; 4] = [
@@ -61,12 +67,22 @@ pub struct Backlog {
 }
 
 /// Counters of one flow.
+///
+/// The fields touched by every enqueue and dequeue (offered, sent, backlog and its peaks) come
+/// first and fill exactly one 64-byte cache line; the drop counters follow in a second line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(64))]
 pub struct FlowCounters {
     /// Packets offered to the scheduler (including those dropped on arrival).
     pub enqueued_packets: u64,
     /// Bytes offered to the scheduler.
     pub enqueued_bytes: u64,
+    /// Current backlog.
+    pub backlog: Backlog,
+    /// Largest backlog in packets seen.
+    pub peak_backlog_packets: u64,
+    /// Largest backlog in bytes seen.
+    pub peak_backlog_bytes: u64,
     /// Packets handed to the link.
     pub sent_packets: u64,
     /// Bytes handed to the link.
@@ -75,12 +91,6 @@ pub struct FlowCounters {
     pub dropped_packets: [u64; 4],
     /// Bytes dropped, all reasons.
     pub dropped_bytes: u64,
-    /// Current backlog.
-    pub backlog: Backlog,
-    /// Largest backlog in packets seen.
-    pub peak_backlog_packets: u64,
-    /// Largest backlog in bytes seen.
-    pub peak_backlog_bytes: u64,
 }
 
 impl FlowCounters {
@@ -105,15 +115,24 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// The counters of `flow`, growing the table on first sight of a larger flow id.
+    #[inline]
     fn flow_mut(&mut self, flow: FlowId) -> &mut FlowCounters {
         let index = flow as usize;
         if index >= self.flows.len() {
-            self.flows.resize(index + 1, FlowCounters::default());
+            self.grow(index);
         }
         &mut self.flows[index]
     }
 
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, index: usize) {
+        self.flows.resize(index + 1, FlowCounters::default());
+    }
+
     /// Records an arriving packet offered to the scheduler (before any drop decision).
+    #[inline]
     pub fn record_arrival(&mut self, packet: &Packet) {
         let flow = self.flow_mut(packet.flow);
         flow.enqueued_packets += 1;
@@ -121,32 +140,51 @@ impl Counters {
     }
 
     /// Records that `packet` now sits in the scheduler's buffer.
+    #[inline]
     pub fn record_queued(&mut self, packet: &Packet) {
         let size = packet.size as u64;
         let flow = self.flow_mut(packet.flow);
-        flow.backlog.packets += 1;
-        flow.backlog.bytes += size;
+        add_backlog(&mut flow.backlog, size);
         flow.peak_backlog_packets = flow.peak_backlog_packets.max(flow.backlog.packets);
         flow.peak_backlog_bytes = flow.peak_backlog_bytes.max(flow.backlog.bytes);
-        self.total.packets += 1;
-        self.total.bytes += size;
+        add_backlog(&mut self.total, size);
         self.peak_total.packets = self.peak_total.packets.max(self.total.packets);
         self.peak_total.bytes = self.peak_total.bytes.max(self.total.bytes);
     }
 
-    fn remove_backlog(&mut self, packet: &Packet) {
+    /// Records an arrival that is queued at once: [`Counters::record_arrival`] followed by
+    /// [`Counters::record_queued`], with one look-up of the flow.
+    #[inline]
+    pub fn record_arrival_queued(&mut self, packet: &Packet) {
         let size = packet.size as u64;
+        let flow = self.flow_mut(packet.flow);
+        flow.enqueued_packets += 1;
+        flow.enqueued_bytes += size;
+        add_backlog(&mut flow.backlog, size);
+        flow.peak_backlog_packets = flow.peak_backlog_packets.max(flow.backlog.packets);
+        flow.peak_backlog_bytes = flow.peak_backlog_bytes.max(flow.backlog.bytes);
+        add_backlog(&mut self.total, size);
+        self.peak_total.packets = self.peak_total.packets.max(self.total.packets);
+        self.peak_total.bytes = self.peak_total.bytes.max(self.total.bytes);
+    }
+
+    /// Removes a queued packet from its flow's backlog and the total; returns its flow's
+    /// counters.
+    #[inline]
+    fn remove_backlog(&mut self, packet: &Packet) -> &mut FlowCounters {
+        let size = packet.size as u64;
+        self.total.packets -= 1;
+        self.total.bytes -= size;
         let flow = &mut self.flows[packet.flow as usize];
         flow.backlog.packets -= 1;
         flow.backlog.bytes -= size;
-        self.total.packets -= 1;
-        self.total.bytes -= size;
+        flow
     }
 
     /// Records that a queued packet left for the link.
+    #[inline]
     pub fn record_sent(&mut self, packet: &Packet) {
-        self.remove_backlog(packet);
-        let flow = &mut self.flows[packet.flow as usize];
+        let flow = self.remove_backlog(packet);
         flow.sent_packets += 1;
         flow.sent_bytes += packet.size as u64;
     }
@@ -154,15 +192,17 @@ impl Counters {
     /// Records a drop. `was_queued` tells whether the packet had been counted in the backlog
     /// (a push-out or a late head) or was refused on arrival.
     pub fn record_drop(&mut self, packet: &Packet, reason: DropReason, was_queued: bool) {
-        if was_queued {
-            self.remove_backlog(packet);
-        }
-        let flow = self.flow_mut(packet.flow);
+        let flow = if was_queued {
+            self.remove_backlog(packet)
+        } else {
+            self.flow_mut(packet.flow)
+        };
         flow.dropped_packets[reason.index()] += 1;
         flow.dropped_bytes += packet.size as u64;
     }
 
     /// Total backlog.
+    #[inline]
     pub fn backlog(&self) -> Backlog {
         self.total
     }

@@ -1,21 +1,68 @@
 //! Per-flow FIFO queues with a shared buffer limit, used by every discipline that keeps a
 //! queue per flow (WRR, DRR and its family, the fair-queueing family).
 //!
-//! Invariant: `counters` holds exactly the packets in the queues; a flow's queue is a FIFO.
-
-use std::collections::VecDeque;
+//! Storage: every queued packet sits in one node of a shared pool (one `Vec`); a flow's queue
+//! is a doubly linked list of pool nodes (head, tail), and free nodes form a LIFO free list.
+//! So the pool never holds more nodes than the largest total backlog seen (at most the
+//! buffer limit), memory stays contiguous, and once the pool has grown to the backlog no
+//! operation allocates, however the backlog moves between flows (per-flow `VecDeque`s would
+//! each grow to the longest queue that flow ever had). The node freed by a dequeue is the
+//! one the next arrival reuses, so it is still in cache.
+//!
+//! Invariants: `counters` holds exactly the packets in the queues (a flow's length is its
+//! counted backlog); a flow's queue is a FIFO; every pool node is either in exactly one
+//! flow's list or in the free list.
 
 use crate::config::{BufferLimit, DropPolicy};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 
+/// "No node": the end of a list.
+const NIL: u32 = u32::MAX;
+
+/// One pool node: a queued packet (or a free node) and its links. Aligned so that a node is
+/// one cache line.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
+struct Node {
+    packet: Packet,
+    /// Next node towards the tail (or the next free node).
+    next: u32,
+    /// Previous node towards the head; meaningful for every node but a flow's head.
+    prev: u32,
+}
+
+/// A flow's list: first and last node, both [`NIL`] when the queue is empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ends {
+    head: u32,
+    tail: u32,
+}
+
+const EMPTY: Ends = Ends { head: NIL, tail: NIL };
+
 /// Per-flow FIFO queues, their counters and the buffer limit.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct FlowQueues {
-    queues: Vec<VecDeque<Packet>>,
+    /// Head and tail node of each flow, indexed by flow id.
+    ends: Vec<Ends>,
+    /// The node pool shared by all flows.
+    nodes: Vec<Node>,
+    /// First free node of the pool.
+    free: u32,
     /// Counters of every flow, kept in step with the queues.
     pub counters: Counters,
     limit: BufferLimit,
+    /// `limit.packets` and `limit.bytes` with `u64::MAX` for "none", so that the admission
+    /// test is two comparisons.
+    max_packets: u64,
+    max_bytes: u64,
+}
+
+impl Default for FlowQueues {
+    fn default() -> Self {
+        FlowQueues::new(BufferLimit::UNLIMITED)
+    }
 }
 
 /// What [`FlowQueues::admit`] decided for an arrival.
@@ -27,13 +74,91 @@ pub enum Admission {
     Dropped,
 }
 
+/// The packets queued for one flow, head first: a read-only view into [`FlowQueues`].
+#[derive(Clone, Copy, Debug)]
+pub struct FlowQueue<'a> {
+    nodes: &'a [Node],
+    ends: Ends,
+    len: usize,
+}
+
+impl<'a> FlowQueue<'a> {
+    /// Number of packets queued.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The head packet (next to leave).
+    pub fn front(&self) -> Option<&'a Packet> {
+        self.nodes.get(self.ends.head as usize).map(|node| &node.packet)
+    }
+
+    /// The tail packet (last arrived).
+    pub fn back(&self) -> Option<&'a Packet> {
+        self.nodes.get(self.ends.tail as usize).map(|node| &node.packet)
+    }
+
+    /// The packets, head first.
+    pub fn iter(&self) -> FlowQueueIter<'a> {
+        FlowQueueIter {
+            nodes: self.nodes,
+            next: self.ends.head,
+            remaining: self.len,
+        }
+    }
+}
+
+impl<'a> IntoIterator for FlowQueue<'a> {
+    type Item = &'a Packet;
+    type IntoIter = FlowQueueIter<'a>;
+    fn into_iter(self) -> FlowQueueIter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterator over one flow's queued packets, head first.
+#[derive(Clone, Debug)]
+pub struct FlowQueueIter<'a> {
+    nodes: &'a [Node],
+    next: u32,
+    remaining: usize,
+}
+
+impl<'a> Iterator for FlowQueueIter<'a> {
+    type Item = &'a Packet;
+    fn next(&mut self) -> Option<&'a Packet> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let node = &self.nodes[self.next as usize];
+        self.next = node.next;
+        self.remaining -= 1;
+        Some(&node.packet)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for FlowQueueIter<'_> {}
+
 impl FlowQueues {
     /// Empty queues with `limit`.
     pub fn new(limit: BufferLimit) -> FlowQueues {
         FlowQueues {
-            queues: Vec::new(),
+            ends: Vec::new(),
+            nodes: Vec::new(),
+            free: NIL,
             counters: Counters::default(),
             limit,
+            max_packets: limit.packets.unwrap_or(u64::MAX),
+            max_bytes: limit.bytes.unwrap_or(u64::MAX),
         }
     }
 
@@ -44,14 +169,101 @@ impl FlowQueues {
 
     /// Number of flow slots allocated (largest flow id seen + 1).
     pub fn flow_slots(&self) -> usize {
-        self.queues.len()
+        self.ends.len()
     }
 
+    #[inline]
     fn ensure(&mut self, flow: FlowId) {
         let index = flow as usize;
-        if index >= self.queues.len() {
-            self.queues.resize_with(index + 1, VecDeque::new);
+        if index >= self.ends.len() {
+            self.grow(index);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, index: usize) {
+        self.ends.resize(index + 1, EMPTY);
+    }
+
+    /// Whether one more packet of `size` bytes fits in the buffer.
+    #[inline]
+    fn fits(&self, size: u64) -> bool {
+        let backlog = self.counters.backlog();
+        backlog.packets < self.max_packets && backlog.bytes + size <= self.max_bytes
+    }
+
+    /// Links `packet` at the tail of `flow` (whose slot exists), taking a free node or growing
+    /// the pool.
+    #[inline]
+    fn push_back(&mut self, flow: FlowId, packet: Packet) {
+        let ends = &mut self.ends[flow as usize];
+        let node = Node {
+            packet,
+            next: NIL,
+            prev: ends.tail,
+        };
+        let index = if self.free == NIL {
+            let index = self.nodes.len() as u32;
+            assert!(index < NIL, "more than 2^32 - 1 packets queued");
+            self.nodes.push(node);
+            index
+        } else {
+            let index = self.free;
+            let slot = &mut self.nodes[index as usize];
+            self.free = slot.next;
+            *slot = node;
+            index
+        };
+        if ends.tail == NIL {
+            ends.head = index;
+        } else {
+            self.nodes[ends.tail as usize].next = index;
+        }
+        ends.tail = index;
+    }
+
+    /// Unlinks and returns the head packet of `flow`, with whether the queue is now empty.
+    #[inline]
+    fn pop_front(&mut self, flow: FlowId) -> Option<(Packet, bool)> {
+        let ends = self.ends.get_mut(flow as usize)?;
+        let index = ends.head;
+        if index == NIL {
+            return None;
+        }
+        let node = &mut self.nodes[index as usize];
+        let packet = node.packet;
+        ends.head = node.next;
+        // The new head's `prev` is left stale: a head's `prev` is never read.
+        let emptied = ends.head == NIL;
+        if emptied {
+            ends.tail = NIL;
+        }
+        node.next = self.free;
+        self.free = index;
+        Some((packet, emptied))
+    }
+
+    /// Unlinks and returns the tail packet of `flow`.
+    fn pop_back(&mut self, flow: FlowId) -> Option<Packet> {
+        let ends = self.ends.get_mut(flow as usize)?;
+        let index = ends.tail;
+        if index == NIL {
+            return None;
+        }
+        let node = &mut self.nodes[index as usize];
+        let packet = node.packet;
+        if ends.head == index {
+            *ends = EMPTY;
+        } else {
+            ends.tail = node.prev;
+        }
+        node.next = self.free;
+        self.free = index;
+        if ends.tail != NIL {
+            self.nodes[ends.tail as usize].next = NIL;
+        }
+        Some(packet)
     }
 
     /// Admits `packet`: records the arrival, enforces the buffer limit and queues the packet
@@ -60,7 +272,26 @@ impl FlowQueues {
     /// unless the arrival's own flow is that flow (then the arrival is dropped). Pushed-out
     /// packets are reported as [`DropReason::PushedOut`]; callers that keep per-packet state
     /// (tags) must look at `drops` for them. O(1) for tail drop; O(flows) per push-out.
+    #[inline]
     pub fn admit(
+        &mut self,
+        packet: Packet,
+        weight: impl Fn(FlowId) -> u64,
+        drops: &mut Vec<Dropped>,
+    ) -> Admission {
+        if packet.flow <= MAX_FLOW_ID && self.fits(packet.size as u64) {
+            // The common case: a valid packet that fits.
+            self.ensure(packet.flow);
+            self.counters.record_arrival_queued(&packet);
+            self.push_back(packet.flow, packet);
+            return Admission::Queued;
+        }
+        self.admit_slow(packet, weight, drops)
+    }
+
+    /// [`FlowQueues::admit`] for an invalid packet or a full buffer.
+    #[cold]
+    fn admit_slow(
         &mut self,
         packet: Packet,
         weight: impl Fn(FlowId) -> u64,
@@ -79,8 +310,7 @@ impl FlowQueues {
         self.ensure(packet.flow);
         let size = packet.size as u64;
         loop {
-            let backlog = self.counters.backlog();
-            if self.limit.fits(backlog.packets + 1, backlog.bytes + size) {
+            if self.fits(size) {
                 break;
             }
             let victim = match self.limit.policy {
@@ -89,9 +319,7 @@ impl FlowQueues {
             };
             match victim {
                 Some(flow) => {
-                    let pushed = self.queues[flow as usize]
-                        .pop_back()
-                        .expect("longest queue is non-empty");
+                    let pushed = self.pop_back(flow).expect("longest queue is non-empty");
                     self.counters.record_drop(&pushed, DropReason::PushedOut, true);
                     drops.push(Dropped {
                         packet: pushed,
@@ -109,7 +337,7 @@ impl FlowQueues {
             }
         }
         self.counters.record_queued(&packet);
-        self.queues[packet.flow as usize].push_back(packet);
+        self.push_back(packet.flow, packet);
         Admission::Queued
     }
 
@@ -120,9 +348,9 @@ impl FlowQueues {
         let own_bytes = self.counters.flow_backlog(arrival.flow).bytes + arrival.size as u64;
         let own_weight = weight(arrival.flow).max(1);
         let mut best: Option<(FlowId, u64, u64)> = None;
-        for (index, queue) in self.queues.iter().enumerate() {
+        for (index, ends) in self.ends.iter().enumerate() {
             let flow = index as FlowId;
-            if queue.is_empty() || flow == arrival.flow {
+            if ends.head == NIL || flow == arrival.flow {
                 continue;
             }
             let bytes = self.counters.flow_backlog(flow).bytes;
@@ -145,9 +373,18 @@ impl FlowQueues {
     /// Removes and returns the head packet of `flow`, recording it as sent.
     #[inline]
     pub fn pop_sent(&mut self, flow: FlowId) -> Option<Packet> {
-        let packet = self.queues.get_mut(flow as usize)?.pop_front()?;
+        let (packet, _) = self.pop_front(flow)?;
         self.counters.record_sent(&packet);
         Some(packet)
+    }
+
+    /// Removes and returns the head packet of `flow`, recording it as sent, together with
+    /// whether that emptied the flow's queue (saves a second look-up in round-robin loops).
+    #[inline]
+    pub fn pop_sent_emptied(&mut self, flow: FlowId) -> Option<(Packet, bool)> {
+        let (packet, emptied) = self.pop_front(flow)?;
+        self.counters.record_sent(&packet);
+        Some((packet, emptied))
     }
 
     /// Removes and returns the head packet of `flow`, recording it as dropped for `reason`.
@@ -157,7 +394,7 @@ impl FlowQueues {
         reason: DropReason,
         drops: &mut Vec<Dropped>,
     ) -> Option<Packet> {
-        let packet = self.queues.get_mut(flow as usize)?.pop_front()?;
+        let (packet, _) = self.pop_front(flow)?;
         self.counters.record_drop(&packet, reason, true);
         drops.push(Dropped { packet, reason });
         Some(packet)
@@ -166,23 +403,34 @@ impl FlowQueues {
     /// The head packet of `flow`.
     #[inline]
     pub fn head(&self, flow: FlowId) -> Option<&Packet> {
-        self.queues.get(flow as usize)?.front()
+        let head = self.ends.get(flow as usize)?.head;
+        self.nodes.get(head as usize).map(|node| &node.packet)
     }
 
-    /// The packets queued for `flow`, head first.
-    pub fn queue(&self, flow: FlowId) -> Option<&VecDeque<Packet>> {
-        self.queues.get(flow as usize)
+    /// The packets queued for `flow`, head first (`None` for a flow never seen).
+    pub fn queue(&self, flow: FlowId) -> Option<FlowQueue<'_>> {
+        let ends = *self.ends.get(flow as usize)?;
+        Some(FlowQueue {
+            nodes: &self.nodes,
+            ends,
+            len: self.len(flow),
+        })
     }
 
     /// Whether `flow` has nothing queued.
     #[inline]
     pub fn is_empty(&self, flow: FlowId) -> bool {
-        self.queues.get(flow as usize).is_none_or(|q| q.is_empty())
+        self.ends.get(flow as usize).is_none_or(|ends| ends.head == NIL)
     }
 
     /// Number of packets queued for `flow`.
     pub fn len(&self, flow: FlowId) -> usize {
-        self.queues.get(flow as usize).map_or(0, |q| q.len())
+        self.counters.flow_backlog(flow).packets as usize
+    }
+
+    /// Pool nodes allocated (the largest total backlog seen, rounded up by `Vec` growth).
+    pub fn pool_capacity(&self) -> usize {
+        self.nodes.capacity()
     }
 }
 
@@ -241,5 +489,116 @@ mod tests {
         assert_eq!(q.admit(packet(4, 0, 500), weight, &mut drops), Admission::Dropped);
         assert_eq!(drops[0].reason, DropReason::BufferFull);
         assert_eq!(q.counters.backlog().bytes, 900);
+    }
+
+    #[test]
+    fn pop_back_and_pop_front_meet_in_the_middle() {
+        let mut q = FlowQueues::new(BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        for id in 0..3 {
+            q.admit(packet(id, 2, 100), |_| 1, &mut drops);
+        }
+        let push_out = |q: &mut FlowQueues| {
+            let tail = q.pop_back(2).unwrap();
+            q.counters.record_drop(&tail, DropReason::PushedOut, true);
+            tail.id
+        };
+        assert_eq!(push_out(&mut q), 2);
+        assert_eq!(q.pop_sent(2).unwrap().id, 0);
+        assert_eq!(push_out(&mut q), 1);
+        assert!(q.is_empty(2));
+        assert_eq!(q.pop_back(2), None);
+        // The three nodes are reused, most recently freed first.
+        q.admit(packet(3, 0, 100), |_| 1, &mut drops);
+        q.admit(packet(4, 1, 100), |_| 1, &mut drops);
+        assert_eq!(q.nodes.len(), 3);
+        let ids: Vec<u64> = q.queue(1).unwrap().iter().map(|p| p.id).collect();
+        assert_eq!(ids, vec![4]);
+        assert!(q.queue(3).is_none(), "flow never seen");
+        assert!(q.queue(2).unwrap().is_empty());
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Admit(FlowId, u32),
+        PopSent(FlowId),
+        PopDropped(FlowId),
+    }
+
+    fn arb_op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => (0..6u32, 40u32..1500).prop_map(|(f, s)| Op::Admit(f, s)),
+            2 => (0..7u32).prop_map(Op::PopSent),
+            1 => (0..7u32).prop_map(Op::PopDropped),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The pooled lists behave exactly like one `VecDeque` per flow: arrivals go to the
+        /// tail, sends and late drops leave from the head, push-outs leave from the tail of
+        /// the flow they name; every pool node is in one list or the free list, and the pool
+        /// never holds more nodes than the largest backlog.
+        #[test]
+        fn lists_match_a_vecdeque_model(
+            ops in proptest::collection::vec(arb_op(), 1..400),
+            lqd in proptest::bool::ANY,
+        ) {
+            use proptest::{prop_assert, prop_assert_eq};
+            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
+            let limit = BufferLimit { bytes: Some(6000), policy, ..BufferLimit::UNLIMITED };
+            let mut q = FlowQueues::new(limit);
+            let mut model: Vec<std::collections::VecDeque<Packet>> = vec![Default::default(); 7];
+            let mut drops = Vec::new();
+            for (id, op) in ops.into_iter().enumerate() {
+                drops.clear();
+                match op {
+                    Op::Admit(flow, size) => {
+                        let p = packet(id as u64, flow, size);
+                        let admission = q.admit(p, |f| 1 + f as u64 % 3, &mut drops);
+                        for dropped in &drops {
+                            if dropped.reason == DropReason::PushedOut {
+                                let tail = model[dropped.packet.flow as usize].pop_back();
+                                prop_assert_eq!(tail, Some(dropped.packet));
+                            }
+                        }
+                        if admission == Admission::Queued {
+                            model[flow as usize].push_back(p);
+                        } else {
+                            prop_assert_eq!(drops.last().map(|d| d.packet), Some(p));
+                        }
+                    }
+                    Op::PopSent(flow) => {
+                        let expected = model[flow as usize].pop_front();
+                        prop_assert_eq!(q.pop_sent(flow), expected);
+                    }
+                    Op::PopDropped(flow) => {
+                        let expected = model[flow as usize].pop_front();
+                        prop_assert_eq!(q.pop_dropped(flow, DropReason::Late, &mut drops), expected);
+                    }
+                }
+                let mut queued = 0;
+                for (flow, expected) in model.iter().enumerate() {
+                    let flow = flow as FlowId;
+                    let got: Vec<Packet> = q.queue(flow).map(|v| v.iter().copied().collect()).unwrap_or_default();
+                    prop_assert_eq!(&got, &expected.iter().copied().collect::<Vec<_>>());
+                    prop_assert_eq!(q.len(flow), expected.len());
+                    prop_assert_eq!(q.is_empty(flow), expected.is_empty());
+                    prop_assert_eq!(q.head(flow), expected.front());
+                    if let Some(view) = q.queue(flow) {
+                        prop_assert_eq!(view.back(), expected.back());
+                    }
+                    queued += expected.len();
+                }
+                let mut free = 0;
+                let mut next = q.free;
+                while next != NIL {
+                    free += 1;
+                    next = q.nodes[next as usize].next;
+                }
+                prop_assert_eq!(queued + free, q.nodes.len());
+                prop_assert!(q.nodes.len() as u64 <= q.counters.peak_backlog().packets);
+            }
+        }
     }
 }

@@ -60,6 +60,13 @@ macro_rules! disciplines {
 disciplines! {
     Fifo => fifo::Fifo,
     Drr => drr::Drr,
+    DrrPlus => drr_plus::DrrPlus,
+    DrrPlusPlus => drr_plusplus::DrrPlusPlus,
+    Dwcs => dwcs::Dwcs,
+    Priority => priority::Priority,
+    Wrr => wrr::Wrr,
+    Ewrr => ewrr::Ewrr,
+    Vd => vd::Vd,
     Scfq => scfq::Scfq,
     VirtualClock => virtual_clock::VirtualClock,
     Stfq => stfq::Stfq,

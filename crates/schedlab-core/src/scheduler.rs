@@ -30,7 +30,10 @@ pub trait Scheduler {
 
     /// The packet that a dequeue at `now` would return, without removing it. A discipline may
     /// advance internal round state exactly as that dequeue would (as Linux's qdisc peek
-    /// does); a dequeue at the same `now` then returns this packet.
+    /// does); a dequeue at the same `now` then returns this packet. `peek` has no `drops`
+    /// vector: a discipline whose peek discards packets (DWCS dropping late heads) records
+    /// them in its counters at once and reports them, first, in the `drops` vector of the
+    /// next `enqueue` or `dequeue`.
     fn peek(&mut self, now: TimeNs) -> Option<Packet>;
 
     /// Per-flow and total counters.

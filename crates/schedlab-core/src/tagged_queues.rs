@@ -4,7 +4,7 @@
 //! plus the 8-ary [`TagHeap`] that `wfq` and `wf2q_plus` also use for their other heaps.
 //!
 //! Invariants:
-//! * flow `f`'s tag deque runs parallel to its packet queue in [`FlowQueues`]: same length,
+//! * flow `f`'s tag list runs parallel to its packet queue in [`FlowQueues`]: same length,
 //!   same order, the tag of the head packet at the front;
 //! * every non-empty flow has exactly one *valid* entry `(key, seq, f)` in the heap, where
 //!   `key` and `seq` are its head packet's; entries whose `seq` is no longer the head's
@@ -12,14 +12,14 @@
 //! * within a flow keys never decrease (every discipline here computes
 //!   `S = max(F_prev, V)`, `F = S + L/w` with `F_prev` the flow's previous finish tag), so the
 //!   least head key is the least key of any queued packet. Cost: O(log active flows) per
-//!   packet; no allocation in steady state (deques and the heap keep their capacity).
+//!   packet; no allocation in steady state (the pool and the heap keep their capacity).
 //!
-//! Layout: a flow's tag deque header, its last sent finish tag and the discipline's per-flow
-//! state `S` share one slot, so serving a flow touches few cache lines.
+//! Layout: the tags live in one shared node pool ([`PooledLists`], like the packets in
+//! [`FlowQueues`]), so no flow's storage grows on its own; a flow's list ends, its last sent
+//! finish tag and the discipline's per-flow state `S` share one slot, so serving a flow
+//! touches few cache lines.
 //!
 //! Tie rule: equal keys are served in arrival order (`seq` is a global arrival counter).
-
-use std::collections::VecDeque;
 
 use crate::config::{BufferLimit, ConfigError, FlowTable};
 use crate::counters::{Counters, DropReason, Dropped};
@@ -84,6 +84,16 @@ impl TagHeap {
         self.entries.is_empty()
     }
 
+    /// Makes room for `flows` distinct flows: capacity for two entries per flow, so that with
+    /// at most one valid entry per flow [`TagHeap::push_or_compact`] never grows the heap.
+    /// Owners call it when they first see a flow (allocation happens then, not per packet).
+    pub fn reserve_for_flows(&mut self, flows: usize) {
+        let wanted = 2 * flows + 8;
+        if self.entries.capacity() < wanted {
+            self.entries.reserve(wanted - self.entries.len());
+        }
+    }
+
     /// Removes every entry (keeps the capacity).
     pub fn clear(&mut self) {
         self.entries.clear();
@@ -100,6 +110,60 @@ impl TagHeap {
     pub fn push(&mut self, entry: HeapEntry) {
         self.entries.push(entry);
         self.rise(self.entries.len() - 1, entry);
+    }
+
+    /// Adds `entry` to a heap whose owner leaves stale entries behind (recognised by `valid`
+    /// returning false). When the heap is full, the stale entries are dropped first, so they
+    /// never make it grow: it grows only when more than 3/4 of its capacity holds valid
+    /// entries. O(n) for a compaction, amortised O(1): after one, at least a quarter of the
+    /// capacity is free.
+    #[inline]
+    pub fn push_or_compact(&mut self, entry: HeapEntry, valid: impl FnMut(&HeapEntry) -> bool) {
+        if self.entries.len() == self.entries.capacity() && !self.entries.is_empty() {
+            self.compact(valid);
+        }
+        self.push(entry);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn compact(&mut self, valid: impl FnMut(&HeapEntry) -> bool) {
+        self.entries.retain(valid);
+        // Restore the heap order bottom-up.
+        for index in (0..self.entries.len() / 8 + 1).rev() {
+            self.sink(index);
+        }
+        let capacity = self.entries.capacity();
+        if self.entries.len() > capacity / 4 * 3 {
+            self.entries.reserve(capacity);
+        }
+    }
+
+    /// Moves the entry at `index` down to its place (classic sift-down).
+    fn sink(&mut self, mut index: usize) {
+        let len = self.entries.len();
+        if index >= len {
+            return;
+        }
+        let entry = self.entries[index];
+        loop {
+            let first = 8 * index + 1;
+            if first >= len {
+                break;
+            }
+            let mut least = first;
+            for child in first + 1..(first + 8).min(len) {
+                if self.entries[child].before(&self.entries[least]) {
+                    least = child;
+                }
+            }
+            if !self.entries[least].before(&entry) {
+                break;
+            }
+            self.entries[index] = self.entries[least];
+            index = least;
+        }
+        self.entries[index] = entry;
     }
 
     /// Removes and returns the least entry.
@@ -173,6 +237,150 @@ impl TagHeap {
     }
 }
 
+/// "No node": the end of a list in [`PooledLists`].
+const NIL: u32 = u32::MAX;
+
+/// The two ends of one list in [`PooledLists`]; kept by the caller (e.g. in its per-flow
+/// state), both ends nil when the list is empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListEnds {
+    head: u32,
+    tail: u32,
+}
+
+impl Default for ListEnds {
+    fn default() -> Self {
+        ListEnds { head: NIL, tail: NIL }
+    }
+}
+
+impl ListEnds {
+    /// Whether the list is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PoolNode<T> {
+    value: T,
+    next: u32,
+    prev: u32,
+}
+
+/// Many FIFO lists of `T` (one per flow) in one shared pool of nodes with a LIFO free list,
+/// like [`FlowQueues`]' packet pool: once the pool has grown to the largest total backlog,
+/// nothing allocates however the backlog moves between flows (a `VecDeque` per flow would
+/// grow to each flow's longest queue), and the node a dequeue frees is the next one used.
+#[derive(Clone, Debug)]
+pub struct PooledLists<T> {
+    nodes: Vec<PoolNode<T>>,
+    free: u32,
+}
+
+impl<T> Default for PooledLists<T> {
+    fn default() -> Self {
+        PooledLists {
+            nodes: Vec::new(),
+            free: NIL,
+        }
+    }
+}
+
+impl<T: Copy> PooledLists<T> {
+    /// Appends `value` to the list `ends`.
+    #[inline]
+    pub fn push_back(&mut self, ends: &mut ListEnds, value: T) {
+        let node = PoolNode {
+            value,
+            next: NIL,
+            prev: ends.tail,
+        };
+        let index = if self.free == NIL {
+            let index = self.nodes.len() as u32;
+            assert!(index < NIL, "more than 2^32 - 1 packets queued");
+            self.nodes.push(node);
+            index
+        } else {
+            let index = self.free;
+            let slot = &mut self.nodes[index as usize];
+            self.free = slot.next;
+            *slot = node;
+            index
+        };
+        if ends.tail == NIL {
+            ends.head = index;
+        } else {
+            self.nodes[ends.tail as usize].next = index;
+        }
+        ends.tail = index;
+    }
+
+    /// Removes the first value of the list `ends`.
+    #[inline]
+    pub fn pop_front(&mut self, ends: &mut ListEnds) -> Option<T> {
+        let index = ends.head;
+        if index == NIL {
+            return None;
+        }
+        let node = &mut self.nodes[index as usize];
+        let value = node.value;
+        ends.head = node.next;
+        if ends.head == NIL {
+            ends.tail = NIL;
+        } else {
+            self.nodes[ends.head as usize].prev = NIL;
+        }
+        self.nodes[index as usize].next = self.free;
+        self.free = index;
+        Some(value)
+    }
+
+    /// Removes the last value of the list `ends`.
+    #[inline]
+    pub fn pop_back(&mut self, ends: &mut ListEnds) -> Option<T> {
+        let index = ends.tail;
+        if index == NIL {
+            return None;
+        }
+        let node = self.nodes[index as usize];
+        ends.tail = node.prev;
+        if ends.tail == NIL {
+            ends.head = NIL;
+        } else {
+            self.nodes[ends.tail as usize].next = NIL;
+        }
+        self.nodes[index as usize].next = self.free;
+        self.free = index;
+        Some(node.value)
+    }
+
+    /// The first value of the list `ends`.
+    #[inline]
+    pub fn front(&self, ends: &ListEnds) -> Option<&T> {
+        (ends.head != NIL).then(|| &self.nodes[ends.head as usize].value)
+    }
+
+    /// The last value of the list `ends`.
+    #[inline]
+    pub fn back(&self, ends: &ListEnds) -> Option<&T> {
+        (ends.tail != NIL).then(|| &self.nodes[ends.tail as usize].value)
+    }
+
+    /// The values of the list `ends`, first to last.
+    pub fn iter(&self, ends: ListEnds) -> impl Iterator<Item = &T> + '_ {
+        let mut index = ends.head;
+        std::iter::from_fn(move || {
+            (index != NIL).then(|| {
+                let node = &self.nodes[index as usize];
+                index = node.next;
+                &node.value
+            })
+        })
+    }
+}
+
 /// The tags of one queued packet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PacketTag {
@@ -203,12 +411,14 @@ impl Tagged {
     }
 }
 
-/// One flow's slot: its tag deque, the finish tag of its last sent packet and the discipline's
-/// per-flow state.
+/// One flow's slot: the ends of its tag list, the finish tag of its last sent packet and the
+/// discipline's per-flow state.
 #[derive(Clone, Debug, Default)]
 struct FlowSlot<S> {
-    tags: VecDeque<Tagged>,
+    tags: ListEnds,
     last_sent_finish: VirtualTime,
+    /// Whether the flow has ever queued a packet (counted in `flows_seen`).
+    seen: bool,
     state: S,
 }
 
@@ -218,8 +428,12 @@ struct FlowSlot<S> {
 pub struct TaggedQueues<S> {
     queues: FlowQueues,
     slots: Vec<FlowSlot<S>>,
+    /// Every flow's tag list.
+    pool: PooledLists<Tagged>,
     /// Head-of-line keys: entry `seq` is the head packet's arrival sequence.
     heads: TagHeap,
+    /// Number of distinct flows that have queued a packet.
+    flows_seen: usize,
     next_seq: u64,
     /// Push-outs of the last admission (capacity kept, so no allocation in steady state).
     pushed_out: Vec<(FlowId, VirtualTime)>,
@@ -231,7 +445,9 @@ impl<S: Default + Clone> TaggedQueues<S> {
         TaggedQueues {
             queues: FlowQueues::new(limit),
             slots: Vec::new(),
+            pool: PooledLists::default(),
             heads: TagHeap::new(),
+            flows_seen: 0,
             next_seq: 0,
             pushed_out: Vec::new(),
         }
@@ -300,8 +516,8 @@ impl<S: Default + Clone> TaggedQueues<S> {
                     let flow = dropped.packet.flow;
                     let slot = &mut self.slots[flow as usize];
                     // A pushed-out head leaves a stale heap entry, skipped when it surfaces.
-                    slot.tags.pop_back();
-                    let previous_finish = match slot.tags.back() {
+                    self.pool.pop_back(&mut slot.tags);
+                    let previous_finish = match self.pool.back(&slot.tags) {
                         Some(tail) => tail.tag().finish,
                         None => slot.last_sent_finish,
                     };
@@ -328,21 +544,34 @@ impl<S: Default + Clone> TaggedQueues<S> {
         self.next_seq += 1;
         let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
         self.state_mut(flow);
-        let queue = &mut self.slots[flow as usize].tags;
-        if queue.is_empty() {
-            self.heads.push(HeapEntry {
+        if !self.slots[flow as usize].seen {
+            self.slots[flow as usize].seen = true;
+            self.flows_seen += 1;
+            self.heads.reserve_for_flows(self.flows_seen);
+        }
+        if self.slots[flow as usize].tags.is_empty() {
+            let (pool, slots) = (&self.pool, &self.slots);
+            let entry = HeapEntry {
                 key: tag.key,
                 seq,
                 flow,
                 generation: 0,
+            };
+            // An entry is valid while its packet is its flow's head.
+            self.heads.push_or_compact(entry, |e| {
+                pool.front(&slots[e.flow as usize].tags)
+                    .is_some_and(|head| head.seq == e.seq)
             });
         }
-        queue.push_back(Tagged {
-            key: tag.key,
-            seq,
-            finish_offset,
-        });
-        debug_assert_eq!(queue.len(), self.queues.len(flow));
+        let queue = &mut self.slots[flow as usize].tags;
+        self.pool.push_back(
+            queue,
+            Tagged {
+                key: tag.key,
+                seq,
+                finish_offset,
+            },
+        );
     }
 
     /// Drops stale entries from the top of the heap; returns the flow whose head has the least
@@ -351,7 +580,7 @@ impl<S: Default + Clone> TaggedQueues<S> {
     fn clean_top(&mut self) -> Option<FlowId> {
         loop {
             let top = *self.heads.peek()?;
-            match self.slots[top.flow as usize].tags.front() {
+            match self.pool.front(&self.slots[top.flow as usize].tags) {
                 Some(head) if head.seq == top.seq => return Some(top.flow),
                 _ => {
                     self.heads.pop();
@@ -366,8 +595,11 @@ impl<S: Default + Clone> TaggedQueues<S> {
     pub fn pop_min(&mut self) -> Option<(Packet, PacketTag)> {
         let flow = self.clean_top()?;
         let slot = &mut self.slots[flow as usize];
-        let head = slot.tags.pop_front().expect("valid entries have a head");
-        match slot.tags.front() {
+        let head = self
+            .pool
+            .pop_front(&mut slot.tags)
+            .expect("valid entries have a head");
+        match self.pool.front(&slot.tags) {
             // Same flow, next packet: one pass through the heap.
             Some(next) => {
                 self.heads.replace_top(HeapEntry {
@@ -390,9 +622,9 @@ impl<S: Default + Clone> TaggedQueues<S> {
     /// The packet [`TaggedQueues::pop_min`] would return, with its tags.
     pub fn peek_min(&mut self) -> Option<(Packet, PacketTag)> {
         let flow = self.clean_top()?;
-        let head = self.slots[flow as usize]
-            .tags
-            .front()
+        let head = self
+            .pool
+            .front(&self.slots[flow as usize].tags)
             .expect("valid entries have a head");
         let packet = *self.queues.head(flow).expect("tags run parallel to packets");
         Some((packet, head.tag()))
@@ -403,7 +635,7 @@ impl<S: Default + Clone> TaggedQueues<S> {
         self.slots
             .get(flow as usize)
             .into_iter()
-            .flat_map(|slot| slot.tags.iter().map(Tagged::tag))
+            .flat_map(|slot| self.pool.iter(slot.tags).map(Tagged::tag))
     }
 
     /// The finish tag of the packet most recently sent from `flow` (zero if none).
@@ -489,6 +721,74 @@ mod tests {
         let popped: Vec<HeapEntry> = std::iter::from_fn(|| heap.pop()).collect();
         assert_eq!(popped, entries);
         assert!(heap.is_empty());
+    }
+
+    #[test]
+    fn stale_entries_never_make_the_heap_grow() {
+        let mut heap = TagHeap::new();
+        let entry = |key: u64, flow: FlowId, generation: u32| HeapEntry {
+            key: VirtualTime::from_integer(key),
+            seq: key,
+            flow,
+            generation,
+        };
+        // Ten flows; each push makes the flow's previous entry stale (generation bump).
+        let mut generation = [0u32; 10];
+        for step in 0..10_000u64 {
+            let flow = (step * 7 % 10) as FlowId;
+            generation[flow as usize] += 1;
+            let current = generation;
+            heap.push_or_compact(entry(step % 97, flow, generation[flow as usize]), |e| {
+                current[e.flow as usize] == e.generation
+            });
+            assert!(
+                heap.entries.capacity() <= 64,
+                "capacity {} at step {step}",
+                heap.entries.capacity()
+            );
+        }
+        let mut valid: Vec<HeapEntry> = std::iter::from_fn(|| heap.pop())
+            .filter(|e| generation[e.flow as usize] == e.generation)
+            .collect();
+        assert_eq!(valid.len(), 10);
+        let sorted = {
+            let mut v = valid.clone();
+            v.sort_by_key(|e| (e.key, e.seq));
+            v
+        };
+        assert_eq!(valid, sorted, "pops stay in (key, seq) order after compactions");
+        valid.clear();
+    }
+
+    #[test]
+    fn pooled_lists_are_fifos_that_reuse_nodes() {
+        let mut pool = PooledLists::default();
+        let (mut a, mut b) = (ListEnds::default(), ListEnds::default());
+        for value in 0..4u64 {
+            pool.push_back(&mut a, value);
+            pool.push_back(&mut b, 10 + value);
+        }
+        assert_eq!(pool.pop_front(&mut a), Some(0));
+        assert_eq!(pool.pop_back(&mut a), Some(3));
+        assert_eq!(pool.pop_back(&mut b), Some(13));
+        assert_eq!(pool.iter(a).copied().collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!((pool.front(&b), pool.back(&b)), (Some(&10), Some(&12)));
+        pool.push_back(&mut a, 4);
+        pool.push_back(&mut b, 14);
+        pool.push_back(&mut b, 15);
+        assert_eq!(pool.nodes.len(), 8, "three freed nodes were reused");
+        assert_eq!(pool.iter(a).copied().collect::<Vec<_>>(), vec![1, 2, 4]);
+        assert_eq!(
+            pool.iter(b).copied().collect::<Vec<_>>(),
+            vec![10, 11, 12, 14, 15]
+        );
+        while pool.pop_back(&mut b).is_some() {}
+        assert!(b.is_empty());
+        assert_eq!(pool.pop_front(&mut b), None);
+        assert_eq!(pool.pop_front(&mut a), Some(1));
+        assert_eq!(pool.pop_back(&mut a), Some(4));
+        assert_eq!(pool.pop_front(&mut a), Some(2));
+        assert!(a.is_empty() && pool.front(&a).is_none());
     }
 
     #[test]

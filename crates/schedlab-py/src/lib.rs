@@ -4,39 +4,36 @@
 //! value.
 #![deny(missing_docs)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use schedlab_sim::InputError;
+use schedlab_sim::{InputError, ScenarioError};
 
-create_exception!(
-    _core,
-    PyInputError,
-    PyValueError,
-    "Bad input: the message names the file, line, key and value."
-);
+create_exception!(_core, PyInputError, PyValueError, "Bad input: the message names the file, line, key and value.");
 
 fn input_error(error: InputError) -> PyErr {
     PyInputError::new_err(error.to_string())
 }
 
+/// A scenario error as `InputError`: with `file`, naming the file and the key's line in
+/// `text`; without, naming only the key path, value and rule.
+fn scenario_error(error: ScenarioError, file: Option<&str>, text: &str) -> PyErr {
+    match file {
+        Some(file) => input_error(error.into_input_error(file, text)),
+        None => PyInputError::new_err(error.to_string()),
+    }
+}
+
 /// Replays a trace CSV through the scheduler of a configuration file and writes the
-/// departure CSV. Returns a dict with `discipline`, `flows` (list of per-flow dicts) and
-/// `discipline_counters`.
+/// departure CSV. Returns a dict with `discipline`, `packets`, `flows` (list of per-flow
+/// dicts) and `discipline_counters`.
 #[pyfunction]
-fn replay<'py>(
-    py: Python<'py>,
-    config: PathBuf,
-    trace: PathBuf,
-    out: PathBuf,
-) -> PyResult<Bound<'py, PyDict>> {
-    let result = py
-        .detach(|| schedlab_sim::replay_files(&config, &trace, &out))
-        .map_err(input_error)?;
+fn replay<'py>(py: Python<'py>, config: PathBuf, trace: PathBuf, out: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let result = py.detach(|| schedlab_sim::replay_files(&config, &trace, &out)).map_err(input_error)?;
     let summary = PyDict::new(py);
     summary.set_item("discipline", result.discipline)?;
     summary.set_item("packets", result.rows.len())?;
@@ -62,6 +59,75 @@ fn replay<'py>(
     Ok(summary)
 }
 
+/// Validates a scenario (TOML text; relative paths resolved against `base_dir`) and returns
+/// what it declares as a JSON string. `file`, when given, names the file in error messages
+/// and locates the offending key's line in `text`.
+#[pyfunction]
+#[pyo3(signature = (text, base_dir, file=None))]
+fn validate_scenario(py: Python<'_>, text: String, base_dir: PathBuf, file: Option<String>) -> PyResult<String> {
+    let scenario = py
+        .detach(|| schedlab_sim::validate_scenario_text(&text, &base_dir))
+        .map_err(|e| scenario_error(e, file.as_deref(), &text))?;
+    Ok(scenario.describe().to_string())
+}
+
+/// Runs a scenario and returns `summary.json` as a string; writes every output table to
+/// `out_dir` when given. `replication` runs only that replication (0-based), with the same
+/// random streams as in a full run. The GIL is released while the simulation runs.
+#[pyfunction]
+#[pyo3(signature = (text, base_dir, out_dir=None, replication=None, file=None))]
+fn run_scenario(
+    py: Python<'_>,
+    text: String,
+    base_dir: PathBuf,
+    out_dir: Option<PathBuf>,
+    replication: Option<u32>,
+    file: Option<String>,
+) -> PyResult<String> {
+    let results = py
+        .detach(|| {
+            let scenario = schedlab_sim::validate_scenario_text(&text, &base_dir)?;
+            match replication {
+                Some(r) => schedlab_sim::run_scenario_replication(&scenario, r),
+                None => schedlab_sim::run_scenario(&scenario),
+            }
+        })
+        .map_err(|e| scenario_error(e, file.as_deref(), &text))?;
+    if let Some(dir) = out_dir {
+        py.detach(|| write_results(&results, &dir)).map_err(input_error)?;
+    }
+    Ok(results.summary().to_string())
+}
+
+fn write_results(results: &schedlab_sim::SimResults, dir: &Path) -> Result<(), InputError> {
+    results
+        .write(dir)
+        .map(|_| ())
+        .map_err(|e| InputError::Io { path: dir.display().to_string(), message: e.to_string() })
+}
+
+/// Parses a rate such as `"125kbit"` into bit/s (the same parser as the TOML files).
+#[pyfunction]
+fn parse_rate(text: &str) -> PyResult<u64> {
+    schedlab_core::parse_rate(text)
+        .map(|r| r.bits_per_second())
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Parses a size such as `"64KB"` into bytes.
+#[pyfunction]
+fn parse_size(text: &str) -> PyResult<u64> {
+    schedlab_core::parse_size(text).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Parses a duration such as `"250us"` into seconds.
+#[pyfunction]
+fn parse_duration_s(text: &str) -> PyResult<f64> {
+    schedlab_core::parse_duration(text)
+        .map(|ns| ns as f64 / 1e9)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// Every built-in discipline: id, name, citation, summary, scheduler and flow parameters
 /// (name, unit, default, description), and whether it has per-flow queues.
 #[pyfunction]
@@ -74,10 +140,7 @@ fn disciplines(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         entry.set_item("citation", info.citation)?;
         entry.set_item("summary", info.summary)?;
         entry.set_item("per_flow_queues", info.per_flow_queues)?;
-        for (key, params) in [
-            ("scheduler_params", info.scheduler_params),
-            ("flow_params", info.flow_params),
-        ] {
+        for (key, params) in [("scheduler_params", info.scheduler_params), ("flow_params", info.flow_params)] {
             let items = PyList::empty(py);
             for p in params {
                 let d = PyDict::new(py);
@@ -100,6 +163,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<PyInputError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(replay, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_duration_s, m)?)?;
     m.add_function(wrap_pyfunction!(disciplines, m)?)?;
     Ok(())
 }

@@ -24,6 +24,9 @@
 //! Choices where the paper is silent: a flow first seen at run time takes
 //! `flow_defaults.quantum`, else the scheduler's `quantum`, else 1500 bytes; `peek` advances
 //! the round (adds the quantum, rotates) exactly as the next dequeue would.
+//!
+//! Hot path: the flow table is read once per flow, on its first packet; afterwards a packet
+//! costs O(1) vector accesses (flow state, queue, counters) and no allocation.
 
 use std::collections::VecDeque;
 
@@ -60,7 +63,8 @@ pub struct DrrFlow {
 #[derive(Clone, Debug)]
 pub struct Drr {
     queues: FlowQueues,
-    flows: Vec<Option<DrrFlow>>,
+    /// Indexed by flow id; `quantum == 0` marks a flow never seen (quanta are at least 1).
+    flows: Vec<DrrFlow>,
     active: VecDeque<FlowId>,
     quantum_added: bool,
     table: FlowTable,
@@ -68,31 +72,33 @@ pub struct Drr {
 }
 
 impl Drr {
-    fn flow_state(&mut self, flow: FlowId) -> &mut DrrFlow {
+    /// Creates the state of `flow` on its first packet, reading its quantum from the table.
+    #[cold]
+    #[inline(never)]
+    fn first_sight(&mut self, flow: FlowId) {
         let index = flow as usize;
         if index >= self.flows.len() {
-            self.flows.resize(index + 1, None);
+            self.flows.resize(index + 1, DrrFlow::default());
         }
         let quantum = self.table.get(flow).quantum.unwrap_or(self.default_quantum);
-        self.flows[index].get_or_insert(DrrFlow {
+        self.flows[index] = DrrFlow {
             quantum,
             deficit: 0,
             active: false,
-        })
+        };
     }
 
     /// The state of `flow`, if seen.
     pub fn flow(&self, flow: FlowId) -> Option<&DrrFlow> {
-        self.flows.get(flow as usize)?.as_ref()
+        self.flows.get(flow as usize).filter(|state| state.quantum > 0)
     }
 
     /// Advances the round until the head flow may send its head packet; returns that flow.
+    #[inline]
     fn select(&mut self) -> Option<FlowId> {
         loop {
             let flow = *self.active.front()?;
-            let state = self.flows[flow as usize]
-                .as_mut()
-                .expect("active flows have state");
+            let state = &mut self.flows[flow as usize];
             let Some(head) = self.queues.head(flow) else {
                 // Emptied by a push-out: leave the list as if its last packet had been sent.
                 state.deficit = 0;
@@ -108,8 +114,10 @@ impl Drr {
             if head.size as u64 <= state.deficit {
                 return Some(flow);
             }
-            // Head packet does not fit: keep the deficit, go to the tail of the ActiveList.
-            self.active.rotate_left(1);
+            // Head packet does not fit: keep the deficit, go to the tail of the ActiveList
+            // (pop + push reuses the deque's capacity; cheaper than `rotate_left(1)`).
+            self.active.pop_front();
+            self.active.push_back(flow);
             self.quantum_added = false;
         }
     }
@@ -144,6 +152,10 @@ impl Discipline for Drr {
     }
 
     fn build(config: DrrConfig, context: &BuildContext<'_>) -> Result<Drr, ConfigError> {
+        context.flows.validate(|params| match params.quantum {
+            Some(0) => Err(("quantum", "0".into(), "must be at least 1 byte".into())),
+            _ => Ok(()),
+        })?;
         Ok(Drr {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
@@ -160,25 +172,22 @@ impl Scheduler for Drr {
         Self::INFO.id
     }
 
+    #[inline]
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
         let flow = packet.flow;
-        if flow <= crate::packet::MAX_FLOW_ID {
-            self.flow_state(flow);
+        let index = flow as usize;
+        if flow <= crate::packet::MAX_FLOW_ID && self.flows.get(index).is_none_or(|s| s.quantum == 0) {
+            self.first_sight(flow);
         }
         let flows = &self.flows;
         // Buffer stealing weighs queue lengths by 1/quantum (the flow's share).
         let admitted = self.queues.admit(
             packet,
-            |f| {
-                flows
-                    .get(f as usize)
-                    .and_then(|s| s.map(|s| s.quantum as u64))
-                    .unwrap_or(1)
-            },
+            |f| flows.get(f as usize).map_or(1, |s| s.quantum as u64),
             drops,
         );
         if admitted == crate::queues::Admission::Queued {
-            let state = self.flows[flow as usize].as_mut().expect("state created above");
+            let state = &mut self.flows[index];
             if !state.active {
                 state.active = true;
                 state.deficit = 0;
@@ -187,14 +196,16 @@ impl Scheduler for Drr {
         }
     }
 
+    #[inline]
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         let flow = self.select()?;
-        let packet = self.queues.pop_sent(flow).expect("selected flow is backlogged");
-        let state = self.flows[flow as usize]
-            .as_mut()
-            .expect("active flows have state");
+        let (packet, emptied) = self
+            .queues
+            .pop_sent_emptied(flow)
+            .expect("selected flow is backlogged");
+        let state = &mut self.flows[flow as usize];
         state.deficit -= packet.size as u64;
-        if self.queues.is_empty(flow) {
+        if emptied {
             state.deficit = 0;
             state.active = false;
             self.active.pop_front();

@@ -24,7 +24,9 @@ pub struct FifoConfig;
 pub struct Fifo {
     queue: VecDeque<Packet>,
     counters: Counters,
-    limit: BufferLimit,
+    /// `limit.packets` and `limit.bytes`, `u64::MAX` for none.
+    max_packets: u64,
+    max_bytes: u64,
 }
 
 impl Fifo {
@@ -34,7 +36,8 @@ impl Fifo {
         Ok(Fifo {
             queue: VecDeque::new(),
             counters: Counters::default(),
-            limit,
+            max_packets: limit.packets.unwrap_or(u64::MAX),
+            max_bytes: limit.bytes.unwrap_or(u64::MAX),
         })
     }
 }
@@ -65,24 +68,23 @@ impl Scheduler for Fifo {
         Self::INFO.id
     }
 
+    #[inline]
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
-        self.counters.record_arrival(&packet);
         let backlog = self.counters.backlog();
-        if !self
-            .limit
-            .fits(backlog.packets + 1, backlog.bytes + packet.size as u64)
-        {
-            self.counters.record_drop(&packet, DropReason::BufferFull, false);
-            drops.push(Dropped {
-                packet,
-                reason: DropReason::BufferFull,
-            });
+        if backlog.packets < self.max_packets && backlog.bytes + packet.size as u64 <= self.max_bytes {
+            self.counters.record_arrival_queued(&packet);
+            self.queue.push_back(packet);
             return;
         }
-        self.counters.record_queued(&packet);
-        self.queue.push_back(packet);
+        self.counters.record_arrival(&packet);
+        self.counters.record_drop(&packet, DropReason::BufferFull, false);
+        drops.push(Dropped {
+            packet,
+            reason: DropReason::BufferFull,
+        });
     }
 
+    #[inline]
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         let packet = self.queue.pop_front()?;
         self.counters.record_sent(&packet);

@@ -2,9 +2,16 @@
 //! maps the paper's pseudo-code names to the code's.
 
 pub mod drr;
+pub mod drr_plus;
+pub mod drr_plusplus;
+pub mod dwcs;
+pub mod ewrr;
 pub mod fifo;
+pub mod priority;
 pub mod scfq;
 pub mod stfq;
+pub mod vd;
 pub mod virtual_clock;
 pub mod wf2q_plus;
 pub mod wfq;
+pub mod wrr;

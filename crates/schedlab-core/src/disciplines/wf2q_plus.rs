@@ -49,15 +49,13 @@
 //!   pushing out a tail changes nothing unless the tail was the only packet: then the flow's
 //!   finish tag returns to its value before that packet arrived and the flow leaves the heaps.
 
-use std::collections::VecDeque;
-
 use crate::config::{ConfigError, FlowTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{flow_weight, validate_weights, HeapEntry, TagHeap};
+use crate::tagged_queues::{flow_weight, validate_weights, HeapEntry, ListEnds, PooledLists, TagHeap};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
@@ -94,8 +92,9 @@ pub struct Wf2qPlusFlow {
     finish_before_head: VirtualTime,
     /// Bumped whenever the flow's heap entry is replaced; older entries are stale.
     generation: u32,
-    /// Arrival sequence numbers of the queued packets, parallel to the packet queue.
-    arrivals: VecDeque<u64>,
+    /// Arrival sequence numbers of the queued packets (in `Wf2qPlus::arrivals`), parallel to
+    /// the packet queue.
+    arrivals: ListEnds,
 }
 
 /// WF2Q+ scheduler.
@@ -103,6 +102,8 @@ pub struct Wf2qPlusFlow {
 pub struct Wf2qPlus {
     queues: FlowQueues,
     flows: Vec<Wf2qPlusFlow>,
+    /// Every flow's list of arrival sequence numbers.
+    arrivals: PooledLists<u64>,
     table: FlowTable,
     /// Eligible flows by (F, sequence).
     eligible: TagHeap,
@@ -112,6 +113,8 @@ pub struct Wf2qPlus {
     lingering: TagHeap,
     virtual_time: VirtualTime,
     weight_sum: u64,
+    /// Number of distinct flows seen (sizes the heaps).
+    flows_seen: usize,
     max_finish_served: VirtualTime,
     next_sequence: u64,
     link_rate: Rate,
@@ -150,6 +153,11 @@ impl Wf2qPlus {
         }
         if self.flows[index].weight == 0 {
             self.flows[index].weight = flow_weight(&self.table, flow);
+            // Room for every flow seen in each heap, so packets never grow them.
+            self.flows_seen += 1;
+            for heap in [&mut self.eligible, &mut self.ineligible, &mut self.lingering] {
+                heap.reserve_for_flows(self.flows_seen);
+            }
         }
     }
 
@@ -157,25 +165,25 @@ impl Wf2qPlus {
     fn file(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
         state.generation = state.generation.wrapping_add(1);
-        let seq = *state.arrivals.front().expect("filed flows are backlogged");
-        let generation = state.generation;
-        if state.start <= self.virtual_time {
-            state.place = Place::Eligible;
-            self.eligible.push(HeapEntry {
-                key: state.finish,
-                seq,
-                flow,
-                generation,
-            });
+        let seq = *self
+            .arrivals
+            .front(&state.arrivals)
+            .expect("filed flows are backlogged");
+        let eligible = state.start <= self.virtual_time;
+        let entry = HeapEntry {
+            key: if eligible { state.finish } else { state.start },
+            seq,
+            flow,
+            generation: state.generation,
+        };
+        let (place, heap) = if eligible {
+            (Place::Eligible, &mut self.eligible)
         } else {
-            state.place = Place::Ineligible;
-            self.ineligible.push(HeapEntry {
-                key: state.start,
-                seq,
-                flow,
-                generation,
-            });
-        }
+            (Place::Ineligible, &mut self.ineligible)
+        };
+        state.place = place;
+        let flows = &self.flows;
+        heap.push_or_compact(entry, |e| flows[e.flow as usize].generation == e.generation);
     }
 
     /// `flow` has no packets left: it lingers while F > V, else leaves Σweight.
@@ -184,12 +192,15 @@ impl Wf2qPlus {
         state.generation = state.generation.wrapping_add(1);
         if state.finish > self.virtual_time {
             state.place = Place::Lingering;
-            self.lingering.push(HeapEntry {
+            let entry = HeapEntry {
                 key: state.finish,
                 seq: 0,
                 flow,
                 generation: state.generation,
-            });
+            };
+            let flows = &self.flows;
+            self.lingering
+                .push_or_compact(entry, |e| flows[e.flow as usize].generation == e.generation);
         } else {
             state.place = Place::Idle;
             self.weight_sum -= state.weight as u64;
@@ -243,7 +254,7 @@ impl Wf2qPlus {
     /// flow's finish tag and take the flow off the heaps.
     fn roll_back(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
-        state.arrivals.pop_back();
+        self.arrivals.pop_back(&mut state.arrivals);
         if state.arrivals.is_empty() {
             state.finish = state.finish_before_head;
             state.start = state.finish;
@@ -278,12 +289,14 @@ impl Discipline for Wf2qPlus {
         Ok(Wf2qPlus {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
+            arrivals: PooledLists::default(),
             table: context.flows.clone(),
             eligible: TagHeap::new(),
             ineligible: TagHeap::new(),
             lingering: TagHeap::new(),
             virtual_time: VirtualTime::ZERO,
             weight_sum: 0,
+            flows_seen: 0,
             max_finish_served: VirtualTime::ZERO,
             next_sequence: 0,
             link_rate: context.link_rate,
@@ -328,8 +341,9 @@ impl Scheduler for Wf2qPlus {
         self.next_sequence += 1;
         let nothing_else_backlogged = self.queues.counters.backlog().packets == 1;
         let state = &mut self.flows[flow as usize];
-        state.arrivals.push_back(sequence);
-        if state.arrivals.len() > 1 {
+        let was_empty = state.arrivals.is_empty();
+        self.arrivals.push_back(&mut state.arrivals, sequence);
+        if !was_empty {
             return; // not the head: tags are computed when it reaches the head
         }
         match state.place {
@@ -364,7 +378,7 @@ impl Scheduler for Wf2qPlus {
         self.last_dequeue_size = size;
         let state = &mut self.flows[flow as usize];
         self.max_finish_served = self.max_finish_served.max(state.finish);
-        state.arrivals.pop_front();
+        self.arrivals.pop_front(&mut state.arrivals);
         match self.queues.head(flow) {
             Some(head) => {
                 // New head of a backlogged flow: S = F;  F = S + L/w

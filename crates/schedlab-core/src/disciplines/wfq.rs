@@ -100,6 +100,8 @@ pub struct Wfq {
     clock: TimeNs,
     /// Σ φ_i over B.
     backlogged_weight: u64,
+    /// Number of distinct flows seen (sizes the departure heap).
+    flows_seen: usize,
     /// The flows in B keyed by last finish tag: GPS departures in finish-tag order (ties by
     /// flow id; simultaneous departures are all taken together). An entry whose tag is below
     /// the flow's current `last_finish` is re-keyed when it surfaces; one whose generation is
@@ -143,6 +145,9 @@ impl Wfq {
         let state = self.queues.state_mut(flow);
         if state.weight == 0 {
             state.weight = flow_weight(&self.table, flow);
+            // Room for every flow seen in the departure heap, so packets never grow it.
+            self.flows_seen += 1;
+            self.departures.reserve_for_flows(self.flows_seen);
         }
     }
 
@@ -238,11 +243,17 @@ impl Wfq {
             state.gps_backlogged = true;
             self.backlogged_weight += state.weight as u64;
         }
-        self.departures.push(HeapEntry {
+        let entry = HeapEntry {
             key: state.last_finish,
             seq: flow as u64,
             flow,
             generation: state.generation,
+        };
+        let queues = &self.queues;
+        self.departures.push_or_compact(entry, |e| {
+            queues
+                .state(e.flow)
+                .is_some_and(|s| s.gps_backlogged && s.generation == e.generation)
         });
     }
 
@@ -297,6 +308,7 @@ impl Discipline for Wfq {
             virtual_time: VirtualTime::ZERO,
             clock: 0,
             backlogged_weight: 0,
+            flows_seen: 0,
             departures: TagHeap::new(),
             residual_work: 0,
             work_remainder: 0,

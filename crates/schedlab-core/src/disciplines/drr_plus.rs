@@ -1,0 +1,741 @@
+//! DRR+ (`drr_plus`): Deficit Round Robin with a priority queue for latency-critical flows that
+//! keep their contract, and demotion to best effort, for good, on the first violation.
+//!
+//! M. Shreedhar and G. Varghese, "Efficient Fair Queueing Using Deficit Round Robin",
+//! IEEE/ACM Transactions on Networking 4(3), 1996 (DRR+, latency-critical flows), as described
+//! and measured in Chong Zhang, "A Measurement Study on Scheduling Latency-Critical Traffic",
+//! MSc thesis, University of Alberta, 2001 (seed 000): §2.5.4 (the policy), §4.4.4 (the formal
+//! contract), §3.4 eq. (3.3) (latency once demoted) and §5.1 (measurements).
+//!
+//! Thesis name → code:
+//! * best-effort transmit queue + ActiveList → `active` (best-effort flow ids, head served
+//!   next), exactly as in [`crate::disciplines::drr`];
+//! * priority queue (for latency-critical traffic) → `priority`: one entry (the flow id) per
+//!   queued packet of a conforming latency-critical flow, in arrival order; always served
+//!   before the ActiveList;
+//! * Q_i (`quantum(i)`) → [`DrrPlusFlow::quantum`]; DC_i → [`DrrPlusFlow::deficit`];
+//!   Q_LC is the `quantum` of a latency-critical flow, used only once it has been demoted;
+//! * contract C_j bytes per interval Δt (§4.4.4; "x bytes in some period T" in §2.5.4) →
+//!   [`Contract::bytes`] per [`Contract::interval`], from the flow parameters
+//!   `contract_bytes` and `contract_interval`;
+//! * N_j, the bytes of flow j that arrived during the window → [`DrrPlusFlow::window_bytes`];
+//! * "moved into the best-effort class" → [`DrrPlusFlow::demoted_at`] becomes `Some`.
+//!
+//! Conformance (§4.4.4, the thesis's formal definition): a flow obeys its contract iff
+//! N_j(t − Δt, t] ≤ C_j for every t, where N_j counts the bytes of every packet of flow j that
+//! arrives in the half-open window (arrivals refused by a full buffer included: they did
+//! arrive). It is checked exactly, on each arrival of a latency-critical flow at time `now`:
+//! arrivals at or before `now − Δt` leave the window, and if `window_bytes + size > C_j` the
+//! flow is demoted. The sliding window is the maximum over all windows ending at an arrival,
+//! so this finds the first violating arrival. Two packets exactly Δt apart never share a
+//! window. The timer of §2.5.4 ("a timer is started whenever a packet arrives; another
+//! packet before it expires is a violation") is the special case C_j < 2 × smallest packet.
+//!
+//! Invariants: a best-effort (or demoted) flow is on `active` iff its queue is non-empty (a flow
+//! emptied by a push-out is removed lazily when it reaches the head); a conforming
+//! latency-critical flow is never on `active` and has exactly one `priority` entry per queued
+//! packet; a demoted flow has no `priority` entries and is never promoted back; a deficit is
+//! zero while its flow is idle.
+//!
+//! Guarantees: a conforming latency-critical packet waits only for the packet on the link and
+//! for latency-critical packets that arrived before it (Shreedhar–Varghese's n_c·s + M/B); a
+//! demoted flow is a DRR flow with quantum Q_LC, latency (3F − 2Q_LC)/BNBW with
+//! F = Q_LC + ΣQ_BE (thesis eq. 3.3). Work conserving: the link never idles while a packet is
+//! queued. Complexity O(1) per packet (amortised over the window), plus O(priority backlog) once
+//! per flow at its demotion and per push-out of a latency-critical packet.
+//!
+//! Counters (`discipline_counters`): `demotions` (latency-critical flows demoted),
+//! `priority_sent` (packets sent from the priority queue), `total_rounds` (passes over the
+//! best-effort ActiveList in which at least one flow was served, the thesis's §5.1.2 round:
+//! a round starts when the scheduler visits a flow already visited in the current round, or
+//! the first flow after the list was empty).
+//!
+//! Choices where the paper is silent:
+//! * at demotion the flow's queued packets move with it: its `priority` entries are removed
+//!   and the flow joins the tail of the ActiveList with DC = 0 (FIFO within the flow is kept);
+//!   the violating packet itself is already best effort;
+//! * packets of conforming latency-critical flows are served in arrival order across flows
+//!   (one FIFO priority queue), without deficit accounting;
+//! * a flow is latency critical iff its `latency_critical = true`; such a flow must set
+//!   `contract_bytes` and `contract_interval` (a configuration error otherwise); contract keys
+//!   on other flows are ignored;
+//! * a flow first seen at run time takes the flow defaults; quantum defaults to the scheduler's
+//!   `quantum`, else 1500 bytes; `peek` advances the DRR round exactly as the next dequeue would.
+
+use std::collections::VecDeque;
+
+use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::counters::{Counters, DropReason, Dropped};
+use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
+use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
+use crate::queues::{Admission, FlowQueues};
+use crate::scheduler::Scheduler;
+use crate::time::TimeNs;
+
+/// Quantum used when neither the flow, the flow defaults nor the scheduler give one.
+pub const DEFAULT_QUANTUM: u32 = 1500;
+
+/// Parameters of [`DrrPlus`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DrrPlusConfig {
+    /// Quantum in bytes of flows whose own parameters give none.
+    pub quantum: Option<u32>,
+}
+
+/// A latency-critical flow's contract: at most `bytes` arriving in any window of `interval`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Contract {
+    /// C_j, bytes.
+    pub bytes: u64,
+    /// Δt, ns.
+    pub interval: TimeNs,
+}
+
+/// The class a flow is served in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServiceClass {
+    /// Conforming latency-critical flow: served from the priority queue.
+    Priority,
+    /// Best-effort flow, or a demoted latency-critical flow: served by DRR.
+    BestEffort,
+}
+
+/// Per-flow DRR+ state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DrrPlusFlow {
+    /// Q_i, bytes added per DRR round (used while best effort).
+    pub quantum: u32,
+    /// DC_i, bytes the flow may still send in this round.
+    pub deficit: u64,
+    /// Configured `latency_critical = true`.
+    pub latency_critical: bool,
+    /// The contract of a latency-critical flow.
+    pub contract: Option<Contract>,
+    /// When the flow broke its contract and was demoted (`None`: never).
+    pub demoted_at: Option<TimeNs>,
+    /// N_j: bytes that arrived in the current window (zero once demoted).
+    pub window_bytes: u64,
+    /// Whether the flow is on the best-effort ActiveList.
+    pub active: bool,
+    /// Arrivals in the current window: (time, size).
+    window: VecDeque<(TimeNs, u32)>,
+    /// The §5.1.2 round in which the flow was last visited (0: never).
+    visited_round: u64,
+}
+
+impl DrrPlusFlow {
+    /// The class the flow is served in now.
+    pub fn class(&self) -> ServiceClass {
+        if self.latency_critical && self.demoted_at.is_none() {
+            ServiceClass::Priority
+        } else {
+            ServiceClass::BestEffort
+        }
+    }
+}
+
+/// DRR+ scheduler.
+#[derive(Clone, Debug)]
+pub struct DrrPlus {
+    queues: FlowQueues,
+    flows: Vec<Option<DrrPlusFlow>>,
+    priority: VecDeque<FlowId>,
+    active: VecDeque<FlowId>,
+    quantum_added: bool,
+    table: FlowTable,
+    default_quantum: u32,
+    demotions: u64,
+    priority_sent: u64,
+    total_rounds: u64,
+    round_open: bool,
+}
+
+impl DrrPlus {
+    fn state_mut(&mut self, flow: FlowId) -> &mut DrrPlusFlow {
+        self.flows[flow as usize]
+            .as_mut()
+            .expect("flows that queued a packet have state")
+    }
+
+    fn ensure_state(&mut self, flow: FlowId) {
+        let index = flow as usize;
+        if index >= self.flows.len() {
+            self.flows.resize(index + 1, None);
+        }
+        if self.flows[index].is_none() {
+            let params = self.table.get(flow);
+            let latency_critical = params.latency_critical.unwrap_or(false);
+            let contract = match (params.contract_bytes, params.contract_interval) {
+                (Some(bytes), Some(interval)) if latency_critical => Some(Contract { bytes, interval }),
+                _ => None,
+            };
+            self.flows[index] = Some(DrrPlusFlow {
+                quantum: params.quantum.unwrap_or(self.default_quantum),
+                latency_critical: latency_critical && contract.is_some(),
+                contract,
+                ..DrrPlusFlow::default()
+            });
+        }
+    }
+
+    /// The state of `flow`, if seen.
+    pub fn flow(&self, flow: FlowId) -> Option<&DrrPlusFlow> {
+        self.flows.get(flow as usize)?.as_ref()
+    }
+
+    /// Whether `flow` broke its contract and is now best effort.
+    pub fn is_demoted(&self, flow: FlowId) -> bool {
+        self.flow(flow).is_some_and(|s| s.demoted_at.is_some())
+    }
+
+    /// Latency-critical flows demoted so far.
+    pub fn demotions(&self) -> u64 {
+        self.demotions
+    }
+
+    /// Polices the contract of a conforming latency-critical flow on an arrival of `size`
+    /// bytes at `now`; demotes it on the first violation.
+    fn police(&mut self, flow: FlowId, size: u32, now: TimeNs) {
+        let state = self.state_mut(flow);
+        if state.class() != ServiceClass::Priority {
+            return;
+        }
+        let contract = state.contract.expect("latency-critical flows have a contract");
+        // The window is (now − Δt, now]: arrivals at or before now − Δt leave it.
+        while let Some(&(time, bytes)) = state.window.front() {
+            if now - time < contract.interval {
+                break;
+            }
+            state.window.pop_front();
+            state.window_bytes -= bytes as u64;
+        }
+        if state.window_bytes + size as u64 <= contract.bytes {
+            state.window.push_back((now, size));
+            state.window_bytes += size as u64;
+            return;
+        }
+        // First violation: best effort for good, queued packets included.
+        state.demoted_at = Some(now);
+        state.window.clear();
+        state.window_bytes = 0;
+        self.demotions += 1;
+        self.priority.retain(|&f| f != flow);
+        if !self.queues.is_empty(flow) {
+            self.activate(flow);
+        }
+    }
+
+    /// Appends a best-effort flow that was idle to the ActiveList with DC = 0.
+    fn activate(&mut self, flow: FlowId) {
+        let state = self.state_mut(flow);
+        if !state.active {
+            state.active = true;
+            state.deficit = 0;
+            self.active.push_back(flow);
+        }
+    }
+
+    /// Removes the head of the ActiveList, whose queue is empty (DC_i = 0).
+    fn leave_active(&mut self, flow: FlowId) {
+        let state = self.state_mut(flow);
+        state.deficit = 0;
+        state.active = false;
+        self.active.pop_front();
+        self.quantum_added = false;
+        if self.active.is_empty() {
+            self.round_open = false;
+        }
+    }
+
+    /// Advances the DRR round until the head of the ActiveList may send its head packet.
+    fn select_best_effort(&mut self) -> Option<FlowId> {
+        loop {
+            let flow = *self.active.front()?;
+            let Some(head) = self.queues.head(flow).copied() else {
+                // Emptied by a push-out: leave as if the last packet had been sent.
+                self.leave_active(flow);
+                continue;
+            };
+            if !self.quantum_added {
+                // A visit: DC_i = DC_i + Q_i; a new §5.1.2 round if this flow was already
+                // visited in the current one.
+                let (round_open, total_rounds) = (self.round_open, self.total_rounds);
+                let state = self.state_mut(flow);
+                let new_round = !round_open || state.visited_round == total_rounds;
+                state.deficit += state.quantum as u64;
+                if new_round {
+                    self.total_rounds += 1;
+                    self.round_open = true;
+                }
+                let round = self.total_rounds;
+                self.state_mut(flow).visited_round = round;
+                self.quantum_added = true;
+            }
+            if head.size as u64 <= self.state_mut(flow).deficit {
+                return Some(flow);
+            }
+            self.active.rotate_left(1);
+            self.quantum_added = false;
+        }
+    }
+}
+
+impl Discipline for DrrPlus {
+    type Config = DrrPlusConfig;
+    const INFO: DisciplineInfo = DisciplineInfo {
+        id: "drr_plus",
+        name: "DRR+ (Deficit Round Robin with latency-critical priority)",
+        citation: "Shreedhar & Varghese, IEEE/ACM ToN 1996; Zhang, MSc thesis, U. Alberta 2001, §2.5.4, §4.4.4",
+        summary: "Latency-critical flows that keep their contract (at most C bytes in any window Δt) are served first from a priority queue; the first violation demotes the flow to DRR best effort for good.",
+        scheduler_params: &[ParamInfo {
+            name: "quantum",
+            unit: "bytes",
+            default: "1500",
+            description: "quantum of flows that set none",
+        }],
+        flow_params: &[
+            ParamInfo {
+                name: "quantum",
+                unit: "bytes",
+                default: "scheduler quantum",
+                description: "bytes added to the flow's deficit per DRR round (best effort, or once demoted)",
+            },
+            ParamInfo {
+                name: "latency_critical",
+                unit: "bool",
+                default: "false",
+                description: "served from the priority queue while it keeps its contract",
+            },
+            ParamInfo {
+                name: "contract_bytes",
+                unit: "bytes",
+                default: "required if latency_critical",
+                description: "C: most bytes that may arrive in any window of contract_interval",
+            },
+            ParamInfo {
+                name: "contract_interval",
+                unit: "duration",
+                default: "required if latency_critical",
+                description: "Δt: length of the sliding contract window",
+            },
+        ],
+        per_flow_queues: true,
+    };
+
+    fn read_config(reader: &mut TableReader<'_>) -> Result<DrrPlusConfig, ConfigError> {
+        Ok(DrrPlusConfig {
+            quantum: reader.positive_u32("quantum")?,
+        })
+    }
+
+    fn build(config: DrrPlusConfig, context: &BuildContext<'_>) -> Result<DrrPlus, ConfigError> {
+        context.flows.validate(|params| {
+            if params.latency_critical != Some(true) {
+                return Ok(());
+            }
+            let rule = "required when latency_critical = true (DRR+ polices the contract)";
+            if params.contract_bytes.is_none() {
+                return Err(("contract_bytes", "(missing)".into(), rule.into()));
+            }
+            if params.contract_interval.is_none() {
+                return Err(("contract_interval", "(missing)".into(), rule.into()));
+            }
+            Ok(())
+        })?;
+        Ok(DrrPlus {
+            queues: FlowQueues::new(context.limit),
+            flows: Vec::new(),
+            priority: VecDeque::new(),
+            active: VecDeque::new(),
+            quantum_added: false,
+            table: context.flows.clone(),
+            default_quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
+            demotions: 0,
+            priority_sent: 0,
+            total_rounds: 0,
+            round_open: false,
+        })
+    }
+}
+
+impl Scheduler for DrrPlus {
+    fn id(&self) -> &'static str {
+        Self::INFO.id
+    }
+
+    fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
+        let flow = packet.flow;
+        if flow <= MAX_FLOW_ID {
+            self.ensure_state(flow);
+            self.police(flow, packet.size, now);
+        }
+        let first_drop = drops.len();
+        let flows = &self.flows;
+        // Buffer stealing weighs queue lengths by 1/quantum, as in DRR.
+        let admitted = self.queues.admit(
+            packet,
+            |f| {
+                flows
+                    .get(f as usize)
+                    .and_then(|s| s.as_ref().map(|s| s.quantum as u64))
+                    .unwrap_or(1)
+            },
+            drops,
+        );
+        // A pushed-out packet is the tail of its flow: drop the flow's last priority entry.
+        for dropped in &drops[first_drop..] {
+            if dropped.reason != DropReason::PushedOut {
+                continue;
+            }
+            let victim = dropped.packet.flow;
+            if self.flow(victim).map(DrrPlusFlow::class) == Some(ServiceClass::Priority) {
+                if let Some(index) = self.priority.iter().rposition(|&f| f == victim) {
+                    self.priority.remove(index);
+                }
+            }
+        }
+        if admitted == Admission::Queued {
+            match self.state_mut(flow).class() {
+                ServiceClass::Priority => self.priority.push_back(flow),
+                ServiceClass::BestEffort => self.activate(flow),
+            }
+        }
+    }
+
+    fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
+        if let Some(flow) = self.priority.pop_front() {
+            self.priority_sent += 1;
+            return Some(
+                self.queues
+                    .pop_sent(flow)
+                    .expect("priority entries match queued packets"),
+            );
+        }
+        let flow = self.select_best_effort()?;
+        let packet = self.queues.pop_sent(flow).expect("selected flow is backlogged");
+        self.state_mut(flow).deficit -= packet.size as u64;
+        if self.queues.is_empty(flow) {
+            self.leave_active(flow);
+        }
+        Some(packet)
+    }
+
+    fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
+        let flow = match self.priority.front() {
+            Some(&flow) => flow,
+            None => self.select_best_effort()?,
+        };
+        self.queues.head(flow).copied()
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.queues.counters
+    }
+
+    /// DRR+ sends whenever it holds a packet.
+    fn is_work_conserving(&self) -> bool {
+        true
+    }
+
+    fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("demotions", self.demotions),
+            ("priority_sent", self.priority_sent),
+            ("total_rounds", self.total_rounds),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::link::Outcome;
+    use crate::testkit;
+    use proptest::prelude::*;
+
+    const MS: TimeNs = 1_000_000;
+    const US: TimeNs = 1_000;
+
+    /// Latency-critical flows `(flow, contract_bytes, contract_interval)`; every flow has
+    /// quantum 500 unless `quanta` says otherwise.
+    fn drr_plus(lc: &[(FlowId, u64, TimeNs)], quanta: &[(FlowId, u32)], limit: BufferLimit) -> DrrPlus {
+        let mut table = FlowTable::uniform(FlowParams::default());
+        for &(flow, bytes, interval) in lc {
+            let params = FlowParams {
+                latency_critical: Some(true),
+                contract_bytes: Some(bytes),
+                contract_interval: Some(interval),
+                ..Default::default()
+            };
+            table.set(flow, params, format!("flow[{flow}]"));
+        }
+        for &(flow, quantum) in quanta {
+            let mut params = table.overrides.get(&flow).copied().unwrap_or_default();
+            params.quantum = Some(quantum);
+            table.set(flow, params, format!("flow[{flow}]"));
+        }
+        let context = BuildContext {
+            limit,
+            flows: &table,
+            link_rate: testkit::link(),
+        };
+        DrrPlus::build(DrrPlusConfig { quantum: Some(500) }, &context).unwrap()
+    }
+
+    fn counter(s: &DrrPlus, name: &str) -> u64 {
+        s.discipline_counters()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .unwrap()
+            .1
+    }
+
+    /// On the 1 byte/µs test link: BE packets a, b, c (500 B, flow 1) wait at 0; the LC flow 0
+    /// sends d (300 B) at 100 µs and e (300 B) at 200 µs, 600 B within its 1000 B / 10 ms
+    /// contract. a is on the link when d arrives; d and e then go before b and c.
+    #[test]
+    fn conforming_flow_jumps_the_best_effort_backlog() {
+        let mut s = drr_plus(&[(0, 1000, 10 * MS)], &[], BufferLimit::UNLIMITED);
+        let trace = [
+            Packet::new(0, 1, 500, 0),
+            Packet::new(1, 1, 500, 0),
+            Packet::new(2, 1, 500, 0),
+            Packet::new(3, 0, 300, 100 * US),
+            Packet::new(4, 0, 300, 200 * US),
+        ];
+        assert_eq!(testkit::send_order(&mut s, &trace), vec![0, 3, 4, 1, 2]);
+        assert_eq!(counter(&s, "demotions"), 0);
+        assert_eq!(counter(&s, "priority_sent"), 2);
+        assert_eq!(s.flow(0).unwrap().window_bytes, 600);
+        assert_eq!(s.flow(0).unwrap().class(), ServiceClass::Priority);
+    }
+
+    /// Contract 1000 B per 10 ms. Arrivals 600 B at 0 and 300 B at 2 ms conform (900 B);
+    /// 200 B at 5 ms makes N(−5 ms, 5 ms] = 1100 B > 1000 B: demoted at 5 ms. From then on the
+    /// flow is a DRR flow: even a lone 100 B packet 95 ms later, which conforms to any
+    /// window, waits behind the best-effort flow that is ahead of it on the ActiveList.
+    #[test]
+    fn first_violation_demotes_for_good() {
+        let mut s = drr_plus(&[(0, 1000, 10 * MS)], &[], BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        for id in 0..4 {
+            s.enqueue(Packet::new(id, 1, 500, 0), 0, &mut drops);
+        }
+        s.enqueue(Packet::new(10, 0, 600, 0), 0, &mut drops);
+        assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 10, "conforming: priority");
+        s.enqueue(Packet::new(11, 0, 300, 2 * MS), 2 * MS, &mut drops);
+        assert_eq!(
+            s.dequeue(2 * MS, &mut drops).unwrap().id,
+            11,
+            "900 B: still conforming"
+        );
+        assert_eq!(s.flow(0).unwrap().window_bytes, 900);
+        s.enqueue(Packet::new(12, 0, 200, 5 * MS), 5 * MS, &mut drops);
+        let state = s.flow(0).unwrap();
+        assert_eq!(state.demoted_at, Some(5 * MS));
+        assert_eq!(state.class(), ServiceClass::BestEffort);
+        assert!(s.is_demoted(0));
+        assert_eq!(counter(&s, "demotions"), 1);
+        // DRR, quantum 500 each, ActiveList [1, 0]: flow 1 sends one 500 B packet, then flow
+        // 0's 200 B packet, then flow 1 again.
+        let order: Vec<u64> = (0..5)
+            .map(|_| s.dequeue(5 * MS, &mut drops).unwrap().id)
+            .collect();
+        assert_eq!(order, vec![0, 12, 1, 2, 3]);
+        // Never promoted back.
+        let later = 100 * MS;
+        s.enqueue(Packet::new(4, 1, 500, later), later, &mut drops);
+        s.enqueue(Packet::new(5, 1, 500, later), later, &mut drops);
+        s.enqueue(Packet::new(13, 0, 100, later), later, &mut drops);
+        let order: Vec<u64> = (0..3).map(|_| s.dequeue(later, &mut drops).unwrap().id).collect();
+        assert_eq!(order, vec![4, 13, 5]);
+        assert_eq!(counter(&s, "demotions"), 1, "a flow is demoted once");
+        assert_eq!(s.flow(0).unwrap().demoted_at, Some(5 * MS));
+        assert_eq!(counter(&s, "priority_sent"), 2);
+        assert!(drops.is_empty());
+    }
+
+    /// The window is (t − Δt, t]: 1000 B at 0 and 1000 B at exactly 10 ms conform to
+    /// 1000 B / 10 ms; 1 B at 19.999999 ms shares a window with the 10 ms arrival.
+    #[test]
+    fn contract_window_is_half_open() {
+        let mut s = drr_plus(&[(0, 1000, 10 * MS)], &[], BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        s.enqueue(Packet::new(0, 0, 1000, 0), 0, &mut drops);
+        s.enqueue(Packet::new(1, 0, 1000, 10 * MS), 10 * MS, &mut drops);
+        assert!(!s.is_demoted(0));
+        s.enqueue(Packet::new(2, 0, 1, 20 * MS - 1), 20 * MS - 1, &mut drops);
+        assert_eq!(s.flow(0).unwrap().demoted_at, Some(20 * MS - 1));
+        // The queued conforming packets moved with the flow: FIFO is kept.
+        let order: Vec<u64> = (0..3)
+            .map(|_| s.dequeue(20 * MS, &mut drops).unwrap().id)
+            .collect();
+        assert_eq!(order, vec![0, 1, 2]);
+        assert_eq!(counter(&s, "priority_sent"), 0);
+    }
+
+    /// A single packet larger than the contract is a violation by itself.
+    #[test]
+    fn a_packet_above_the_contract_demotes_at_once() {
+        let mut s = drr_plus(&[(0, 1000, 10 * MS)], &[], BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        s.enqueue(Packet::new(0, 0, 1001, 0), 0, &mut drops);
+        assert!(s.is_demoted(0));
+    }
+
+    #[test]
+    fn latency_critical_flows_need_a_contract() {
+        let table = |params: FlowParams| {
+            let mut t = FlowTable::uniform(FlowParams::default());
+            t.set(3, params, "flow[3]");
+            t
+        };
+        let build = |t: &FlowTable| {
+            let context = BuildContext {
+                limit: BufferLimit::UNLIMITED,
+                flows: t,
+                link_rate: testkit::link(),
+            };
+            DrrPlus::build(DrrPlusConfig::default(), &context).map(|_| ())
+        };
+        let e = build(&table(FlowParams {
+            latency_critical: Some(true),
+            contract_interval: Some(MS),
+            ..Default::default()
+        }))
+        .unwrap_err();
+        assert_eq!(e.path, "flow[3].contract_bytes");
+        assert_eq!(e.value, "(missing)");
+        let e = build(&table(FlowParams {
+            latency_critical: Some(true),
+            contract_bytes: Some(1000),
+            ..Default::default()
+        }))
+        .unwrap_err();
+        assert_eq!(e.path, "flow[3].contract_interval");
+        let defaults = FlowTable::uniform(FlowParams {
+            latency_critical: Some(true),
+            ..Default::default()
+        });
+        assert_eq!(build(&defaults).unwrap_err().path, "flow_defaults.contract_bytes");
+        // Contract keys on a best-effort flow are ignored.
+        assert!(build(&table(FlowParams {
+            contract_bytes: Some(1000),
+            ..Default::default()
+        }))
+        .is_ok());
+    }
+
+    #[test]
+    fn builds_from_the_registry() {
+        let config: toml::Table = "kind = \"drr_plus\"\nquantum = 900".parse().unwrap();
+        let flows = FlowTable::uniform(FlowParams::default());
+        let s = crate::build_scheduler(&config, "scheduler", &flows, testkit::link()).unwrap();
+        assert_eq!(s.id(), "drr_plus");
+        assert!(s.is_work_conserving());
+    }
+
+    /// Conforming latency-critical traffic on flows 0 and 1 (contract 1500 B per 2 ms):
+    /// bursts of 1–3 packets totalling at most 1500 B, spread over at most 200 µs, bursts at
+    /// least 2.2 ms apart, so no window of 2 ms holds two bursts.
+    fn conforming_lc(flow: FlowId) -> impl Strategy<Value = Vec<Packet>> {
+        proptest::collection::vec(
+            (
+                proptest::collection::vec((40u32..=500, 0u64..200 * US), 1..=3),
+                2_200 * US..6 * MS,
+            ),
+            1..25,
+        )
+        .prop_map(move |bursts| {
+            let mut time = 0;
+            let mut packets = Vec::new();
+            for (burst, gap) in bursts {
+                time += gap;
+                let mut offsets: Vec<u64> = burst.iter().map(|b| b.1).collect();
+                offsets.sort_unstable();
+                for ((size, _), offset) in burst.iter().zip(offsets) {
+                    packets.push(Packet::new(0, flow, *size, time + offset));
+                }
+            }
+            packets
+        })
+    }
+
+    fn merge(parts: &[Vec<Packet>]) -> Vec<Packet> {
+        let mut all: Vec<Packet> = parts.concat();
+        all.sort_by_key(|p| p.arrival);
+        for (id, p) in all.iter_mut().enumerate() {
+            p.id = id as u64;
+        }
+        all
+    }
+
+    /// Reference oracle: the time of the first arrival at which some window (t − Δt, t]
+    /// holds more than `bytes` of `flow`'s arrivals (O(n²)).
+    fn first_violation(trace: &[Packet], flow: FlowId, bytes: u64, interval: TimeNs) -> Option<TimeNs> {
+        let arrivals: Vec<&Packet> = trace.iter().filter(|p| p.flow == flow).collect();
+        for (k, p) in arrivals.iter().enumerate() {
+            let window: u64 = arrivals[..=k]
+                .iter()
+                .filter(|q| p.arrival - q.arrival < interval)
+                .map(|q| q.size as u64)
+                .sum();
+            if window > bytes {
+                return Some(p.arrival);
+            }
+        }
+        None
+    }
+
+    proptest! {
+        /// Conforming latency-critical flows are never demoted, and no best-effort packet
+        /// starts while a latency-critical packet is waiting.
+        #[test]
+        fn conforming_flows_always_go_first(
+            lc0 in conforming_lc(0),
+            lc1 in conforming_lc(1),
+            be in testkit::arb_trace(4, 200),
+        ) {
+            let be: Vec<Packet> = be.into_iter().map(|p| Packet { flow: p.flow + 2, ..p }).collect();
+            let trace = merge(&[lc0, lc1, be]);
+            let mut s = drr_plus(&[(0, 1500, 2 * MS), (1, 1500, 2 * MS)], &[(3, 300), (4, 1500)], BufferLimit::UNLIMITED);
+            let run = testkit::check_invariants(&mut s, &trace, true)?;
+            prop_assert_eq!(counter(&s, "demotions"), 0);
+            let start = |i: usize| match run.outcomes[i] {
+                Some(Outcome::Sent { start, .. }) => start,
+                other => panic!("packet {i}: {other:?}"),
+            };
+            for (i, p) in trace.iter().enumerate().filter(|(_, p)| p.flow >= 2) {
+                let s_be = start(i);
+                for (j, q) in trace.iter().enumerate().filter(|(_, q)| q.flow < 2) {
+                    prop_assert!(
+                        !(q.arrival <= s_be && start(j) > s_be),
+                        "BE packet {} (flow {}) started at {} while LC packet {} (arrived {}) waited",
+                        i, p.flow, s_be, j, q.arrival
+                    );
+                }
+            }
+        }
+
+        /// Random traffic with two latency-critical flows that may break their contracts:
+        /// invariants hold, and each flow is demoted exactly at the first arrival where the
+        /// reference oracle finds a window over its contract.
+        #[test]
+        fn invariants_and_demotion_times(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
+            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
+            let limit = BufferLimit { bytes: Some(8000), policy, ..BufferLimit::UNLIMITED };
+            let contracts = [(0, 2000, 3 * MS), (1, 6000, 10 * MS)];
+            let mut s = drr_plus(&contracts, &[(2, 300), (3, 4000)], limit);
+            testkit::check_invariants(&mut s, &trace, true)?;
+            let mut demoted = 0;
+            for (flow, bytes, interval) in contracts {
+                let expected = first_violation(&trace, flow, bytes, interval);
+                let seen = s.flow(flow).map(|f| f.demoted_at);
+                prop_assert_eq!(seen.flatten(), expected, "flow {}", flow);
+                demoted += expected.is_some() as u64;
+            }
+            prop_assert_eq!(counter(&s, "demotions"), demoted);
+        }
+    }
+}

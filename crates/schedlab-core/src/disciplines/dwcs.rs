@@ -1,0 +1,2026 @@
+//! Dynamic Window-Constrained Scheduling (`dwcs`).
+//!
+//! R. West, K. Schwan and C. Poellabauer, "Scalable Scheduling Support for Loss and Delay
+//! Constrained Media Streams", Proc. 5th IEEE Real-Time Technology and Applications Symposium
+//! (RTAS), 1999: §3 (table 1 precedence, loss-tolerance adjustment rules (A), (B), (C), the
+//! pseudo-code and the figure 1 example) and §4 (two heaps versus a linear list, the
+//! approximation that checks missed deadlines only every p scheduler cycles). Seed 002.
+//!
+//! Paper name → code:
+//! * stream i → flow `i`; its per-stream FIFO ("circular queue") → [`FlowQueues`];
+//! * original loss-tolerance x_i/y_i → [`LossState::x`], [`LossState::y`] (flow parameter
+//!   `loss_tolerance`); current loss-tolerance x'_i/y'_i → [`LossState::x_current`],
+//!   [`LossState::y_current`];
+//! * deadline(j) → `DwcsStream::deadline` (deadline of the head packet, ns);
+//!   interpacket_gap(j) → `DwcsStream::gap` (flow parameter `deadline_gap`, ns);
+//! * rule (A) → [`LossState::serviced`]; rules (B) and (C) → [`LossState::missed`] (method 1,
+//!   amortise, and method 2, reset, are [`ViolationMethod`]);
+//! * "find stream i with lowest loss-tolerance; … rules in Table 1" → [`Precedence`] (its `Ord`
+//!   is table 1) and `Order::best`;
+//! * "for (each stream j missing its deadline) while (deadline missed) …" → `Dwcs::check` and
+//!   `miss_deadlines`;
+//! * the deadline heap and loss-tolerance heap of figure 3(a) → `Order::Heap` (two
+//!   `IndexedHeap`s, keyed `DeadlineKey` and [`Precedence`]); the linear list → `Order::List`;
+//! * p, "scheduler cycles between checking deadlines" → `check_every`.
+//!
+//! Logical time. The paper measures deadlines in a logical clock that advances one unit per
+//! packet serviced. Here time is the `now` (ns) the driver passes: `deadline_gap` and
+//! `deadline_offset` are nanoseconds, and a packet whose transmission takes one unit on the link
+//! reproduces the paper's unit service time (the figure 1 test uses 1000-byte packets on an
+//! 8 Mbit/s link, so one unit is 1 ms). A deadline is the latest time the packet may
+//! *commence* service: a head with deadline `d` is on time when served at `now <= d` and has
+//! missed its deadline at any `now > d`. The paper's "after servicing a packet, check every
+//! stream for missed deadlines" happens at the start of the next dequeue, i.e. at the moment the
+//! link is free again.
+//!
+//! Invariants: a flow is in the ordering structure (both heaps, or the list) iff its queue is
+//! non-empty, and the deadline heap holds exactly those with a `deadline_gap`; every key in a
+//! heap equals the key computed from its stream's current state; consecutive deadlines of a
+//! stream are `deadline_gap` apart while it stays backlogged (each service, drop or miss
+//! advances it by the gap), and never less than `deadline_gap` apart across idle periods.
+//!
+//! Work conservation: yes. Whenever a packet is queued after the missed-deadline check, the
+//! stream of highest precedence is served; nothing waits for an eligibility time, so a stream
+//! may be served arbitrarily far ahead of its deadlines. A dequeue never returns `None` while
+//! packets are queued: it returns `None` only when the check dropped every queued packet.
+//!
+//! Guarantee (what the tests establish; the paper states none in this form): with one packet
+//! per stream arriving every period T = qC (C one service time, the same q for all streams),
+//! deadline offset T − C or T, late packets dropped and Σ(1 − x/y)·C/T < 1, rule (C) never
+//! applies — every DWCS window holds at most x late packets — and any y consecutive packets
+//! hold at most 2x (not x: rule (A) leaves y' alone at y' = x', so DWCS windows can be longer
+//! than y and two windows' late packets can meet). Rule (C) does apply under the same bound
+//! with unequal periods (periods 1, 5, 2 units at 5/7, 2/8, 0/7: demand 0.936), with
+//! non-droppable streams near full load, and with streams whose packets are all queued at once
+//! (they run ahead of their deadlines: `backlogged_streams_run_ahead`).
+//!
+//! Complexity per packet, n backlogged streams, m deadline misses handled by the check: heap
+//! O((1 + m) log n) (4-ary indexed heaps); list O(n + m). A non-droppable head that is k gaps
+//! behind is handled in O(1) (rule (B) applied k times in closed form); a droppable stream
+//! drops one packet per missed deadline. No allocation per packet once every flow has been
+//! seen.
+//!
+//! Choices where the paper is silent or ambiguous:
+//! * Table 1, row 4 "zero loss-tolerance & denominators, order EDF" is read with the prose
+//!   ("their loss-denominators are both zero"): EDF applies between two streams at 0/0 (an
+//!   original tolerance of 0/0 makes DWCS pure EDF, as West's DWCS releases say); between zero
+//!   tolerances otherwise the highest denominator goes first, and equal non-zero denominators
+//!   fall to the last row, FCFS. FCFS compares the head packets' arrival times, then the lower
+//!   flow id (the figure 1 example breaks its remaining tie by the lowest-numbered stream).
+//! * Rule (B) says "stream j ≠ i" (i just served); the pseudo-code checks every stream, and so
+//!   does this code (with a gap shorter than a service time, i's new head can also be late).
+//! * Rule (C) applies when a stream misses a deadline while at x' = 0 (the else branch of (B)),
+//!   as the text of (C) describes ("a packet misses its deadline when its current
+//!   loss-tolerance is 0/y'"). Method 1 with x = 0 would give x' = 2x − 1 < 0; such streams are
+//!   reset instead.
+//! * A flow without `deadline_gap` has no deadlines (best effort): it never misses, (A) does not
+//!   change its tolerance (as the paper says for packets without deadlines), and EDF puts it
+//!   after every stream with a deadline. `loss_tolerance` defaults to 1/1.
+//! * Deadline of a stream's first packet after an idle period: `max(arrival +
+//!   deadline_offset, previous deadline + deadline_gap)` (the first packet ever:
+//!   `arrival + deadline_offset`), so a stream that goes idle cannot shorten its deadline
+//!   spacing. `deadline_offset` defaults to the gap.
+//! * Approximation (`check_every = p`): the check runs at the dequeues that start services
+//!   0, p, 2p, …. In between, a head whose deadline has passed is not noticed: it is sent (even
+//!   if droppable), (A) is applied as after any service, and it is counted as late in the
+//!   per-stream counters with ⌈(now − deadline)/gap⌉ missed deadlines (the counters measure what
+//!   happened; only the scheduler's loss-tolerances ignore it, as in the paper's §5).
+//! * Violations are counted over consecutive, non-overlapping windows of y packets of a stream
+//!   (packets 1..y, y+1..2y, …; a 0/0 stream uses windows of one packet): a window with more
+//!   than x late packets is one violation. A packet is late if it was dropped as late or sent
+//!   after missing at least one deadline. Packets refused or pushed out by the buffer are not
+//!   part of the windows (they are in the drop counters).
+//! * `peek` runs the missed-deadline check exactly as the dequeue at the same `now` would;
+//!   packets it drops are stashed and handed out, first, in the `drops` vector of the next
+//!   `enqueue` or `dequeue` (they are already in the counters when `peek` returns).
+//! * `drop_policy = "longest_queue_drop"` weighs every stream equally.
+//! * `Packet::deadline` is ignored: deadlines come from the stream parameters, as in the paper.
+
+use crate::config::{ConfigError, FlowParams, FlowTable, LossTolerance, TableReader};
+use crate::counters::{Counters, DropReason, Dropped};
+use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
+use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
+use crate::queues::{Admission, FlowQueues};
+use crate::scheduler::Scheduler;
+use crate::time::TimeNs;
+
+/// Loss-tolerance of flows whose parameters give none: every packet may be late.
+pub const DEFAULT_LOSS_TOLERANCE: LossTolerance = LossTolerance { x: 1, y: 1 };
+
+/// What to do when a stream misses a deadline at current loss-tolerance 0/y' (rule (C)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ViolationMethod {
+    /// Method 2: x' = x, y' = y (the paper's experiments).
+    #[default]
+    Reset,
+    /// Method 1: x' = 2x − 1, y' = 2y + y' − 1 (amortise the loss over 3y packets); streams
+    /// with x = 0 are reset.
+    Amortize,
+}
+
+/// How streams are kept in order (§4, figure 7(a)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Structure {
+    /// A deadline heap and a loss-tolerance heap: O(log n) per change.
+    #[default]
+    Heap,
+    /// A linear list scanned for missed deadlines and for the next stream: O(n) per packet.
+    List,
+}
+
+/// Parameters of [`Dwcs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DwcsConfig {
+    /// Rule (C) method.
+    pub violation: ViolationMethod,
+    /// Ordering structure.
+    pub structure: Structure,
+    /// Check missed deadlines only at every `check_every`-th service (≥ 1; 1 is exact DWCS).
+    pub check_every: u32,
+}
+
+impl Default for DwcsConfig {
+    fn default() -> Self {
+        DwcsConfig {
+            violation: ViolationMethod::Reset,
+            structure: Structure::Heap,
+            check_every: 1,
+        }
+    }
+}
+
+/// A stream's original and current loss-tolerance, and rules (A), (B), (C).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LossState {
+    /// Original numerator x.
+    pub x: u64,
+    /// Original denominator y.
+    pub y: u64,
+    /// Current numerator x'.
+    pub x_current: u64,
+    /// Current denominator y' (grows without bound only under method 1).
+    pub y_current: u64,
+}
+
+impl LossState {
+    /// The state of a stream that has not been serviced: x'/y' = x/y.
+    pub fn new(tolerance: LossTolerance) -> LossState {
+        LossState {
+            x: tolerance.x as u64,
+            y: tolerance.y as u64,
+            x_current: tolerance.x as u64,
+            y_current: tolerance.y as u64,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.x_current = self.x;
+        self.y_current = self.y;
+    }
+
+    /// Rule (A), the head was serviced before its deadline:
+    /// `if (y' > x') y' = y' − 1; if (x' = y' = 0) { x' = x; y' = y }`.
+    pub fn serviced(&mut self) {
+        if self.y_current > self.x_current {
+            self.y_current -= 1;
+        }
+        if self.x_current == 0 && self.y_current == 0 {
+            self.reset();
+        }
+    }
+
+    /// Rule (B) applied `misses` times (rule (C) whenever a miss finds x' = 0), in closed form:
+    /// O(1) whatever `misses` is. Returns how many times rule (C) applied.
+    pub fn missed(&mut self, mut misses: u64, method: ViolationMethod) -> u64 {
+        let mut violations = 0u64;
+        while misses > 0 {
+            if self.x_current > 0 {
+                // (B): x' = x' − 1; y' = y' − 1; if (x' = y' = 0) reset — a run of them at once.
+                let run = misses.min(self.x_current);
+                self.x_current -= run;
+                self.y_current -= run;
+                misses -= run;
+                if self.x_current == 0 && self.y_current == 0 {
+                    self.reset();
+                    if self.x == self.y && self.x > 0 {
+                        // x = y: from x/y every x misses return to x/y and (C) never applies.
+                        misses %= self.x;
+                    }
+                }
+                continue;
+            }
+            // (C): a miss at 0/y'.
+            violations += 1;
+            misses -= 1;
+            if method == ViolationMethod::Amortize && self.x > 0 {
+                self.x_current = 2 * self.x - 1;
+                self.y_current = (2 * self.y).saturating_add(self.y_current).saturating_sub(1);
+                // From here every 2x misses are 2x − 1 decrements and one (C), which adds
+                // 2(y − x) to y' (y' stays above x', so no reset happens on the way).
+                let period = 2 * self.x;
+                let cycles = misses / period;
+                violations += cycles;
+                misses -= cycles * period;
+                self.y_current = self
+                    .y_current
+                    .saturating_add(cycles.saturating_mul(2 * (self.y - self.x)));
+            } else {
+                self.reset();
+                // From x/y with x < y (or 0/0) every x + 1 misses end in one (C) back at x/y.
+                let period = self.x + 1;
+                let cycles = misses / period;
+                violations += cycles;
+                misses -= cycles * period;
+            }
+        }
+        violations
+    }
+
+    /// Whether the current loss-tolerance is zero (x' = 0, including 0/0).
+    pub fn is_zero(&self) -> bool {
+        self.x_current == 0
+    }
+}
+
+/// Per-stream measurement counters (exact even when `check_every > 1`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DwcsCounters {
+    /// Deadlines missed: each application of rule (B) (a non-droppable head can miss several
+    /// times, as in the paper's figure 4(a)), plus ⌈lateness/gap⌉ for each late head the
+    /// approximation sent without noticing.
+    pub deadlines_missed: u64,
+    /// Packets dropped as late or sent after missing a deadline.
+    pub late_packets: u64,
+    /// Windows of y consecutive packets with more than x late packets.
+    pub violations: u64,
+    /// Longest run of consecutive late packets.
+    pub longest_late_run: u64,
+    /// Times rule (C) applied (a miss at current loss-tolerance 0/y').
+    pub rule_c_applied: u64,
+}
+
+/// DWCS state of one stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DwcsStream {
+    loss: LossState,
+    /// interpacket_gap, ns; 0 = the stream has no deadlines.
+    gap: TimeNs,
+    offset: TimeNs,
+    droppable: bool,
+    /// Head's deadline while backlogged; while idle, the earliest deadline of the next packet.
+    deadline: TimeNs,
+    /// Whether any packet has had a deadline yet.
+    started: bool,
+    head_arrival: TimeNs,
+    /// The head has missed at least one deadline (non-droppable heads stay queued).
+    head_late: bool,
+    counters: DwcsCounters,
+    late_run: u64,
+    window_position: u64,
+    window_late: u64,
+}
+
+impl DwcsStream {
+    fn new(params: &FlowParams) -> DwcsStream {
+        let gap = params.deadline_gap.unwrap_or(0);
+        DwcsStream {
+            loss: LossState::new(params.loss_tolerance.unwrap_or(DEFAULT_LOSS_TOLERANCE)),
+            gap,
+            offset: params.deadline_offset.unwrap_or(gap),
+            droppable: params.droppable.unwrap_or(false),
+            deadline: 0,
+            started: false,
+            head_arrival: 0,
+            head_late: false,
+            counters: DwcsCounters::default(),
+            late_run: 0,
+            window_position: 0,
+            window_late: 0,
+        }
+    }
+
+    /// Original and current loss-tolerance.
+    pub fn loss(&self) -> LossState {
+        self.loss
+    }
+
+    /// Current loss-tolerance as (x', y').
+    pub fn loss_tolerance(&self) -> (u64, u64) {
+        (self.loss.x_current, self.loss.y_current)
+    }
+
+    /// The head packet's deadline (while idle: the earliest deadline of the next packet), or
+    /// `None` for a stream without deadlines or that has not had a packet yet.
+    pub fn deadline(&self) -> Option<TimeNs> {
+        (self.gap > 0 && self.started).then_some(self.deadline)
+    }
+
+    /// Measurement counters.
+    pub fn counters(&self) -> DwcsCounters {
+        self.counters
+    }
+
+    fn has_deadlines(&self) -> bool {
+        self.gap > 0
+    }
+
+    /// Records a packet leaving the stream (sent or dropped as late) in the window counters.
+    fn record_packet(&mut self, late: bool) {
+        let window = self.loss.y.max(1);
+        if late {
+            self.counters.late_packets += 1;
+            self.late_run += 1;
+            self.counters.longest_late_run = self.counters.longest_late_run.max(self.late_run);
+            self.window_late += 1;
+            if self.window_late == self.loss.x + 1 {
+                self.counters.violations += 1;
+            }
+        } else {
+            self.late_run = 0;
+        }
+        self.window_position += 1;
+        if self.window_position == window {
+            self.window_position = 0;
+            self.window_late = 0;
+        }
+    }
+
+    fn precedence(&self, flow: FlowId) -> Precedence {
+        let deadline = if self.has_deadlines() {
+            self.deadline
+        } else {
+            TimeNs::MAX
+        };
+        Precedence::new(
+            self.loss.x_current,
+            self.loss.y_current,
+            deadline,
+            self.head_arrival,
+            flow,
+        )
+    }
+}
+
+/// The key of a backlogged stream in loss-tolerance order. Its (derived, lexicographic) `Ord`
+/// is table 1 ("less" = served first):
+/// 1. lowest loss-tolerance x'/y' first (0/0 counts as zero);
+/// 2. same non-zero loss-tolerance: earliest deadline first;
+/// 3. same non-zero loss-tolerance and deadline: lowest loss-numerator x' first;
+/// 4. zero loss-tolerance and both denominators zero: earliest deadline first;
+/// 5. zero loss-tolerance: highest loss-denominator y' first;
+/// 6. all other cases: first come first served (head arrival time), then the lower flow id.
+///
+/// Encoding: `level` = ⌊2⁶⁴·x'/y'⌋ (0 for zero tolerance, `u64::MAX` for x' = y'), exact and
+/// one-to-one while y' < 2³² (two different fractions with such denominators differ by more
+/// than 2⁻⁶⁴; method 1 can grow y' past that, where ties are resolved at 2⁻⁶⁴). Then, for a
+/// non-zero tolerance (deadline, x'), and for zero (u64::MAX − y', deadline if y' = 0 else 0);
+/// then (arrival, flow). Streams without deadlines have deadline `TimeNs::MAX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Precedence {
+    level: u64,
+    second: u64,
+    third: u64,
+    arrival: TimeNs,
+    flow: FlowId,
+}
+
+/// ⌊2⁶⁴·x/y⌋ for 0 < x < y, by long division in base 2³² when y < 2³² (two 64-bit
+/// divisions), else in 128 bits.
+fn tolerance_level(x: u64, y: u64) -> u64 {
+    if x == 0 {
+        return 0;
+    }
+    if x >= y {
+        return u64::MAX;
+    }
+    if y <= u32::MAX as u64 {
+        let high = (x << 32) / y;
+        let rest = (x << 32) % y;
+        (high << 32) | ((rest << 32) / y)
+    } else {
+        (((x as u128) << 64) / y as u128) as u64
+    }
+}
+
+impl Precedence {
+    /// The key of a stream at loss-tolerance `x`/`y` (x ≤ y) whose head has `deadline` and
+    /// arrived at `arrival`.
+    pub fn new(x: u64, y: u64, deadline: TimeNs, arrival: TimeNs, flow: FlowId) -> Precedence {
+        let (level, second, third) = if x == 0 {
+            (0, u64::MAX - y, if y == 0 { deadline } else { 0 })
+        } else {
+            (tolerance_level(x, y), deadline, x)
+        };
+        Precedence {
+            level,
+            second,
+            third,
+            arrival,
+            flow,
+        }
+    }
+
+    /// The stream's flow id.
+    pub fn flow(&self) -> FlowId {
+        self.flow
+    }
+}
+
+/// The key of a backlogged stream with deadlines in deadline order: (deadline, flow).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct DeadlineKey {
+    deadline: TimeNs,
+    flow: FlowId,
+}
+
+trait HeapKey: Ord + Copy {
+    fn flow(&self) -> FlowId;
+}
+
+impl HeapKey for Precedence {
+    fn flow(&self) -> FlowId {
+        self.flow
+    }
+}
+
+impl HeapKey for DeadlineKey {
+    fn flow(&self) -> FlowId {
+        self.flow
+    }
+}
+
+const ABSENT: u32 = u32::MAX;
+
+/// Children per node of an [`IndexedHeap`]: 4 halves the depth of a binary heap and keeps a
+/// node's children together in memory (measured faster than 2 at 64 to 16,384 streams).
+const ARITY: usize = 4;
+
+/// A 4-ary min-heap of per-flow keys with a position index, so that a flow's key can be
+/// changed or removed in O(log n). Keys are unique (they end with the flow id), so the order
+/// is total and ties cannot depend on insertion history.
+#[derive(Clone, Debug)]
+struct IndexedHeap<K> {
+    entries: Vec<K>,
+    position: Vec<u32>,
+}
+
+impl<K: HeapKey> IndexedHeap<K> {
+    fn new() -> Self {
+        IndexedHeap {
+            entries: Vec::new(),
+            position: Vec::new(),
+        }
+    }
+
+    fn peek(&self) -> Option<&K> {
+        self.entries.first()
+    }
+
+    fn push(&mut self, key: K) {
+        let index = key.flow() as usize;
+        if index >= self.position.len() {
+            self.position.resize(index + 1, ABSENT);
+        }
+        debug_assert_eq!(self.position[index], ABSENT);
+        self.entries.push(key);
+        let at = self.entries.len() - 1;
+        self.position[index] = at as u32;
+        self.sift_up(at);
+    }
+
+    /// Replaces the key of `key.flow()` (which must be present).
+    fn update(&mut self, key: K) {
+        let at = self.position[key.flow() as usize] as usize;
+        let old = std::mem::replace(&mut self.entries[at], key);
+        if key < old {
+            self.sift_up(at);
+        } else {
+            self.sift_down(at);
+        }
+    }
+
+    fn remove(&mut self, flow: FlowId) {
+        let Some(&at) = self.position.get(flow as usize) else {
+            return;
+        };
+        if at == ABSENT {
+            return;
+        }
+        let at = at as usize;
+        self.position[flow as usize] = ABSENT;
+        let last = self.entries.pop().expect("present key");
+        if at < self.entries.len() {
+            let removed = std::mem::replace(&mut self.entries[at], last);
+            self.position[last.flow() as usize] = at as u32;
+            if last < removed {
+                self.sift_up(at);
+            } else {
+                self.sift_down(at);
+            }
+        }
+    }
+
+    fn sift_up(&mut self, mut at: usize) {
+        let key = self.entries[at];
+        while at > 0 {
+            let parent = (at - 1) / ARITY;
+            let above = self.entries[parent];
+            if above <= key {
+                break;
+            }
+            self.entries[at] = above;
+            self.position[above.flow() as usize] = at as u32;
+            at = parent;
+        }
+        self.entries[at] = key;
+        self.position[key.flow() as usize] = at as u32;
+    }
+
+    fn sift_down(&mut self, mut at: usize) {
+        let entries = &mut self.entries[..];
+        let position = &mut self.position[..];
+        let key = entries[at];
+        loop {
+            let first = ARITY * at + 1;
+            if first >= entries.len() {
+                break;
+            }
+            let children = &entries[first..entries.len().min(first + ARITY)];
+            let mut child = 0;
+            for (index, candidate) in children.iter().enumerate().skip(1) {
+                if *candidate < children[child] {
+                    child = index;
+                }
+            }
+            let below = children[child];
+            if key <= below {
+                break;
+            }
+            entries[at] = below;
+            position[below.flow() as usize] = at as u32;
+            at = first + child;
+        }
+        entries[at] = key;
+        position[key.flow() as usize] = at as u32;
+    }
+}
+
+/// The backlogged streams, in one of the two structures of §4.
+#[derive(Clone, Debug)]
+enum Order {
+    /// Figure 3(a): deadline heap (streams with deadlines) and loss-tolerance heap.
+    Heap {
+        deadlines: IndexedHeap<DeadlineKey>,
+        precedence: IndexedHeap<Precedence>,
+    },
+    /// Linear list of the backlogged streams' keys, in no particular order: the check scans it
+    /// for missed deadlines and the selection for the table 1 minimum.
+    List {
+        keys: Vec<Precedence>,
+        position: Vec<u32>,
+    },
+}
+
+impl Order {
+    fn new(structure: Structure) -> Order {
+        match structure {
+            Structure::Heap => Order::Heap {
+                deadlines: IndexedHeap::new(),
+                precedence: IndexedHeap::new(),
+            },
+            Structure::List => Order::List {
+                keys: Vec::new(),
+                position: Vec::new(),
+            },
+        }
+    }
+
+    fn insert(&mut self, flow: FlowId, stream: &DwcsStream) {
+        match self {
+            Order::Heap {
+                deadlines,
+                precedence,
+            } => {
+                precedence.push(stream.precedence(flow));
+                if stream.has_deadlines() {
+                    deadlines.push(DeadlineKey {
+                        deadline: stream.deadline,
+                        flow,
+                    });
+                }
+            }
+            Order::List { keys, position } => {
+                let index = flow as usize;
+                if index >= position.len() {
+                    position.resize(index + 1, ABSENT);
+                }
+                position[index] = keys.len() as u32;
+                keys.push(stream.precedence(flow));
+            }
+        }
+    }
+
+    /// The stream's head, deadline or loss-tolerance changed.
+    fn update(&mut self, flow: FlowId, stream: &DwcsStream) {
+        match self {
+            Order::Heap {
+                deadlines,
+                precedence,
+            } => {
+                precedence.update(stream.precedence(flow));
+                if stream.has_deadlines() {
+                    deadlines.update(DeadlineKey {
+                        deadline: stream.deadline,
+                        flow,
+                    });
+                }
+            }
+            Order::List { keys, position } => {
+                keys[position[flow as usize] as usize] = stream.precedence(flow);
+            }
+        }
+    }
+
+    fn remove(&mut self, flow: FlowId) {
+        match self {
+            Order::Heap {
+                deadlines,
+                precedence,
+            } => {
+                precedence.remove(flow);
+                deadlines.remove(flow);
+            }
+            Order::List { keys, position } => {
+                let Some(&at) = position.get(flow as usize) else {
+                    return;
+                };
+                if at != ABSENT {
+                    list_remove(keys, position, at as usize);
+                }
+            }
+        }
+    }
+
+    /// The stream to serve: the table 1 minimum.
+    fn best(&self) -> Option<FlowId> {
+        match self {
+            Order::Heap { precedence, .. } => precedence.peek(),
+            Order::List { keys, .. } => keys.iter().min(),
+        }
+        .map(|key| key.flow())
+    }
+}
+
+/// Removes the list entry at `at` (the last entry takes its place).
+fn list_remove(keys: &mut Vec<Precedence>, position: &mut [u32], at: usize) {
+    position[keys[at].flow() as usize] = ABSENT;
+    keys.swap_remove(at);
+    if let Some(moved) = keys.get(at) {
+        position[moved.flow() as usize] = at as u32;
+    }
+}
+
+/// Handles every deadline `flow`'s head has missed by `now` (the inner `while (deadline
+/// missed)` loop of the pseudo-code). Returns whether the flow is still backlogged.
+fn miss_deadlines(
+    stream: &mut DwcsStream,
+    queues: &mut FlowQueues,
+    flow: FlowId,
+    now: TimeNs,
+    method: ViolationMethod,
+    drops: &mut Vec<Dropped>,
+) -> bool {
+    if stream.droppable {
+        while stream.deadline < now {
+            // (B), then drop the head; the next head's deadline is the dropped one's + gap.
+            stream.counters.rule_c_applied += stream.loss.missed(1, method);
+            stream.counters.deadlines_missed += 1;
+            queues
+                .pop_dropped(flow, DropReason::Late, drops)
+                .expect("a stream with a deadline is backlogged");
+            stream.record_packet(true);
+            stream.deadline = stream.deadline.saturating_add(stream.gap);
+            stream.head_late = false;
+            match queues.head(flow) {
+                Some(head) => stream.head_arrival = head.arrival,
+                None => return false,
+            }
+        }
+    } else if stream.deadline < now {
+        // (B) once per missed deadline; the head keeps its place, its deadline pushed by the gap
+        // each time, until it lies at or after now.
+        let misses = (now - stream.deadline - 1) / stream.gap + 1;
+        stream.counters.rule_c_applied += stream.loss.missed(misses, method);
+        stream.counters.deadlines_missed += misses;
+        stream.deadline = stream.deadline.saturating_add(misses.saturating_mul(stream.gap));
+        stream.head_late = true;
+    }
+    true
+}
+
+/// Dynamic Window-Constrained Scheduling.
+#[derive(Clone, Debug)]
+pub struct Dwcs {
+    queues: FlowQueues,
+    streams: Vec<Option<DwcsStream>>,
+    order: Order,
+    table: FlowTable,
+    config: DwcsConfig,
+    /// Packets serviced so far (the scheduler cycle count for `check_every`).
+    services: u64,
+    /// Drops made by `peek`, reported by the next `enqueue` or `dequeue`.
+    stashed: Vec<Dropped>,
+}
+
+impl Dwcs {
+    /// The DWCS state of `flow`, if the flow has been seen.
+    pub fn stream(&self, flow: FlowId) -> Option<&DwcsStream> {
+        self.streams.get(flow as usize)?.as_ref()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> DwcsConfig {
+        self.config
+    }
+
+    fn ensure_stream(&mut self, flow: FlowId) {
+        let index = flow as usize;
+        if index >= self.streams.len() {
+            self.streams.resize(index + 1, None);
+        }
+        if self.streams[index].is_none() {
+            self.streams[index] = Some(DwcsStream::new(&self.table.get(flow)));
+        }
+    }
+
+    /// Checks every backlogged stream for missed deadlines at `now` (if this cycle checks).
+    fn check(&mut self, now: TimeNs, drops: &mut Vec<Dropped>) {
+        if !self.services.is_multiple_of(self.config.check_every as u64) {
+            return;
+        }
+        let method = self.config.violation;
+        match &mut self.order {
+            Order::Heap {
+                deadlines,
+                precedence,
+            } => {
+                // Streams in deadline order; stop at the first deadline not yet passed.
+                while let Some(&DeadlineKey { deadline, flow }) = deadlines.peek() {
+                    if deadline >= now {
+                        break;
+                    }
+                    let stream = self.streams[flow as usize]
+                        .as_mut()
+                        .expect("heaped streams have state");
+                    if miss_deadlines(stream, &mut self.queues, flow, now, method, drops) {
+                        precedence.update(stream.precedence(flow));
+                        deadlines.update(DeadlineKey {
+                            deadline: stream.deadline,
+                            flow,
+                        });
+                    } else {
+                        precedence.remove(flow);
+                        deadlines.remove(flow);
+                    }
+                }
+            }
+            Order::List { keys, position } => {
+                let mut at = 0;
+                while at < keys.len() {
+                    let flow = keys[at].flow();
+                    let stream = self.streams[flow as usize]
+                        .as_mut()
+                        .expect("listed streams have state");
+                    if stream.has_deadlines() && stream.deadline < now {
+                        if !miss_deadlines(stream, &mut self.queues, flow, now, method, drops) {
+                            list_remove(keys, position, at);
+                            continue;
+                        }
+                        keys[at] = stream.precedence(flow);
+                    }
+                    at += 1;
+                }
+            }
+        }
+    }
+}
+
+impl Discipline for Dwcs {
+    type Config = DwcsConfig;
+    const INFO: DisciplineInfo = DisciplineInfo {
+        id: "dwcs",
+        name: "Dynamic Window-Constrained Scheduling",
+        citation: "West, Schwan & Poellabauer, RTAS 1999",
+        summary: "Serves the stream with the lowest current loss-tolerance x'/y' (table 1 breaks ties: EDF, lowest numerator, highest denominator, FCFS); adjusts tolerances on service and on missed deadlines so that at most x of every y packets are late; late packets of droppable streams are dropped.",
+        scheduler_params: &[
+            ParamInfo {
+                name: "violation",
+                unit: "\"reset\" | \"amortize\"",
+                default: "\"reset\"",
+                description: "rule (C) on a miss at loss-tolerance 0/y': method 2 resets x'/y' to x/y, method 1 sets x' = 2x-1, y' = 2y+y'-1",
+            },
+            ParamInfo {
+                name: "structure",
+                unit: "\"heap\" | \"list\"",
+                default: "\"heap\"",
+                description: "two heaps (deadline and loss-tolerance order) or a linear list",
+            },
+            ParamInfo {
+                name: "check_every",
+                unit: "services",
+                default: "1",
+                description: "check streams for missed deadlines only every p services (the paper's approximation)",
+            },
+        ],
+        flow_params: &[
+            ParamInfo {
+                name: "loss_tolerance",
+                unit: "x/y",
+                default: "\"1/1\"",
+                description: "at most x late or lost packets in every y; \"0/0\" = zero tolerance, EDF among such streams",
+            },
+            ParamInfo {
+                name: "deadline_gap",
+                unit: "duration",
+                default: "none (no deadlines)",
+                description: "spacing of consecutive deadlines of the stream",
+            },
+            ParamInfo {
+                name: "deadline_offset",
+                unit: "duration",
+                default: "deadline_gap",
+                description: "deadline of the first packet after an idle period, after its arrival",
+            },
+            ParamInfo {
+                name: "droppable",
+                unit: "bool",
+                default: "false",
+                description: "drop late packets (else they stay queued and their deadline moves by the gap)",
+            },
+        ],
+        per_flow_queues: true,
+    };
+
+    fn read_config(reader: &mut TableReader<'_>) -> Result<DwcsConfig, ConfigError> {
+        let violation = match reader.string("violation")? {
+            None | Some("reset") => ViolationMethod::Reset,
+            Some("amortize") => ViolationMethod::Amortize,
+            Some(_) => return Err(reader.error("violation", "must be \"reset\" or \"amortize\"")),
+        };
+        let structure = match reader.string("structure")? {
+            None | Some("heap") => Structure::Heap,
+            Some("list") => Structure::List,
+            Some(_) => return Err(reader.error("structure", "must be \"heap\" or \"list\"")),
+        };
+        let check_every = reader.integer("check_every", 1, u32::MAX as i64)?.unwrap_or(1) as u32;
+        Ok(DwcsConfig {
+            violation,
+            structure,
+            check_every,
+        })
+    }
+
+    fn build(config: DwcsConfig, context: &BuildContext<'_>) -> Result<Dwcs, ConfigError> {
+        if config.check_every == 0 {
+            return Err(ConfigError::new(
+                "scheduler.check_every",
+                "0",
+                "must be at least 1",
+            ));
+        }
+        context.flows.validate(|params| {
+            if let Some(LossTolerance { x, y }) = params.loss_tolerance {
+                if x > y || (y == 0 && x != 0) {
+                    return Err((
+                        "loss_tolerance",
+                        format!("\"{x}/{y}\""),
+                        "needs 0 <= x <= y, y >= 1, or 0/0".into(),
+                    ));
+                }
+            }
+            match params.deadline_gap {
+                Some(0) => Err(("deadline_gap", "0".into(), "must be longer than zero".into())),
+                Some(_) => Ok(()),
+                None if params.deadline_offset.is_some() => Err((
+                    "deadline_offset",
+                    format!("\"{}ns\"", params.deadline_offset.unwrap_or(0)),
+                    "needs a deadline_gap (a stream without deadline_gap has no deadlines)".into(),
+                )),
+                None if params.droppable == Some(true) => Err((
+                    "droppable",
+                    "true".into(),
+                    "needs a deadline_gap (a stream without deadline_gap is never late)".into(),
+                )),
+                None => Ok(()),
+            }
+        })?;
+        Ok(Dwcs {
+            queues: FlowQueues::new(context.limit),
+            streams: Vec::new(),
+            order: Order::new(config.structure),
+            table: context.flows.clone(),
+            config,
+            services: 0,
+            stashed: Vec::new(),
+        })
+    }
+}
+
+impl Scheduler for Dwcs {
+    fn id(&self) -> &'static str {
+        Self::INFO.id
+    }
+
+    fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
+        drops.append(&mut self.stashed);
+        let flow = packet.flow;
+        if flow <= MAX_FLOW_ID {
+            self.ensure_stream(flow);
+        }
+        let was_empty = self.queues.is_empty(flow);
+        let reported = drops.len();
+        let admitted = self.queues.admit(packet, |_| 1, drops);
+        // A push-out that took a stream's only packet (its head) takes the stream out of order.
+        for dropped in &drops[reported..] {
+            if dropped.reason == DropReason::PushedOut && self.queues.is_empty(dropped.packet.flow) {
+                self.order.remove(dropped.packet.flow);
+                if let Some(stream) = self.streams[dropped.packet.flow as usize].as_mut() {
+                    stream.head_late = false;
+                }
+            }
+        }
+        if admitted == Admission::Queued && was_empty {
+            let stream = self.streams[flow as usize].as_mut().expect("state created above");
+            if stream.has_deadlines() {
+                let fresh = packet.arrival.saturating_add(stream.offset);
+                stream.deadline = if stream.started {
+                    fresh.max(stream.deadline)
+                } else {
+                    fresh
+                };
+                stream.started = true;
+            }
+            stream.head_arrival = packet.arrival;
+            stream.head_late = false;
+            self.order.insert(flow, stream);
+        }
+    }
+
+    fn dequeue(&mut self, now: TimeNs, drops: &mut Vec<Dropped>) -> Option<Packet> {
+        drops.append(&mut self.stashed);
+        self.check(now, drops);
+        let flow = self.order.best()?;
+        let packet = self
+            .queues
+            .pop_sent(flow)
+            .expect("ordered streams are backlogged");
+        let stream = self.streams[flow as usize]
+            .as_mut()
+            .expect("ordered streams have state");
+        let mut late = stream.head_late;
+        if stream.has_deadlines() {
+            if stream.deadline < now {
+                // Only when this cycle skipped the check: the scheduler does not notice.
+                late = true;
+                stream.counters.deadlines_missed += (now - stream.deadline).div_ceil(stream.gap);
+            }
+            stream.loss.serviced(); // (A)
+            stream.deadline = stream.deadline.saturating_add(stream.gap);
+        }
+        stream.record_packet(late);
+        stream.head_late = false;
+        match self.queues.head(flow) {
+            Some(head) => {
+                stream.head_arrival = head.arrival;
+                self.order.update(flow, stream);
+            }
+            None => self.order.remove(flow),
+        }
+        self.services += 1;
+        Some(packet)
+    }
+
+    fn peek(&mut self, now: TimeNs) -> Option<Packet> {
+        let mut stash = std::mem::take(&mut self.stashed);
+        self.check(now, &mut stash);
+        self.stashed = stash;
+        let flow = self.order.best()?;
+        self.queues.head(flow).copied()
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.queues.counters
+    }
+
+    fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
+        let mut total = DwcsCounters::default();
+        for stream in self.streams.iter().flatten() {
+            let c = stream.counters;
+            total.deadlines_missed += c.deadlines_missed;
+            total.late_packets += c.late_packets;
+            total.violations += c.violations;
+            total.longest_late_run = total.longest_late_run.max(c.longest_late_run);
+            total.rule_c_applied += c.rule_c_applied;
+        }
+        vec![
+            ("deadlines_missed", total.deadlines_missed),
+            ("late_packets", total.late_packets),
+            ("loss_tolerance_violations", total.violations),
+            ("longest_late_run", total.longest_late_run),
+            ("rule_c_applied", total.rule_c_applied),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::config::{BufferLimit, DropPolicy};
+    use crate::link::{run_link, LinkRun, Outcome};
+    use crate::registry::build_scheduler;
+    use crate::testkit;
+
+    /// One time unit: a 1000-byte packet on the 8 Mbit/s test link.
+    const MS: TimeNs = 1_000_000;
+    const UNIT_BYTES: u32 = 1000;
+
+    fn tolerance(text: &str) -> LossTolerance {
+        LossTolerance::parse(text).unwrap()
+    }
+
+    fn params(loss: &str, gap: Option<TimeNs>, offset: Option<TimeNs>, droppable: bool) -> FlowParams {
+        FlowParams {
+            loss_tolerance: Some(tolerance(loss)),
+            deadline_gap: gap,
+            deadline_offset: offset,
+            droppable: gap.map(|_| droppable),
+            ..Default::default()
+        }
+    }
+
+    fn dwcs_with(flows: &[(FlowId, FlowParams)], config: DwcsConfig, limit: BufferLimit) -> Dwcs {
+        let mut table = FlowTable::uniform(FlowParams::default());
+        for (flow, p) in flows {
+            table.set(*flow, *p, format!("flow {flow}"));
+        }
+        let context = BuildContext {
+            limit,
+            flows: &table,
+            link_rate: testkit::link(),
+        };
+        Dwcs::build(config, &context).unwrap()
+    }
+
+    fn dwcs(flows: &[(FlowId, FlowParams)], structure: Structure) -> Dwcs {
+        let config = DwcsConfig {
+            structure,
+            ..DwcsConfig::default()
+        };
+        dwcs_with(flows, config, BufferLimit::UNLIMITED)
+    }
+
+    const STRUCTURES: [Structure; 2] = [Structure::Heap, Structure::List];
+
+    fn unit(id: u64, flow: FlowId, arrival: TimeNs) -> Packet {
+        Packet::new(id, flow, UNIT_BYTES, arrival)
+    }
+
+    fn loss_of(s: &Dwcs, flow: FlowId) -> (u64, u64) {
+        s.stream(flow).unwrap().loss_tolerance()
+    }
+
+    // ---------------------------------------------------------------- figure 1
+
+    fn figure_1_streams() -> Vec<(FlowId, FlowParams)> {
+        // s1, s2, s3: loss-tolerances 1/2, 3/4, 6/8; deadlines 0, 1, 2, … (gap one unit, the
+        // first deadline at the first arrival); late packets are dropped.
+        ["1/2", "3/4", "6/8"]
+            .iter()
+            .enumerate()
+            .map(|(i, loss)| (i as FlowId + 1, params(loss, Some(MS), Some(0), true)))
+            .collect()
+    }
+
+    /// One packet of each stream arrives every time unit, as in the paper.
+    fn figure_1_trace(units: u64) -> Vec<Packet> {
+        let mut trace = Vec::new();
+        for k in 0..units {
+            for flow in 1..=3 {
+                trace.push(unit(trace.len() as u64, flow, k * MS));
+            }
+        }
+        trace
+    }
+
+    /// Figure 1, West et al. §3. Hand-derived from table 1 and rules (A)/(B), and agreeing with
+    /// every statement of the text: s1 first (lowest tolerance) and then 1/1; at t = 1 the first
+    /// packets of s2 and s3 are dropped and their tolerances become 2/3 and 5/7, and s2 (d = 1) is
+    /// served; at t = 2 s1 is back to 1/2 after the meaningless 0/0; at t = 5 s2 is served on a
+    /// tie with s3 (2/3, d = 5, same numerator: lowest-numbered stream); at t = 8 the schedule
+    /// repeats. Loss-tolerances (s1, s2, s3) before each selection:
+    ///
+    /// | t | s1  | s2  | s3  | served |
+    /// |---|-----|-----|-----|--------|
+    /// | 0 | 1/2 | 3/4 | 6/8 | s1 |
+    /// | 1 | 1/1 | 2/3 | 5/7 | s2 |
+    /// | 2 | 1/2 | 2/2 | 4/6 | s1 |
+    /// | 3 | 1/1 | 1/1 | 3/5 | s3 |
+    /// | 4 | 1/2 | 3/4 | 3/4 | s1 |
+    /// | 5 | 1/1 | 2/3 | 2/3 | s2 (tie → lowest-numbered) |
+    /// | 6 | 1/2 | 2/2 | 1/2 | s1 (tie → lowest-numbered) |
+    /// | 7 | 1/1 | 1/1 | 0/1 | s3 |
+    const FIGURE_1: [(u64, u64, u64, u64, u64, u64, FlowId); 8] = [
+        (1, 2, 3, 4, 6, 8, 1),
+        (1, 1, 2, 3, 5, 7, 2),
+        (1, 2, 2, 2, 4, 6, 1),
+        (1, 1, 1, 1, 3, 5, 3),
+        (1, 2, 3, 4, 3, 4, 1),
+        (1, 1, 2, 3, 2, 3, 2),
+        (1, 2, 2, 2, 1, 2, 1),
+        (1, 1, 1, 1, 0, 1, 3),
+    ];
+
+    #[test]
+    fn figure_1_schedule_repeats_every_8_slots() {
+        for structure in STRUCTURES {
+            let mut s = dwcs(&figure_1_streams(), structure);
+            let trace = figure_1_trace(24);
+            let run = run_link(&mut s, testkit::link(), &trace).unwrap();
+            let served: Vec<FlowId> = run.send_order.iter().map(|(i, _)| trace[*i].flow).collect();
+            let period = [1, 2, 1, 3, 1, 2, 1, 3];
+            assert_eq!(&served[..24], &period.repeat(3)[..], "{structure:?}");
+            // One packet per unit, back to back, each the packet whose deadline is that unit.
+            for (slot, (index, start)) in run.send_order.iter().take(24).enumerate() {
+                assert_eq!(*start, slot as u64 * MS);
+                assert_eq!(trace[*index].arrival, slot as u64 * MS, "served on its deadline");
+            }
+            // Over 24 units: s1 12 sent / 12 lost, s2 and s3 6 sent / 18 lost each.
+            let c = s.counters();
+            assert_eq!([1, 2, 3].map(|f| c.flow(f).unwrap().sent_packets), [12, 6, 6]);
+            assert_eq!(
+                [1, 2, 3].map(|f| c.flow(f).unwrap().dropped(DropReason::Late)),
+                [12, 18, 18]
+            );
+            // "Hence, the loss-tolerances from all three streams are met."
+            for flow in 1..=3 {
+                assert_eq!(s.stream(flow).unwrap().counters().violations, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn figure_1_loss_tolerances_step_by_step() {
+        for structure in STRUCTURES {
+            let mut s = dwcs(&figure_1_streams(), structure);
+            let trace = figure_1_trace(16);
+            let mut drops = Vec::new();
+            let mut next = 0;
+            for slot in 0..16u64 {
+                let now = slot * MS;
+                while next < trace.len() && trace[next].arrival <= now {
+                    s.enqueue(trace[next], now, &mut drops);
+                    next += 1;
+                }
+                // peek runs the missed-deadline check; its drops come with the dequeue.
+                let peeked = s.peek(now).unwrap();
+                let (x1, y1, x2, y2, x3, y3, flow) = FIGURE_1[slot as usize % 8];
+                assert_eq!(loss_of(&s, 1), (x1, y1), "s1 at t = {slot}");
+                assert_eq!(loss_of(&s, 2), (x2, y2), "s2 at t = {slot}");
+                assert_eq!(loss_of(&s, 3), (x3, y3), "s3 at t = {slot}");
+                assert_eq!(peeked.flow, flow, "t = {slot}");
+                assert!(drops.is_empty(), "peek's drops are stashed");
+                let sent = s.dequeue(now, &mut drops).unwrap();
+                assert_eq!(sent, peeked);
+                // Every slot after the first drops the two other streams' packets of the last
+                // unit (deadline t − 1).
+                let mut dropped: Vec<(FlowId, TimeNs)> =
+                    drops.iter().map(|d| (d.packet.flow, d.packet.arrival)).collect();
+                dropped.sort();
+                if slot > 0 {
+                    let previous = FIGURE_1[(slot as usize - 1) % 8].6;
+                    let expected: Vec<(FlowId, TimeNs)> = (1..=3)
+                        .filter(|f| *f != previous)
+                        .map(|f| (f, (slot - 1) * MS))
+                        .collect();
+                    assert_eq!(dropped, expected, "t = {slot}");
+                }
+                assert!(drops.iter().all(|d| d.reason == DropReason::Late));
+                drops.clear();
+            }
+            // After service at t = 0 (on time) s1 was 1/1: rule (A).
+            assert_eq!(
+                s.stream(1).unwrap().counters().deadlines_missed,
+                7,
+                "dropped at t = 2, 4, …, 14"
+            );
+        }
+    }
+
+    // ---------------------------------------------------------------- table 1
+
+    /// Builds DWCS with `streams` (flow, parameters, arrival of its one packet) and returns the
+    /// flow served first at the last arrival time (both structures must agree).
+    fn first_served(streams: &[(FlowId, FlowParams, TimeNs)]) -> FlowId {
+        let flows: Vec<(FlowId, FlowParams)> = streams.iter().map(|(f, p, _)| (*f, *p)).collect();
+        let mut arrivals: Vec<(TimeNs, FlowId)> = streams.iter().map(|(f, _, a)| (*a, *f)).collect();
+        arrivals.sort();
+        let now = arrivals.last().unwrap().0;
+        let mut chosen = Vec::new();
+        for structure in STRUCTURES {
+            let mut s = dwcs(&flows, structure);
+            let mut drops = Vec::new();
+            for (id, (arrival, flow)) in arrivals.iter().enumerate() {
+                s.enqueue(unit(id as u64, *flow, *arrival), *arrival, &mut drops);
+            }
+            let packet = s.dequeue(now, &mut drops).unwrap();
+            assert!(drops.is_empty(), "no deadline has passed");
+            chosen.push(packet.flow);
+        }
+        assert_eq!(chosen[0], chosen[1], "heap and list agree");
+        chosen[0]
+    }
+
+    fn with_offset(loss: &str, offset_ms: u64) -> FlowParams {
+        params(loss, Some(100 * MS), Some(offset_ms * MS), false)
+    }
+
+    #[test]
+    fn table_1_row_1_lowest_loss_tolerance_first() {
+        // 1/2 < 3/4 although 3/4's deadline is earlier.
+        let winner = first_served(&[(0, with_offset("3/4", 1), 0), (1, with_offset("1/2", 9), 0)]);
+        assert_eq!(winner, 1);
+        // Any zero tolerance precedes any non-zero one.
+        let winner = first_served(&[(0, with_offset("1/100", 1), 0), (1, with_offset("0/4", 9), 0)]);
+        assert_eq!(winner, 1);
+    }
+
+    #[test]
+    fn table_1_row_2_same_non_zero_tolerance_edf() {
+        // 1/2 and 2/4 are the same tolerance: the earlier deadline (flow 1) goes first.
+        let winner = first_served(&[(0, with_offset("1/2", 5), 0), (1, with_offset("2/4", 3), 0)]);
+        assert_eq!(winner, 1);
+        // A stream without deadlines comes after one with a deadline at equal tolerance.
+        let winner = first_served(&[
+            (0, params("1/2", None, None, false), 0),
+            (1, with_offset("1/2", 50), 0),
+        ]);
+        assert_eq!(winner, 1);
+    }
+
+    #[test]
+    fn table_1_row_3_same_tolerance_and_deadline_lowest_numerator() {
+        let winner = first_served(&[(0, with_offset("2/4", 3), 0), (1, with_offset("1/2", 3), 0)]);
+        assert_eq!(winner, 1);
+    }
+
+    #[test]
+    fn table_1_row_4_zero_tolerance_and_denominators_edf() {
+        let winner = first_served(&[(0, with_offset("0/0", 5), 0), (1, with_offset("0/0", 2), 0)]);
+        assert_eq!(winner, 1);
+    }
+
+    #[test]
+    fn table_1_row_5_zero_tolerance_highest_denominator() {
+        // 0/5 before 0/2 although its deadline is later.
+        let winner = first_served(&[(0, with_offset("0/2", 1), 0), (1, with_offset("0/5", 9), 0)]);
+        assert_eq!(winner, 1);
+        // 0/1 before 0/0 (denominators 1 > 0) although its deadline is later.
+        let winner = first_served(&[(0, with_offset("0/0", 1), 0), (1, with_offset("0/1", 9), 0)]);
+        assert_eq!(winner, 1);
+    }
+
+    #[test]
+    fn table_1_row_6_otherwise_first_come_first_served() {
+        // Same tolerance, deadline (3 ms) and numerator: the head that arrived first (flow 1 at
+        // 0) goes first although its flow id is higher.
+        let winner = first_served(&[(0, with_offset("1/2", 2), MS), (1, with_offset("1/2", 3), 0)]);
+        assert_eq!(winner, 1);
+        // Zero tolerances with equal non-zero denominators are not EDF (row 4 needs zero
+        // denominators): the first come (flow 1) goes first despite its later deadline.
+        let winner = first_served(&[(0, with_offset("0/3", 1), MS), (1, with_offset("0/3", 9), 0)]);
+        assert_eq!(winner, 1);
+        // Everything equal, arrival too: the lower flow id.
+        let winner = first_served(&[(1, with_offset("1/2", 3), 0), (0, with_offset("1/2", 3), 0)]);
+        assert_eq!(winner, 0);
+    }
+
+    // ---------------------------------------------------------------- rules (A), (B), (C)
+
+    #[test]
+    fn rule_a_on_time_service() {
+        let mut l = LossState::new(tolerance("2/5"));
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            l.serviced();
+            seen.push((l.x_current, l.y_current));
+        }
+        // y' falls to x' and stays there.
+        assert_eq!(seen, vec![(2, 4), (2, 3), (2, 2), (2, 2)]);
+        let mut l = LossState::new(tolerance("0/2"));
+        l.serviced();
+        assert_eq!((l.x_current, l.y_current), (0, 1));
+        l.serviced(); // 0/0 is meaningless: back to 0/2
+        assert_eq!((l.x_current, l.y_current), (0, 2));
+    }
+
+    #[test]
+    fn rules_b_and_c_missed_deadlines() {
+        for (method, after_violation) in [
+            (ViolationMethod::Reset, (2, 4)),
+            (ViolationMethod::Amortize, (3, 9)),
+        ] {
+            let mut l = LossState::new(tolerance("2/4"));
+            assert_eq!(l.missed(1, method), 0);
+            assert_eq!((l.x_current, l.y_current), (1, 3));
+            assert_eq!(l.missed(1, method), 0);
+            assert_eq!((l.x_current, l.y_current), (0, 2));
+            // A miss at 0/2 violates: (C). Method 1: x' = 2x − 1 = 3, y' = 2y + y' − 1 = 9.
+            assert_eq!(l.missed(1, method), 1);
+            assert_eq!((l.x_current, l.y_current), after_violation, "{method:?}");
+        }
+        // x = y: 1/1 → 0/0 → 1/1, never a violation.
+        let mut l = LossState::new(tolerance("1/1"));
+        assert_eq!(l.missed(1, ViolationMethod::Reset), 0);
+        assert_eq!((l.x_current, l.y_current), (1, 1));
+        // Method 1 with x = 0 would give x' = −1: reset instead.
+        let mut l = LossState::new(tolerance("0/3"));
+        assert_eq!(l.missed(1, ViolationMethod::Amortize), 1);
+        assert_eq!((l.x_current, l.y_current), (0, 3));
+    }
+
+    /// The rules exactly as the paper writes them, one miss at a time.
+    fn naive_missed(l: &mut LossState, method: ViolationMethod) -> u64 {
+        if l.x_current > 0 {
+            l.x_current -= 1;
+            l.y_current -= 1;
+            if l.x_current == 0 && l.y_current == 0 {
+                l.x_current = l.x;
+                l.y_current = l.y;
+            }
+            0
+        } else {
+            if method == ViolationMethod::Amortize && l.x > 0 {
+                l.x_current = 2 * l.x - 1;
+                l.y_current = 2 * l.y + l.y_current - 1;
+            } else {
+                l.x_current = l.x;
+                l.y_current = l.y;
+            }
+            1
+        }
+    }
+
+    proptest! {
+        /// rule (B)/(C) applied k times in closed form equals k single applications.
+        #[test]
+        fn closed_form_misses_equal_single_steps(
+            y in 0u32..7, x_frac in 0u32..8, amortize in any::<bool>(),
+            steps in proptest::collection::vec((any::<bool>(), 0u64..60), 1..20),
+        ) {
+            let x = if y == 0 { 0 } else { x_frac % (y + 1) };
+            let method = if amortize { ViolationMethod::Amortize } else { ViolationMethod::Reset };
+            let mut fast = LossState::new(LossTolerance { x, y });
+            let mut slow = fast;
+            for (serve, k) in steps {
+                if serve {
+                    fast.serviced();
+                    slow.serviced();
+                } else {
+                    let v = fast.missed(k, method);
+                    let w: u64 = (0..k).map(|_| naive_missed(&mut slow, method)).sum();
+                    prop_assert_eq!(v, w);
+                }
+                prop_assert_eq!(fast, slow);
+            }
+        }
+    }
+
+    /// A zero-tolerance stream without deadlines (always first) holds the link while a 2/4
+    /// non-droppable stream misses deadline after deadline: its head keeps its place, its
+    /// deadline moves by the gap each time, (B) twice, then (C) at 0/2.
+    #[test]
+    fn non_droppable_head_misses_repeatedly() {
+        for (method, at_3ms, at_4ms, after) in [
+            (ViolationMethod::Reset, (2, 4), (1, 3), (1, 2)),
+            (ViolationMethod::Amortize, (3, 9), (2, 8), (2, 7)),
+        ] {
+            for structure in STRUCTURES {
+                let flows = [
+                    (0, params("2/4", Some(MS), Some(0), false)),
+                    (1, params("0/100", None, None, false)),
+                ];
+                let config = DwcsConfig {
+                    violation: method,
+                    structure,
+                    check_every: 1,
+                };
+                let mut s = dwcs_with(&flows, config, BufferLimit::UNLIMITED);
+                let mut drops = Vec::new();
+                s.enqueue(unit(0, 0, 0), 0, &mut drops);
+                for id in 1..=4 {
+                    s.enqueue(unit(id, 1, 0), 0, &mut drops);
+                }
+                // The blocker goes first; flow 0's tolerance after each check.
+                for (now, loss) in [(0, (2, 4)), (MS, (1, 3)), (2 * MS, (0, 2)), (3 * MS, at_3ms)] {
+                    assert_eq!(s.dequeue(now, &mut drops).unwrap().flow, 1, "t = {now}");
+                    assert_eq!(loss_of(&s, 0), loss, "t = {now}");
+                }
+                // t = 4 ms: a fourth miss, then the late head is served: (A).
+                assert_eq!(s.peek(4 * MS).unwrap().flow, 0);
+                assert_eq!(loss_of(&s, 0), at_4ms);
+                assert_eq!(s.dequeue(4 * MS, &mut drops).unwrap().flow, 0);
+                assert_eq!(loss_of(&s, 0), after);
+                assert!(drops.is_empty());
+                let stream = s.stream(0).unwrap();
+                assert_eq!(stream.deadline(), Some(5 * MS), "pushed to 4 ms, then + gap");
+                assert_eq!(
+                    stream.counters(),
+                    DwcsCounters {
+                        deadlines_missed: 4,
+                        late_packets: 1,
+                        violations: 0,
+                        longest_late_run: 1,
+                        rule_c_applied: 1,
+                    }
+                );
+            }
+        }
+    }
+
+    /// Droppable: each late head is dropped and the next deadline is the dropped one's + gap.
+    #[test]
+    fn droppable_late_heads_are_dropped() {
+        for structure in STRUCTURES {
+            let flows = [
+                (0, params("1/2", Some(MS), Some(0), true)),
+                (1, params("0/100", None, None, false)),
+            ];
+            let mut s = dwcs(&flows, structure);
+            let trace = [
+                unit(0, 0, 0),
+                unit(1, 0, 0),
+                unit(2, 0, 0),
+                unit(3, 1, 0),
+                unit(4, 1, 0),
+                unit(5, 1, 0),
+                unit(6, 0, 3 * MS + MS / 2),
+            ];
+            let run = run_link(&mut s, testkit::link(), &trace).unwrap();
+            let late = |at| {
+                Some(Outcome::Dropped {
+                    at,
+                    reason: DropReason::Late,
+                })
+            };
+            // Deadlines 0, 1, 2 ms: dropped at the checks of 1, 2, 3 ms.
+            assert_eq!(run.outcomes[..3], [late(MS), late(2 * MS), late(3 * MS)]);
+            // The stream went idle at 3 ms with next deadline 3 ms; the arrival at 3.5 ms gets
+            // max(3.5 ms + offset 0, 3 ms) and is sent at once.
+            assert_eq!(
+                run.outcomes[6],
+                Some(Outcome::Sent {
+                    start: 3 * MS + MS / 2,
+                    end: 4 * MS + MS / 2
+                })
+            );
+            let c = s.stream(0).unwrap().counters();
+            // Window 1 (packets 0, 1): two late > x = 1; window 2 (packets 2, 6): one late.
+            assert_eq!(
+                c,
+                DwcsCounters {
+                    deadlines_missed: 3,
+                    late_packets: 3,
+                    violations: 1,
+                    longest_late_run: 3,
+                    rule_c_applied: 1,
+                }
+            );
+            assert_eq!(s.stream(0).unwrap().deadline(), Some(4 * MS + MS / 2));
+        }
+    }
+
+    /// Drops made by `peek` are counted at once and handed out by the next call with a drops
+    /// vector, here an enqueue.
+    #[test]
+    fn peek_drops_are_reported_by_the_next_enqueue() {
+        for structure in STRUCTURES {
+            let mut s = dwcs(&[(0, params("1/2", Some(MS), Some(0), true))], structure);
+            let mut drops = Vec::new();
+            s.enqueue(unit(0, 0, 0), 0, &mut drops);
+            s.enqueue(unit(1, 0, 0), 0, &mut drops);
+            // At 1.5 ms the deadlines 0 and 1 ms have passed: both packets go.
+            assert_eq!(s.peek(MS + MS / 2), None);
+            assert_eq!(s.counters().flow(0).unwrap().dropped(DropReason::Late), 2);
+            assert_eq!(s.backlog().packets, 0);
+            assert!(drops.is_empty());
+            s.enqueue(unit(2, 0, 2 * MS), 2 * MS, &mut drops);
+            let ids: Vec<u64> = drops.iter().map(|d| d.packet.id).collect();
+            assert_eq!(ids, vec![0, 1]);
+            assert!(drops.iter().all(|d| d.reason == DropReason::Late));
+            drops.clear();
+            assert_eq!(s.dequeue(2 * MS, &mut drops).unwrap().id, 2);
+            assert!(drops.is_empty());
+        }
+    }
+
+    // ---------------------------------------------------------------- check_every
+
+    /// A droppable packet with deadline 1 ms behind a zero-tolerance blocker of five packets.
+    fn approximation_run(check_every: u32, structure: Structure) -> (Dwcs, LinkRun) {
+        let flows = [
+            (0, params("1/2", Some(10 * MS), Some(MS), true)),
+            (1, params("0/100", None, None, false)),
+        ];
+        let config = DwcsConfig {
+            structure,
+            check_every,
+            ..DwcsConfig::default()
+        };
+        let mut s = dwcs_with(&flows, config, BufferLimit::UNLIMITED);
+        let mut trace = vec![unit(0, 0, 0)];
+        trace.extend((1..=5).map(|id| unit(id, 1, 0)));
+        let run = run_link(&mut s, testkit::link(), &trace).unwrap();
+        (s, run)
+    }
+
+    #[test]
+    fn check_every_p_detects_misses_later() {
+        for structure in STRUCTURES {
+            // p = 1: the miss (deadline 1 ms) is seen at the first dequeue after it, 2 ms.
+            let (s, run) = approximation_run(1, structure);
+            assert_eq!(
+                run.outcomes[0],
+                Some(Outcome::Dropped {
+                    at: 2 * MS,
+                    reason: DropReason::Late
+                })
+            );
+            assert_eq!(s.stream(0).unwrap().loss_tolerance(), (0, 1), "(B) applied");
+            // p = 3: checks at services 0 and 3 (t = 0 and 3 ms): dropped at 3 ms.
+            let (s, run) = approximation_run(3, structure);
+            assert_eq!(
+                run.outcomes[0],
+                Some(Outcome::Dropped {
+                    at: 3 * MS,
+                    reason: DropReason::Late
+                })
+            );
+            assert_eq!(s.stream(0).unwrap().counters().deadlines_missed, 1);
+            // p = 10: no check after t = 0; the late packet is sent at 5 ms and (B) never
+            // applies — (A) does, as after any service — but the counters record the miss.
+            let (s, run) = approximation_run(10, structure);
+            assert_eq!(
+                run.outcomes[0],
+                Some(Outcome::Sent {
+                    start: 5 * MS,
+                    end: 6 * MS
+                })
+            );
+            let stream = s.stream(0).unwrap();
+            assert_eq!(stream.loss_tolerance(), (1, 1));
+            assert_eq!(stream.counters().deadlines_missed, 1);
+            assert_eq!(stream.counters().late_packets, 1);
+        }
+    }
+
+    // ---------------------------------------------------------------- reference model
+
+    /// DWCS written straight from the paper's pseudo-code: a list scanned in flow order, rule
+    /// (B) one miss at a time, table 1 as a chain of pairwise rules.
+    struct Reference {
+        streams: Vec<RefStream>,
+        method: ViolationMethod,
+    }
+
+    struct RefStream {
+        loss: LossState,
+        gap: TimeNs,
+        offset: TimeNs,
+        droppable: bool,
+        deadline: TimeNs,
+        started: bool,
+        queue: VecDeque<Packet>,
+    }
+
+    /// Table 1, row by row: whether stream `a`'s head precedes stream `b`'s.
+    fn table_1_precedes(a: &RefStream, fa: FlowId, b: &RefStream, fb: FlowId) -> bool {
+        let (xa, ya, xb, yb) = (
+            a.loss.x_current,
+            a.loss.y_current,
+            b.loss.x_current,
+            b.loss.y_current,
+        );
+        let da = if a.gap > 0 { a.deadline } else { TimeNs::MAX };
+        let db = if b.gap > 0 { b.deadline } else { TimeNs::MAX };
+        let zero_a = xa == 0;
+        let zero_b = xb == 0;
+        // Lowest loss-tolerance first.
+        if zero_a != zero_b {
+            return zero_a;
+        }
+        if !zero_a && xa * yb != xb * ya {
+            return xa * yb < xb * ya;
+        }
+        if !zero_a {
+            // Same non-zero loss-tolerance: EDF; then lowest numerator.
+            if da != db {
+                return da < db;
+            }
+            if xa != xb {
+                return xa < xb;
+            }
+        } else if ya == 0 && yb == 0 {
+            // Zero loss-tolerance and denominators: EDF.
+            if da != db {
+                return da < db;
+            }
+        } else if ya != yb {
+            // Zero loss-tolerance: highest denominator first.
+            return ya > yb;
+        }
+        // First come, first served; lowest-numbered stream.
+        let (aa, ab) = (a.queue[0].arrival, b.queue[0].arrival);
+        if aa != ab {
+            return aa < ab;
+        }
+        fa < fb
+    }
+
+    impl Reference {
+        fn enqueue(&mut self, packet: Packet) {
+            let s = &mut self.streams[packet.flow as usize];
+            if s.queue.is_empty() && s.gap > 0 {
+                let fresh = packet.arrival + s.offset;
+                s.deadline = if s.started { fresh.max(s.deadline) } else { fresh };
+                s.started = true;
+            }
+            s.queue.push_back(packet);
+        }
+
+        /// Returns (sent, dropped ids).
+        fn dequeue(&mut self, now: TimeNs) -> (Option<Packet>, Vec<u64>) {
+            let mut dropped = Vec::new();
+            for s in &mut self.streams {
+                if s.queue.is_empty() || s.gap == 0 {
+                    continue;
+                }
+                while s.deadline < now {
+                    naive_missed(&mut s.loss, self.method);
+                    if s.droppable {
+                        dropped.push(s.queue.pop_front().unwrap().id);
+                        s.deadline += s.gap;
+                        if s.queue.is_empty() {
+                            break;
+                        }
+                    } else {
+                        s.deadline += s.gap;
+                    }
+                }
+            }
+            let mut best: Option<usize> = None;
+            for (i, s) in self.streams.iter().enumerate() {
+                if s.queue.is_empty() {
+                    continue;
+                }
+                best = match best {
+                    Some(b) if !table_1_precedes(s, i as FlowId, &self.streams[b], b as FlowId) => Some(b),
+                    _ => Some(i),
+                };
+            }
+            let Some(i) = best else {
+                return (None, dropped);
+            };
+            let s = &mut self.streams[i];
+            let packet = s.queue.pop_front();
+            if s.gap > 0 {
+                s.loss.serviced();
+                s.deadline += s.gap;
+            }
+            (packet, dropped)
+        }
+    }
+
+    fn arb_flow_params() -> impl Strategy<Value = FlowParams> {
+        (
+            0u32..6,
+            0u32..7,
+            prop_oneof![1 => Just(None), 6 => (50u64..3000).prop_map(|us| Some(us * 1000))],
+            prop_oneof![1 => Just(None), 2 => (0u64..4000).prop_map(|us| Some(us * 1000))],
+            any::<bool>(),
+        )
+            .prop_map(|(y, x, gap, offset, droppable)| FlowParams {
+                loss_tolerance: Some(LossTolerance {
+                    x: if y == 0 { 0 } else { x % (y + 1) },
+                    y,
+                }),
+                deadline_gap: gap,
+                deadline_offset: gap.and(offset),
+                droppable: gap.map(|_| droppable),
+                ..Default::default()
+            })
+    }
+
+    fn arb_config() -> impl Strategy<Value = DwcsConfig> {
+        (any::<bool>(), 1u32..5).prop_map(|(amortize, check_every)| DwcsConfig {
+            violation: if amortize {
+                ViolationMethod::Amortize
+            } else {
+                ViolationMethod::Reset
+            },
+            structure: Structure::Heap,
+            check_every,
+        })
+    }
+
+    proptest! {
+        /// With p = 1, both structures make exactly the pseudo-code's decisions, dequeue by
+        /// dequeue (sent packet and the set of late drops) on random traces.
+        #[test]
+        fn exact_dwcs_equals_the_pseudo_code(
+            flows in proptest::collection::vec(arb_flow_params(), 4),
+            trace in testkit::arb_trace(4, 200),
+            amortize in any::<bool>(),
+        ) {
+            let method = if amortize { ViolationMethod::Amortize } else { ViolationMethod::Reset };
+            let table: Vec<(FlowId, FlowParams)> =
+                flows.iter().enumerate().map(|(f, p)| (f as FlowId, *p)).collect();
+            for structure in STRUCTURES {
+                let config = DwcsConfig { violation: method, structure, check_every: 1 };
+                let mut s = dwcs_with(&table, config, BufferLimit::UNLIMITED);
+                let mut reference = Reference {
+                    streams: flows
+                        .iter()
+                        .map(|p| {
+                            let gap = p.deadline_gap.unwrap_or(0);
+                            RefStream {
+                                loss: LossState::new(p.loss_tolerance.unwrap()),
+                                gap,
+                                offset: p.deadline_offset.unwrap_or(gap),
+                                droppable: p.droppable.unwrap_or(false),
+                                deadline: 0,
+                                started: false,
+                                queue: VecDeque::new(),
+                            }
+                        })
+                        .collect(),
+                    method,
+                };
+                let mut drops = Vec::new();
+                let mut now = 0;
+                let mut next = 0;
+                while next < trace.len() || s.backlog().packets > 0 {
+                    if s.backlog().packets == 0 {
+                        now = now.max(trace[next].arrival);
+                    }
+                    while next < trace.len() && trace[next].arrival <= now {
+                        s.enqueue(trace[next], now, &mut drops);
+                        reference.enqueue(trace[next]);
+                        next += 1;
+                    }
+                    let sent = s.dequeue(now, &mut drops);
+                    let (expected, mut expected_drops) = reference.dequeue(now);
+                    let mut got_drops: Vec<u64> = drops.drain(..).map(|d| d.packet.id).collect();
+                    got_drops.sort();
+                    expected_drops.sort();
+                    prop_assert_eq!(sent, expected, "t = {}", now);
+                    prop_assert_eq!(got_drops, expected_drops, "t = {}", now);
+                    for (f, r) in reference.streams.iter().enumerate() {
+                        prop_assert_eq!(s.stream(f as FlowId).map_or(r.loss, |x| x.loss()), r.loss);
+                    }
+                    if let Some(p) = sent {
+                        now += testkit::link().transmission_time(p.size as u64);
+                    }
+                }
+            }
+        }
+
+        /// Heap and list make identical schedules, for any rule (C) method and p.
+        #[test]
+        fn heap_and_list_schedules_are_identical(
+            flows in proptest::collection::vec(arb_flow_params(), 5),
+            config in arb_config(),
+            trace in testkit::arb_trace(6, 300),
+        ) {
+            // Flow 5 is left to the defaults (1/1, no deadlines).
+            let table: Vec<(FlowId, FlowParams)> =
+                flows.iter().enumerate().map(|(f, p)| (f as FlowId, *p)).collect();
+            let mut heap = dwcs_with(&table, config, BufferLimit::UNLIMITED);
+            let list_config = DwcsConfig { structure: Structure::List, ..config };
+            let mut list = dwcs_with(&table, list_config, BufferLimit::UNLIMITED);
+            let a = testkit::check_invariants(&mut heap, &trace, true)?;
+            let b = testkit::check_invariants(&mut list, &trace, true)?;
+            prop_assert_eq!(a, b);
+            prop_assert_eq!(heap.discipline_counters(), list.discipline_counters());
+            for flow in 0..6 {
+                prop_assert_eq!(heap.stream(flow), list.stream(flow));
+            }
+        }
+
+        /// Exactly once, FIFO per flow, counters, work conservation, under buffer limits and
+        /// push-outs.
+        #[test]
+        fn invariants(
+            flows in proptest::collection::vec(arb_flow_params(), 5),
+            config in arb_config(),
+            list in any::<bool>(),
+            lqd in any::<bool>(),
+            trace in testkit::arb_trace(5, 300),
+        ) {
+            let table: Vec<(FlowId, FlowParams)> =
+                flows.iter().enumerate().map(|(f, p)| (f as FlowId, *p)).collect();
+            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
+            let limit = BufferLimit { bytes: Some(6000), policy, ..BufferLimit::UNLIMITED };
+            let structure = if list { Structure::List } else { Structure::Heap };
+            let mut s = dwcs_with(&table, DwcsConfig { structure, ..config }, limit);
+            prop_assert!(s.is_work_conserving());
+            testkit::check_invariants(&mut s, &trace, true)?;
+        }
+    }
+
+    // ---------------------------------------------------------------- under load
+
+    /// Stream sets meeting Σ(1 − x/y)·C/T < 1 with a common period T = qC (C = one unit):
+    /// (q, [(x, y)]).
+    fn arb_under_loaded() -> impl Strategy<Value = (u64, Vec<(u32, u32)>)> {
+        (1u64..9, proptest::collection::vec((0u32..11, 1u32..11), 1..9)).prop_filter_map(
+            "minimum demand below the link",
+            |(q, raw)| {
+                let set: Vec<(u32, u32)> = raw.into_iter().map(|(x, y)| (x % (y + 1), y)).collect();
+                // Σ (y − x)/(y·q) < 1, exactly: Σ (y − x)·L/y < q·L with L = lcm(1..=10).
+                let l: u64 = 2520;
+                let demand: u64 = set.iter().map(|&(x, y)| (y - x) as u64 * l / y as u64).sum();
+                (demand < q * l).then_some((q, set))
+            },
+        )
+    }
+
+    proptest! {
+        /// Under-load (the paper's figure 1 setting generalised): every stream has one packet
+        /// arriving per period T = qC, deadline offset T − C (it must start within its period)
+        /// or T, late packets dropped. When Σ(1 − x/y)·C/T < 1, DWCS never finds a stream at
+        /// 0/y' missing again: rule (C) never applies, i.e. every DWCS window (from x/y back to
+        /// x/y) holds at most x late packets. Checked independently from the outcomes: any y
+        /// consecutive packets of a stream hold at most 2x late ones (a window of y packets
+        /// overlaps at most two DWCS windows, each at least y packets long).
+        #[test]
+        fn under_load_no_violation(
+            (q, set) in arb_under_loaded(),
+            start_by_period_end in any::<bool>(),
+            amortize in any::<bool>(),
+            list in any::<bool>(),
+        ) {
+            let period = q * MS;
+            let offset = if start_by_period_end { period - MS } else { period };
+            let flows: Vec<(FlowId, FlowParams)> = set
+                .iter()
+                .enumerate()
+                .map(|(f, (x, y))| (f as FlowId, params(&format!("{x}/{y}"), Some(period), Some(offset), true)))
+                .collect();
+            let config = DwcsConfig {
+                violation: if amortize { ViolationMethod::Amortize } else { ViolationMethod::Reset },
+                structure: if list { Structure::List } else { Structure::Heap },
+                check_every: 1,
+            };
+            let mut s = dwcs_with(&flows, config, BufferLimit::UNLIMITED);
+            let mut trace = Vec::new();
+            for k in 0..(600 / q) {
+                for f in 0..set.len() {
+                    trace.push(unit(trace.len() as u64, f as FlowId, k * period));
+                }
+            }
+            let run = testkit::check_invariants(&mut s, &trace, true)?;
+            for (f, &(x, y)) in set.iter().enumerate() {
+                let stream = s.stream(f as FlowId).unwrap();
+                prop_assert_eq!(stream.counters().rule_c_applied, 0, "stream {} ({}/{})", f, x, y);
+                let late: Vec<bool> = trace
+                    .iter()
+                    .zip(&run.outcomes)
+                    .filter(|(p, _)| p.flow == f as FlowId)
+                    .map(|(_, o)| matches!(o, Some(Outcome::Dropped { reason: DropReason::Late, .. })))
+                    .collect();
+                for window in late.windows(y as usize) {
+                    let count = window.iter().filter(|l| **l).count() as u32;
+                    prop_assert!(count <= 2 * x, "stream {} ({}/{}): {} late in {} packets", f, x, y, count, y);
+                }
+                // Sent packets are all on time (droppable: a late head never goes out).
+                prop_assert_eq!(stream.counters().late_packets, late.iter().filter(|l| **l).count() as u64);
+            }
+        }
+    }
+
+    /// Rule (A) leaves y' alone once y' = x', so a DWCS window can be longer than y packets and
+    /// two windows' late packets can meet: 1/2 served on time twice stays 1/1, then two misses
+    /// (the second after a reset from 0/0) are both allowed without rule (C) — two late packets
+    /// in a row, more than x = 1 in the window of y = 2, counted as a violation by the counters
+    /// (figure 5's fixed windows) but not by DWCS itself.
+    #[test]
+    fn dwcs_windows_stretch_past_y() {
+        let mut l = LossState::new(tolerance("1/2"));
+        l.serviced();
+        l.serviced();
+        assert_eq!((l.x_current, l.y_current), (1, 1));
+        assert_eq!(l.missed(1, ViolationMethod::Reset), 0);
+        assert_eq!((l.x_current, l.y_current), (1, 2), "0/0 → reset");
+        assert_eq!(l.missed(1, ViolationMethod::Reset), 0);
+        assert_eq!((l.x_current, l.y_current), (0, 1));
+    }
+
+    /// Pre-queued (fully backlogged) streams are a different matter: DWCS serves a stream
+    /// whenever it has precedence, however far ahead of its deadlines, so a stream can run
+    /// ahead. Streams 0/1 (flow 0) and 0/2 (flow 1), T = 7 units, deadline offset T, all packets
+    /// queued at 0 (minimum demand 2/7): flow 1 (higher denominator) goes first and becomes 0/1;
+    /// from then on the FCFS tie (heads arrived together) favours flow 0, which (A) keeps at 0/1,
+    /// until flow 1's head (deadline 14) is late at t = 15: dropped, rule (C) resets it to 0/2,
+    /// its next packet (deadline 21) is served, and the cycle repeats every 14 units.
+    #[test]
+    fn backlogged_streams_run_ahead() {
+        let flows = [
+            (0, params("0/1", Some(7 * MS), None, true)),
+            (1, params("0/2", Some(7 * MS), None, true)),
+        ];
+        for structure in STRUCTURES {
+            let mut s = dwcs(&flows, structure);
+            let trace: Vec<Packet> = (0..120).map(|id| unit(id, (id % 2) as FlowId, 0)).collect();
+            let run = run_link(&mut s, testkit::link(), &trace).unwrap();
+            let flow_1: Vec<Option<Outcome>> =
+                run.outcomes.iter().skip(1).step_by(2).take(5).copied().collect();
+            let sent = |t: u64| {
+                Some(Outcome::Sent {
+                    start: t * MS,
+                    end: (t + 1) * MS,
+                })
+            };
+            let late = |t: u64| {
+                Some(Outcome::Dropped {
+                    at: t * MS,
+                    reason: DropReason::Late,
+                })
+            };
+            assert_eq!(flow_1, vec![sent(0), late(15), sent(15), late(29), sent(29)]);
+            assert_eq!(s.stream(0).unwrap().counters().late_packets, 0);
+        }
+    }
+
+    // ---------------------------------------------------------------- configuration
+
+    #[test]
+    fn configuration_is_checked_up_front() {
+        let rate = testkit::link();
+        let build = |text: &str, flows: &FlowTable| {
+            let table: toml::Table = text.parse().unwrap();
+            build_scheduler(&table, "scheduler", flows, rate)
+        };
+        let none = FlowTable::uniform(FlowParams::default());
+        let s = build(
+            "kind = \"dwcs\"\nviolation = \"amortize\"\nstructure = \"list\"\ncheck_every = 12",
+            &none,
+        )
+        .unwrap();
+        assert_eq!(s.id(), "dwcs");
+        let e = build("kind = \"dwcs\"\nviolation = \"forgive\"", &none).unwrap_err();
+        assert_eq!(e.path, "scheduler.violation");
+        assert_eq!(e.value, "\"forgive\"");
+        let e = build("kind = \"dwcs\"\nstructure = \"tree\"", &none).unwrap_err();
+        assert_eq!(e.path, "scheduler.structure");
+        let e = build("kind = \"dwcs\"\ncheck_every = 0", &none).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "scheduler.check_every = 0: must be an integer from 1 to 4294967295"
+        );
+
+        let flow = |text: &str| FlowParams::from_table(&text.parse().unwrap(), "flow[0]");
+        assert_eq!(
+            flow("loss_tolerance = \"0/0\"").unwrap().loss_tolerance,
+            Some(LossTolerance { x: 0, y: 0 })
+        );
+        assert!(flow("loss_tolerance = \"1/0\"").is_err());
+        let mut table = FlowTable::uniform(flow("loss_tolerance = \"1/2\"\ndeadline_gap = \"1ms\"").unwrap());
+        table.set(3, flow("deadline_offset = \"2ms\"").unwrap(), "flow[1]");
+        build("kind = \"dwcs\"", &table).unwrap();
+        let mut bad = FlowTable::uniform(FlowParams::default());
+        bad.set(3, flow("droppable = true").unwrap(), "flow[1]");
+        let e = build("kind = \"dwcs\"", &bad).unwrap_err();
+        assert_eq!(e.path, "flow[1].droppable");
+        bad.set(3, flow("deadline_offset = \"2ms\"").unwrap(), "flow[1]");
+        let e = build("kind = \"dwcs\"", &bad).unwrap_err();
+        assert_eq!(e.path, "flow[1].deadline_offset");
+        let mut odd = FlowTable::uniform(FlowParams::default());
+        odd.set(
+            0,
+            FlowParams {
+                loss_tolerance: Some(LossTolerance { x: 3, y: 2 }),
+                ..Default::default()
+            },
+            "flow[0]",
+        );
+        let e = build("kind = \"dwcs\"", &odd).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "flow[0].loss_tolerance = \"3/2\": needs 0 <= x <= y, y >= 1, or 0/0"
+        );
+    }
+}

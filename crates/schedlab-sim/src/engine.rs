@@ -1,0 +1,934 @@
+//! The discrete-event engine: one replication of a scenario.
+//!
+//! Time is integer nanoseconds. Events sit in a `BinaryHeap` keyed `(time, seq)`: `seq` is a
+//! counter stamped when the event is pushed, so equal-time events pop in insertion order. The
+//! top bit of `seq` marks scheduler decisions (the "decision phase"), so that at any time `t`
+//! every arrival, transmission end and propagation event at `t` is handled before a link asks
+//! its scheduler for a packet at `t` — the semantics of `schedlab_core::link::run_link`
+//! (arrivals at time ≤ now are enqueued first). A decision is taken at once, without a heap
+//! round trip, when no such event at `t` is pending.
+//!
+//! A link asks its scheduler for a packet whenever it is free and its scheduler is
+//! backlogged, and at the `next_wakeup` time a non-work-conserving discipline gives; a new
+//! arrival at a free link cancels a pending wake-up and triggers a decision, as in `run_link`.
+//! A sent packet occupies the link for its serialisation time (rounded up to the ns), then
+//! propagates for the link's delay (packets of one link propagate in FIFO order, so one
+//! pending event per link suffices) and arrives at the next link of its source's path, or is
+//! delivered.
+//!
+//! Per-packet bookkeeping (network entry time, source, hop, whether it is measured) lives in a
+//! slab whose slot index is the low 32 bits of the packet id; slots are reused, so the steady
+//! state allocates nothing per packet.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+use schedlab_core::{AnyScheduler, Dropped, Packet, Rate, Scheduler, TimeNs};
+
+use crate::scenario::{RunLength, Scenario, ScenarioError};
+use crate::stats::{Accumulator, Jitter};
+use crate::traffic::{source_rng, stream_seed, Emission, Generator, TokenBucket};
+
+const EMIT: u32 = 0;
+const TX_END: u32 = 1;
+const PROPAGATED: u32 = 2;
+const DECIDE: u32 = 3;
+const TICK: u32 = 4;
+const MARK_WARMUP: u32 = 5;
+const MARK_END: u32 = 6;
+const KIND_SHIFT: u32 = 28;
+const INDEX_MASK: u32 = (1 << KIND_SHIFT) - 1;
+
+/// The decision phase bit of `seq`.
+const DECISION_PHASE: u64 = 1 << 63;
+const NO_DECISION: u64 = u64::MAX;
+
+/// A heap entry. Ordered so that `BinaryHeap` (a max-heap) pops the smallest `(time, seq)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Event {
+    time: TimeNs,
+    seq: u64,
+    /// Kind in the top 4 bits, link or source index below.
+    tag: u32,
+}
+
+impl Ord for Event {
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+impl PartialOrd for Event {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Per-packet bookkeeping.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    /// Time the packet entered the network (left the shaper).
+    entry: TimeNs,
+    /// Source index.
+    source: u32,
+    /// Index in the source's path of the link the packet is at.
+    hop: u32,
+    /// Whether it counts in the statistics.
+    measured: bool,
+}
+
+#[derive(Debug, Default)]
+struct Slab {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    issued: u64,
+}
+
+impl Slab {
+    #[inline]
+    fn insert(&mut self, slot: Slot) -> Result<u64, ScenarioError> {
+        let index = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                if self.slots.len() >= u32::MAX as usize {
+                    return Err(ScenarioError::Run(
+                        "more than 4 294 967 295 packets in flight at once".into(),
+                    ));
+                }
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.issued += 1;
+        Ok((self.issued << 32) | index as u64)
+    }
+
+    #[inline]
+    fn get(&mut self, id: u64) -> &mut Slot {
+        &mut self.slots[(id & 0xffff_ffff) as usize]
+    }
+
+    #[inline]
+    fn remove(&mut self, id: u64) -> Slot {
+        let index = (id & 0xffff_ffff) as u32;
+        self.free.push(index);
+        self.slots[index as usize]
+    }
+}
+
+/// Integrals of a link's state up to a time, for window and per-bin averages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkSnapshot {
+    /// The time of the snapshot, ns.
+    pub time: TimeNs,
+    /// Busy time so far, ns.
+    pub busy: u64,
+    /// ∫ backlog in packets dt, packet·ns.
+    pub area_packets: u128,
+    /// ∫ backlog in bytes dt, byte·ns.
+    pub area_bytes: u128,
+    /// Packets whose transmission ended so far.
+    pub sent_packets: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
+    /// Packets dropped so far (all reasons).
+    pub dropped: [u64; 4],
+}
+
+struct LinkState {
+    rate: Rate,
+    delay: TimeNs,
+    scheduler: AnyScheduler,
+    busy: bool,
+    in_service: Packet,
+    tx_start: TimeNs,
+    decision_seq: u64,
+    decision_at: TimeNs,
+    pipe: VecDeque<(TimeNs, Packet)>,
+    busy_done: u64,
+    last_change: TimeNs,
+    area_packets: u128,
+    area_bytes: u128,
+    sent_packets: u64,
+    sent_bytes: u64,
+    dropped: [u64; 4],
+    max_packets: u64,
+    max_bytes: u64,
+    idle_while_backlogged: u64,
+    series: Vec<LinkSnapshot>,
+    at_warmup: LinkSnapshot,
+    at_end: Option<LinkSnapshot>,
+}
+
+impl LinkState {
+    /// Accumulates the backlog integral up to `now` (call before the backlog changes).
+    #[inline(always)]
+    fn touch(&mut self, now: TimeNs) {
+        let dt = now - self.last_change;
+        if dt > 0 {
+            let backlog = self.scheduler.backlog();
+            self.area_packets += backlog.packets as u128 * dt as u128;
+            self.area_bytes += backlog.bytes as u128 * dt as u128;
+            self.last_change = now;
+        }
+    }
+
+    fn snapshot(&mut self, now: TimeNs) -> LinkSnapshot {
+        self.touch(now);
+        LinkSnapshot {
+            time: now,
+            busy: self.busy_done + if self.busy { now - self.tx_start } else { 0 },
+            area_packets: self.area_packets,
+            area_bytes: self.area_bytes,
+            sent_packets: self.sent_packets,
+            sent_bytes: self.sent_bytes,
+            dropped: self.dropped,
+        }
+    }
+}
+
+struct SourceState {
+    generator: Generator,
+    shaper: Option<TokenBucket>,
+    /// The next packet, its `time` the release time (entry into the network).
+    pending: Emission,
+    /// When the pending packet was generated (before shaping).
+    generated: TimeNs,
+    /// No packet generated at or after this time.
+    stop: TimeNs,
+    flow: u32,
+    class: u8,
+    deadline: Option<TimeNs>,
+    path: Box<[u32]>,
+}
+
+/// Per-flow time series: received packets and bytes per bin (all packets, including warm-up).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlowSeries {
+    /// Packets received per bin.
+    pub packets: Vec<u64>,
+    /// Bytes received per bin.
+    pub bytes: Vec<u64>,
+}
+
+/// Raw outcome of one replication, before reduction to results.
+pub struct RawReplication {
+    /// Replication index.
+    pub replication: u32,
+    /// Stream seed of each source.
+    pub stream_seeds: Vec<u64>,
+    /// Per source.
+    pub flows: Vec<Accumulator>,
+    /// Per source: measured packets still in the network at the end.
+    pub in_flight: Vec<u64>,
+    /// Per source.
+    pub flow_series: Vec<FlowSeries>,
+    /// Per class present: (class, accumulator), by class.
+    pub classes: Vec<(u8, Accumulator)>,
+    /// Per link: snapshot at the start and at the end of the window.
+    pub link_window: Vec<(LinkSnapshot, LinkSnapshot)>,
+    /// Per link: largest backlog in the window (packets, bytes).
+    pub link_max_backlog: Vec<(u64, u64)>,
+    /// Per link: snapshots at every bin boundary.
+    pub link_series: Vec<Vec<LinkSnapshot>>,
+    /// Per link: times the scheduler returned nothing while backlogged and the link was free.
+    pub link_idle_while_backlogged: Vec<u64>,
+    /// Per link: packets left queued at the end.
+    pub link_left_queued: Vec<u64>,
+    /// Per link: the discipline's own counters at the end.
+    pub discipline_counters: Vec<Vec<(&'static str, u64)>>,
+    /// Start of the measurement window (the warm-up), ns.
+    pub window_start: TimeNs,
+    /// End of the window, ns.
+    pub window_end: TimeNs,
+    /// Time of the last event, ns.
+    pub end_time: TimeNs,
+    /// Events processed.
+    pub events: u64,
+    /// Packets that entered the network (measured or not).
+    pub packets: u64,
+}
+
+struct Engine<'s> {
+    scenario: &'s Scenario,
+    heap: BinaryHeap<Event>,
+    seq: u64,
+    links: Vec<LinkState>,
+    sources: Vec<SourceState>,
+    slab: Slab,
+    drops: Vec<Dropped>,
+    flows: Vec<Accumulator>,
+    in_flight: Vec<u64>,
+    flow_series: Vec<FlowSeries>,
+    class_index: [u16; 256],
+    /// Whether packet classes can differ within a source (trace replay): then per-class
+    /// statistics are accumulated live; otherwise they are merged from the flows' at the end
+    /// and only the per-class jitter (which depends on reception order) is kept live.
+    live_classes: bool,
+    classes: Vec<(u8, Accumulator)>,
+    class_jitter: Vec<(u8, Jitter)>,
+    /// The event being handled is still at the top of the heap (see `push_event`).
+    top_pending: bool,
+    bin_index: usize,
+    bin_end: TimeNs,
+    warmup: TimeNs,
+    measuring: bool,
+    window_end: Option<TimeNs>,
+    packet_budget: Option<u64>,
+    generation_over: bool,
+    halt: bool,
+    bin: TimeNs,
+    packets: u64,
+    events: u64,
+    now: TimeNs,
+}
+
+const NO_CLASS: u16 = u16::MAX;
+
+impl<'s> Engine<'s> {
+    fn new(scenario: &'s Scenario, replication: u32) -> Result<(Engine<'s>, Vec<u64>), ScenarioError> {
+        let run = &scenario.run;
+        let mut links = Vec::with_capacity(scenario.links.len());
+        for (index, link) in scenario.links.iter().enumerate() {
+            links.push(LinkState {
+                rate: link.rate,
+                delay: link.delay,
+                scheduler: link.build_scheduler(index)?,
+                busy: false,
+                in_service: Packet::new(0, 0, 0, 0),
+                tx_start: 0,
+                decision_seq: NO_DECISION,
+                decision_at: 0,
+                pipe: VecDeque::new(),
+                busy_done: 0,
+                last_change: 0,
+                area_packets: 0,
+                area_bytes: 0,
+                sent_packets: 0,
+                sent_bytes: 0,
+                dropped: [0; 4],
+                max_packets: 0,
+                max_bytes: 0,
+                idle_while_backlogged: 0,
+                series: Vec::new(),
+                at_warmup: LinkSnapshot::default(),
+                at_end: None,
+            });
+        }
+        let generation_end = match run.length {
+            RunLength::Duration(d) => d,
+            RunLength::Packets(_) => u64::MAX,
+        };
+        let mut seeds = Vec::with_capacity(scenario.sources.len());
+        let mut sources = Vec::with_capacity(scenario.sources.len());
+        for (index, source) in scenario.sources.iter().enumerate() {
+            seeds.push(stream_seed(run.seed, replication as u64, index as u64));
+            let rng = source_rng(run.seed, replication as u64, index as u64);
+            sources.push(SourceState {
+                generator: Generator::new(&source.arrivals, source.size.clone(), source.start, rng),
+                shaper: source.shaper.map(|s| TokenBucket::new(s.sigma, s.rho)),
+                pending: Emission {
+                    time: 0,
+                    size: 0,
+                    class: None,
+                    deadline: None,
+                },
+                generated: 0,
+                stop: source.stop.unwrap_or(u64::MAX).min(generation_end),
+                flow: source.flow,
+                class: source.class,
+                deadline: source.deadline,
+                path: source.path.iter().map(|&l| l as u32).collect(),
+            });
+        }
+        let n = sources.len();
+        let mut engine = Engine {
+            scenario,
+            heap: BinaryHeap::with_capacity(n + 4 * links.len() + 8),
+            seq: 0,
+            links,
+            sources,
+            slab: Slab::default(),
+            drops: Vec::with_capacity(64),
+            flows: (0..n).map(|_| Accumulator::default()).collect(),
+            in_flight: vec![0; n],
+            flow_series: vec![FlowSeries::default(); n],
+            class_index: [NO_CLASS; 256],
+            live_classes: scenario
+                .sources
+                .iter()
+                .any(|s| matches!(s.arrivals, crate::traffic::ArrivalModel::Trace { .. })),
+            classes: Vec::new(),
+            class_jitter: Vec::new(),
+            top_pending: false,
+            bin_index: 0,
+            bin_end: run.bin,
+            warmup: run.warmup,
+            measuring: run.warmup == 0,
+            window_end: None,
+            packet_budget: match run.length {
+                RunLength::Packets(p) => Some(p),
+                RunLength::Duration(_) => None,
+            },
+            generation_over: false,
+            halt: false,
+            bin: run.bin,
+            packets: 0,
+            events: 0,
+            now: 0,
+        };
+        if run.warmup > 0 {
+            engine.push(run.warmup, MARK_WARMUP, 0);
+        }
+        if let RunLength::Duration(d) = run.length {
+            engine.push(d, MARK_END, 0);
+        }
+        engine.push(run.bin, TICK, 0);
+        for index in 0..n {
+            engine.schedule_source(index);
+        }
+        Ok((engine, seeds))
+    }
+
+    #[inline]
+    fn push(&mut self, time: TimeNs, kind: u32, index: usize) {
+        let seq = self.seq;
+        self.seq += 1;
+        self.push_event(Event {
+            time,
+            seq,
+            tag: (kind << KIND_SHIFT) | index as u32,
+        });
+    }
+
+    /// Pushes a decision for link `l` at `time`.
+    #[inline]
+    fn push_decision(&mut self, time: TimeNs, l: usize) {
+        let seq = self.seq | DECISION_PHASE;
+        self.seq += 1;
+        self.push_event(Event {
+            time,
+            seq,
+            tag: (DECIDE << KIND_SHIFT) | l as u32,
+        });
+        let link = &mut self.links[l];
+        link.decision_seq = seq;
+        link.decision_at = time;
+    }
+
+    /// Pushes `event`. While the event being handled is still at the top of the heap, the new
+    /// one replaces it (one sift-down instead of a pop and a push).
+    #[inline]
+    fn push_event(&mut self, event: Event) {
+        if self.top_pending {
+            self.top_pending = false;
+            *self
+                .heap
+                .peek_mut()
+                .expect("the event being handled is at the top") = event;
+        } else {
+            self.heap.push(event);
+        }
+    }
+
+    /// Removes the event being handled if no push replaced it.
+    #[inline]
+    fn settle(&mut self) {
+        if self.top_pending {
+            self.top_pending = false;
+            self.heap.pop();
+        }
+    }
+
+    /// Whether an arrival-phase event at a time ≤ `now` is pending (besides the one being
+    /// handled). Arrival-phase events sort before decisions at the same time, so only the
+    /// smallest remaining event matters: the root, or one of its children while the root is
+    /// the event being handled.
+    #[inline]
+    fn arrival_pending(&self, now: TimeNs) -> bool {
+        let heap = self.heap.as_slice();
+        let blocks = |e: &Event| e.time <= now && e.seq & DECISION_PHASE == 0;
+        if self.top_pending {
+            heap.get(1).is_some_and(blocks) || heap.get(2).is_some_and(blocks)
+        } else {
+            heap.first().is_some_and(blocks)
+        }
+    }
+
+    /// Draws the next packet of `index` and schedules its entry into the network.
+    #[inline(always)]
+    fn schedule_source(&mut self, index: usize) {
+        if self.generation_over {
+            return;
+        }
+        let source = &mut self.sources[index];
+        let Some(emission) = source.generator.next_packet() else {
+            return;
+        };
+        if emission.time >= source.stop {
+            return;
+        }
+        source.generated = emission.time;
+        let release = match &mut source.shaper {
+            Some(shaper) => shaper.release(emission.time, emission.size),
+            None => emission.time,
+        };
+        source.pending = Emission {
+            time: release,
+            ..emission
+        };
+        self.push(release, EMIT, index);
+    }
+
+    fn run(&mut self) -> Result<(), ScenarioError> {
+        while let Some(&event) = self.heap.peek() {
+            self.top_pending = true;
+            self.now = event.time;
+            self.events += 1;
+            let index = (event.tag & INDEX_MASK) as usize;
+            match event.tag >> KIND_SHIFT {
+                EMIT => self.emit(index)?,
+                TX_END => self.transmission_end(index),
+                PROPAGATED => self.propagated(index),
+                DECIDE => {
+                    if self.links[index].decision_seq == event.seq {
+                        self.decide(index, event.time);
+                    }
+                }
+                TICK => {
+                    for link in &mut self.links {
+                        let s = link.snapshot(event.time);
+                        link.series.push(s);
+                    }
+                    let others = self.heap.len() - usize::from(self.top_pending);
+                    if others > 0 && !self.halt {
+                        self.push(event.time + self.bin, TICK, 0);
+                    }
+                }
+                MARK_WARMUP => {
+                    self.measuring = true;
+                    for link in &mut self.links {
+                        link.at_warmup = link.snapshot(event.time);
+                        let backlog = link.scheduler.backlog();
+                        link.max_packets = backlog.packets;
+                        link.max_bytes = backlog.bytes;
+                    }
+                }
+                MARK_END => self.end_window(event.time),
+                _ => unreachable!("unknown event kind"),
+            }
+            self.settle();
+            if self.halt {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn end_window(&mut self, now: TimeNs) {
+        if self.window_end.is_some() {
+            return;
+        }
+        self.window_end = Some(now);
+        self.generation_over = true;
+        for link in &mut self.links {
+            link.at_end = Some(link.snapshot(now));
+        }
+        self.measuring = false;
+        if !self.scenario.run.drain {
+            self.halt = true;
+        }
+    }
+
+    /// The index of `class` in `classes` (live mode) or `class_jitter`.
+    #[inline]
+    fn class_slot(&mut self, class: u8) -> usize {
+        let slot = self.class_index[class as usize];
+        if slot != NO_CLASS {
+            return slot as usize;
+        }
+        let index = if self.live_classes {
+            self.classes.push((class, Accumulator::default()));
+            self.classes.len() - 1
+        } else {
+            self.class_jitter.push((class, Jitter::default()));
+            self.class_jitter.len() - 1
+        };
+        self.class_index[class as usize] = index as u16;
+        index
+    }
+
+    /// A source's pending packet enters the network.
+    #[inline(always)]
+    fn emit(&mut self, index: usize) -> Result<(), ScenarioError> {
+        if self.generation_over {
+            return Ok(());
+        }
+        let now = self.now;
+        let source = &self.sources[index];
+        let emission = source.pending;
+        let generated = source.generated;
+        let class = emission.class.unwrap_or(source.class);
+        let deadline = emission
+            .deadline
+            .or(source.deadline)
+            .map(|d| now.saturating_add(d));
+        let flow = source.flow;
+        let first_link = source.path[0] as usize;
+        let measured = self.measuring;
+        let id = self.slab.insert(Slot {
+            entry: now,
+            source: index as u32,
+            hop: 0,
+            measured,
+        })?;
+        self.packets += 1;
+        if measured {
+            self.flows[index].on_sent(emission.size, now - generated);
+            if self.live_classes {
+                let c = self.class_slot(class);
+                self.classes[c].1.on_sent(emission.size, now - generated);
+            }
+            self.in_flight[index] += 1;
+        }
+        let packet = Packet {
+            id,
+            flow,
+            class,
+            size: emission.size,
+            arrival: now,
+            deadline,
+        };
+        if self.packet_budget == Some(self.packets) {
+            self.end_window(now);
+        } else {
+            self.schedule_source(index);
+        }
+        self.arrive(first_link, packet);
+        Ok(())
+    }
+
+    /// `packet` reaches link `l` at `now`.
+    #[inline(always)]
+    fn arrive(&mut self, l: usize, mut packet: Packet) {
+        let now = self.now;
+        packet.arrival = now;
+        let link = &mut self.links[l];
+        link.touch(now);
+        self.drops.clear();
+        link.scheduler.enqueue(packet, now, &mut self.drops);
+        let backlog = link.scheduler.backlog();
+        if self.measuring {
+            link.max_packets = link.max_packets.max(backlog.packets);
+            link.max_bytes = link.max_bytes.max(backlog.bytes);
+        }
+        if !self.drops.is_empty() {
+            self.handle_drops(l);
+        }
+        self.maybe_decide(l);
+    }
+
+    /// Asks link `l`'s scheduler for a packet now if the link is free and backlogged, or
+    /// queues the decision behind pending same-time arrivals.
+    #[inline(always)]
+    fn maybe_decide(&mut self, l: usize) {
+        let now = self.now;
+        let link = &self.links[l];
+        if link.busy || link.scheduler.backlog().packets == 0 {
+            return;
+        }
+        if link.decision_seq != NO_DECISION && link.decision_at == now {
+            return;
+        }
+        if self.arrival_pending(now) {
+            self.push_decision(now, l);
+        } else {
+            self.decide(l, now);
+        }
+    }
+
+    #[inline(always)]
+    fn decide(&mut self, l: usize, now: TimeNs) {
+        let link = &mut self.links[l];
+        link.decision_seq = NO_DECISION;
+        link.touch(now);
+        self.drops.clear();
+        let next = link.scheduler.dequeue(now, &mut self.drops);
+        if let Some(packet) = next {
+            link.busy = true;
+            link.in_service = packet;
+            link.tx_start = now;
+            let end = now + link.rate.transmission_time(packet.size as u64);
+            self.push(end, TX_END, l);
+        } else if link.scheduler.backlog().packets > 0 {
+            link.idle_while_backlogged += 1;
+            if let Some(wakeup) = link.scheduler.next_wakeup(now).filter(|&w| w > now) {
+                self.push_decision(wakeup, l);
+            }
+        }
+        if !self.drops.is_empty() {
+            self.handle_drops(l);
+        }
+    }
+
+    fn handle_drops(&mut self, l: usize) {
+        for i in 0..self.drops.len() {
+            let Dropped { packet, reason } = self.drops[i];
+            self.links[l].dropped[reason as usize] += 1;
+            let slot = self.slab.remove(packet.id);
+            if slot.measured {
+                let s = slot.source as usize;
+                self.flows[s].on_dropped(packet.size, reason);
+                self.in_flight[s] -= 1;
+                if self.live_classes {
+                    let c = self.class_slot(packet.class);
+                    self.classes[c].1.on_dropped(packet.size, reason);
+                }
+            }
+        }
+        self.drops.clear();
+    }
+
+    #[inline(always)]
+    fn transmission_end(&mut self, l: usize) {
+        let now = self.now;
+        let link = &mut self.links[l];
+        let packet = link.in_service;
+        link.busy = false;
+        link.busy_done += now - link.tx_start;
+        link.sent_packets += 1;
+        link.sent_bytes += packet.size as u64;
+        if link.delay == 0 {
+            self.forward(packet);
+        } else {
+            let at = now + link.delay;
+            link.pipe.push_back((at, packet));
+            if link.pipe.len() == 1 {
+                self.push(at, PROPAGATED, l);
+            }
+        }
+        self.maybe_decide(l);
+    }
+
+    fn propagated(&mut self, l: usize) {
+        let link = &mut self.links[l];
+        let (_, packet) = link.pipe.pop_front().expect("a propagation event has a packet");
+        if let Some(&(next, _)) = link.pipe.front() {
+            self.push(next, PROPAGATED, l);
+        }
+        self.forward(packet);
+    }
+
+    /// `packet` has crossed its current link: on to the next one, or delivered.
+    #[inline(always)]
+    fn forward(&mut self, packet: Packet) {
+        let slot = self.slab.get(packet.id);
+        slot.hop += 1;
+        let hop = slot.hop as usize;
+        let path = &self.sources[slot.source as usize].path;
+        if hop < path.len() {
+            let next = path[hop] as usize;
+            self.arrive(next, packet);
+        } else {
+            self.deliver(packet);
+        }
+    }
+
+    #[inline(always)]
+    fn deliver(&mut self, packet: Packet) {
+        let now = self.now;
+        let slot = self.slab.remove(packet.id);
+        let s = slot.source as usize;
+        while now >= self.bin_end {
+            self.bin_index += 1;
+            self.bin_end = self.bin_end.saturating_add(self.bin);
+        }
+        let bin = self.bin_index;
+        let series = &mut self.flow_series[s];
+        if bin >= series.bytes.len() {
+            series.bytes.resize(bin + 1, 0);
+            series.packets.resize(bin + 1, 0);
+        }
+        series.bytes[bin] += packet.size as u64;
+        series.packets[bin] += 1;
+        if slot.measured {
+            let delay = now - slot.entry;
+            self.flows[s].on_received(packet.size, now, delay);
+            self.in_flight[s] -= 1;
+            let c = self.class_slot(packet.class);
+            if self.live_classes {
+                self.classes[c].1.on_received(packet.size, now, delay);
+            } else {
+                self.class_jitter[c].1.on_received(now, delay);
+            }
+        }
+    }
+
+    fn finish(mut self, replication: u32, stream_seeds: Vec<u64>) -> Result<RawReplication, ScenarioError> {
+        let end_time = self.now;
+        let window_end = match self.window_end {
+            Some(t) => t,
+            None => {
+                // Packet budget not reached (the sources ran dry) or duration run drained
+                // before its end mark: close the window at the last event.
+                self.end_window(end_time);
+                end_time
+            }
+        };
+        if window_end <= self.warmup {
+            return Err(ScenarioError::Run(format!(
+                "the run ended at {} s, before the warm-up of {} s was over; lengthen run.duration \
+                 or run.packets, or shorten run.warmup",
+                window_end as f64 / 1e9,
+                self.warmup as f64 / 1e9
+            )));
+        }
+        let mut classes = if self.live_classes {
+            self.classes
+        } else {
+            let mut present: Vec<u8> = self.scenario.sources.iter().map(|s| s.class).collect();
+            present.sort_unstable();
+            present.dedup();
+            present
+                .into_iter()
+                .map(|class| {
+                    let mut acc = Accumulator::default();
+                    for (source, flow) in self.scenario.sources.iter().zip(&self.flows) {
+                        if source.class == class {
+                            acc.merge_counts(flow);
+                        }
+                    }
+                    if let Some((_, jitter)) = self.class_jitter.iter().find(|(c, _)| *c == class) {
+                        acc.jitter = *jitter;
+                    }
+                    (class, acc)
+                })
+                .collect()
+        };
+        classes.sort_by_key(|(c, _)| *c);
+        Ok(RawReplication {
+            replication,
+            stream_seeds,
+            flows: self.flows,
+            in_flight: self.in_flight,
+            flow_series: self.flow_series,
+            classes,
+            link_window: self
+                .links
+                .iter()
+                .map(|l| (l.at_warmup, l.at_end.expect("window closed")))
+                .collect(),
+            link_max_backlog: self.links.iter().map(|l| (l.max_packets, l.max_bytes)).collect(),
+            link_series: self
+                .links
+                .iter_mut()
+                .map(|l| std::mem::take(&mut l.series))
+                .collect(),
+            link_idle_while_backlogged: self.links.iter().map(|l| l.idle_while_backlogged).collect(),
+            link_left_queued: self.links.iter().map(|l| l.scheduler.backlog().packets).collect(),
+            discipline_counters: self
+                .links
+                .iter()
+                .map(|l| l.scheduler.discipline_counters())
+                .collect(),
+            window_start: self.warmup,
+            window_end,
+            end_time,
+            events: self.events,
+            packets: self.packets,
+        })
+    }
+}
+
+/// Runs replication `replication` of `scenario`.
+pub fn run_replication(scenario: &Scenario, replication: u32) -> Result<RawReplication, ScenarioError> {
+    let (mut engine, seeds) = Engine::new(scenario, replication)?;
+    engine.run()?;
+    engine.finish(replication, seeds)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use proptest::prelude::*;
+
+    /// A random network: `links` links in a chain with random rates, delays and buffers, and
+    /// sources over random sub-paths with random models.
+    fn scenario(links: &[(u32, u32, u32)], sources: &[(usize, usize, u8, u32, u32)], kind: &str) -> String {
+        let mut text =
+            String::from("[run]\nduration = \"2s\"\nwarmup = \"200ms\"\nseed = 3\nbin = \"100ms\"\n");
+        for (i, (rate_kbit, delay_us, buffer)) in links.iter().enumerate() {
+            text += &format!(
+                "[[link]]\nname = \"l{i}\"\nrate = \"{rate_kbit}kbit\"\ndelay = \"{delay_us}us\"\n\
+                 buffer = {buffer}\nscheduler = {{ kind = \"{kind}\" }}\n"
+            );
+        }
+        for (i, (from, hops, model, rate, size)) in sources.iter().enumerate() {
+            let from = from % links.len();
+            let to = (from + 1 + hops % (links.len() - from)).min(links.len());
+            let path: Vec<String> = (from..to).map(|l| format!("\"l{l}\"")).collect();
+            let arrivals = match model % 3 {
+                0 => format!("{{ model = \"poisson\", rate_pps = {rate} }}"),
+                1 => format!("{{ model = \"cbr\", rate_pps = {rate} }}"),
+                _ => format!(
+                    "{{ model = \"on_off\", mean_on = \"20ms\", mean_off = \"30ms\", rate_pps = {} }}",
+                    rate * 3
+                ),
+            };
+            text += &format!(
+                "[[source]]\nflow = {i}\npath = [{}]\narrivals = {arrivals}\n\
+                 size = {{ dist = \"uniform\", min = 40, max = {size} }}\n",
+                path.join(", ")
+            );
+        }
+        text
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Every measured packet is received or dropped exactly once (the network drains),
+        /// nothing is left queued, and the median delay is at least the path's transmission
+        /// and propagation time of the smallest packet.
+        #[test]
+        fn every_measured_packet_is_accounted_for(
+            links in prop::collection::vec((100u32..5000, 0u32..2000, 1500u32..20_000), 1..4),
+            sources in prop::collection::vec((0usize..3, 0usize..3, 0u8..3, 10u32..400, 40u32..1500), 1..6),
+            kind in prop::sample::select(vec!["fifo", "drr"]),
+        ) {
+            let text = scenario(&links, &sources, kind);
+            let results = crate::run_scenario_text(&text, Path::new(".")).unwrap();
+            let replication = &results.replications[0];
+            for row in &replication.flows {
+                let get = |name: &str| match crate::results::cell(row, name) {
+                    Some(crate::results::Cell::Count(v)) => *v,
+                    other => panic!("{name}: {other:?}"),
+                };
+                prop_assert_eq!(get("sent"), get("received") + get("dropped"), "{}", text);
+                prop_assert_eq!(get("in_flight"), 0);
+            }
+            for row in &replication.links {
+                prop_assert_eq!(crate::results::cell(row, "left_queued"), Some(&crate::results::Cell::Count(0)));
+            }
+            let scenario = &results.scenario;
+            for (source, row) in scenario.sources.iter().zip(&replication.flows) {
+                if let Some(crate::results::Cell::Real(Some(min_delay))) = crate::results::cell(row, "delay_p50_s") {
+                    let floor: f64 = source
+                        .path
+                        .iter()
+                        .map(|&l| {
+                            let link = &scenario.links[l];
+                            (link.rate.transmission_time(40) + link.delay) as f64 / 1e9
+                        })
+                        .sum();
+                    prop_assert!(*min_delay >= floor * 0.999, "median {} below floor {}", min_delay, floor);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,767 @@
+//! Results: per-replication tables, their reduction over replications (mean and 95%
+//! confidence interval), `summary.json` and the tidy CSV tables. Every key and column is
+//! documented in `docs/results.md`.
+//!
+//! Reduction rules over replications, by column kind ([`Cell`]):
+//! * identifiers ([`Cell::Id`], [`Cell::Text`]) are copied;
+//! * counts ([`Cell::Count`]) are summed over replications (exact integers);
+//! * real-valued metrics ([`Cell::Real`]) are averaged over the replications where they are
+//!   defined, with a 95% confidence-interval half-width in a sibling key whose name inserts
+//!   `_ci95` before the unit suffix (`delay_mean_s` → `delay_mean_ci95_s`,
+//!   `throughput_bps` → `throughput_ci95_bps`);
+//! * maxima ([`Cell::Max`]) take the largest value over replications.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use hdrhistogram::Histogram;
+use schedlab_core::DropReason;
+use serde_json::{json, Map, Value};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use crate::engine::{FlowSeries, LinkSnapshot, RawReplication};
+use crate::scenario::{CiMethod, RunLength, Scenario};
+use crate::stats::Accumulator;
+
+/// One cell of a result table.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// An identifier (flow id, class, link index): copied, never summed.
+    Id(u64),
+    /// A label.
+    Text(String),
+    /// A count: summed over replications.
+    Count(u64),
+    /// A real-valued metric (`None` when undefined, e.g. no packet received): averaged over
+    /// replications, with a confidence interval.
+    Real(Option<f64>),
+    /// A maximum: the largest over replications.
+    Max(Option<f64>),
+}
+
+impl Cell {
+    fn csv(&self) -> String {
+        match self {
+            Cell::Id(v) | Cell::Count(v) => v.to_string(),
+            Cell::Text(s) => csv_text(s),
+            Cell::Real(v) | Cell::Max(v) => v.map(|x| x.to_string()).unwrap_or_default(),
+        }
+    }
+
+    fn real(&self) -> Option<f64> {
+        match self {
+            Cell::Id(v) | Cell::Count(v) => Some(*v as f64),
+            Cell::Real(v) | Cell::Max(v) => *v,
+            Cell::Text(_) => None,
+        }
+    }
+}
+
+fn csv_text(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// A result row: named cells in column order.
+pub type Row = Vec<(&'static str, Cell)>;
+
+/// Looks up a cell of a row by column name.
+pub fn cell<'r>(row: &'r Row, name: &str) -> Option<&'r Cell> {
+    row.iter().find(|(n, _)| *n == name).map(|(_, c)| c)
+}
+
+/// The key of the confidence interval of `name`: `_ci95` inserted before the unit suffix.
+pub fn ci_key(name: &str) -> String {
+    for suffix in ["_s", "_bps", "_bytes", "_packets"] {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            return format!("{stem}_ci95{suffix}");
+        }
+    }
+    format!("{name}_ci95")
+}
+
+/// Mean and 95% CI half-width of `values` (`None` for an empty list; the half-width is `None`
+/// with fewer than two values).
+pub fn mean_ci(values: &[f64], method: CiMethod) -> (Option<f64>, Option<f64>) {
+    let n = values.len();
+    if n == 0 {
+        return (None, None);
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (Some(mean), None);
+    }
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let quantile = match method {
+        CiMethod::Normal => 1.96,
+        CiMethod::StudentT => StudentsT::new(0.0, 1.0, (n - 1) as f64)
+            .map(|t| t.inverse_cdf(0.975))
+            .unwrap_or(f64::NAN),
+    };
+    (Some(mean), Some(quantile * var.sqrt() / (n as f64).sqrt()))
+}
+
+/// Jain's fairness index (Σx)²/(n·Σx²) of `values`; `None` if all are zero or there are none.
+pub fn jain_index(values: &[f64]) -> Option<f64> {
+    let sum: f64 = values.iter().sum();
+    let squares: f64 = values.iter().map(|x| x * x).sum();
+    (squares > 0.0).then(|| sum * sum / (values.len() as f64 * squares))
+}
+
+/// Results of one replication.
+#[derive(Clone, Debug)]
+pub struct ReplicationResult {
+    /// Replication index (0-based).
+    pub replication: u32,
+    /// Stream seed of each source (see [`crate::traffic::stream_seed`]).
+    pub stream_seeds: Vec<u64>,
+    /// One row per source (flow), in scenario order.
+    pub flows: Vec<Row>,
+    /// One row per traffic class seen, by class.
+    pub classes: Vec<Row>,
+    /// One row per link, in scenario order.
+    pub links: Vec<Row>,
+    /// Per link, the discipline's own counters at the end of the run.
+    pub discipline_counters: Vec<Vec<(&'static str, u64)>>,
+    /// Per flow, received packets and bytes per time bin (all packets, warm-up included).
+    pub flow_series: Vec<FlowSeries>,
+    /// Per link, one row per time bin.
+    pub link_series: Vec<Vec<Row>>,
+    /// Jain's fairness index over the flows' throughputs.
+    pub jain_index: Option<f64>,
+    /// Events processed.
+    pub events: u64,
+    /// Packets that entered the network.
+    pub packets: u64,
+    /// Wall-clock time of the replication, seconds.
+    pub wall_time_s: f64,
+    /// Measurement window, ns.
+    pub window: (u64, u64),
+    /// Time of the last event (the network drained), ns.
+    pub end_time: u64,
+}
+
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn ratio(numerator: u128, denominator: u64) -> Option<f64> {
+    (denominator > 0).then(|| numerator as f64 / denominator as f64)
+}
+
+fn traffic_row(acc: &Accumulator, in_flight: Option<u64>, window_ns: u64) -> Row {
+    let window = seconds(window_ns);
+    let quantile = |q: f64| (acc.received > 0).then(|| seconds(acc.delay.value_at_quantile(q)));
+    let mut row: Row = vec![
+        ("sent", Cell::Count(acc.sent)),
+        ("sent_bytes", Cell::Count(acc.sent_bytes)),
+        ("received", Cell::Count(acc.received)),
+        ("received_bytes", Cell::Count(acc.received_bytes)),
+        ("dropped", Cell::Count(acc.dropped_total())),
+    ];
+    for reason in DropReason::ALL {
+        row.push((drop_column(reason), Cell::Count(acc.dropped[reason as usize])));
+    }
+    if let Some(n) = in_flight {
+        row.push(("in_flight", Cell::Count(n)));
+    }
+    let jitter = &acc.jitter;
+    let gap_mean = ratio(jitter.gap_sum, jitter.gap_count);
+    let gap_std = gap_mean.map(|m| {
+        let mean_square = jitter.gap_square_sum as f64 / jitter.gap_count as f64;
+        (mean_square - m * m).max(0.0).sqrt()
+    });
+    row.extend([
+        (
+            "loss_ratio",
+            Cell::Real((acc.sent > 0).then(|| acc.dropped_total() as f64 / acc.sent as f64)),
+        ),
+        (
+            "offered_bps",
+            Cell::Real(Some(acc.sent_bytes as f64 * 8.0 / window)),
+        ),
+        (
+            "throughput_bps",
+            Cell::Real(Some(acc.received_bytes as f64 * 8.0 / window)),
+        ),
+        (
+            "delay_mean_s",
+            Cell::Real(ratio(acc.delay_sum, acc.received).map(|d| d / 1e9)),
+        ),
+        ("delay_p50_s", Cell::Real(quantile(0.5))),
+        ("delay_p95_s", Cell::Real(quantile(0.95))),
+        ("delay_p99_s", Cell::Real(quantile(0.99))),
+        ("delay_p999_s", Cell::Real(quantile(0.999))),
+        (
+            "delay_max_s",
+            Cell::Max((acc.received > 0).then(|| seconds(acc.delay_max))),
+        ),
+        ("jitter_mean_s", Cell::Real(gap_mean.map(|g| g / 1e9))),
+        ("jitter_std_s", Cell::Real(gap_std.map(|g| g / 1e9))),
+        (
+            "jitter_max_s",
+            Cell::Max((jitter.gap_count > 0).then(|| seconds(jitter.gap_max))),
+        ),
+        (
+            "ipdv_mean_s",
+            Cell::Real(ratio(jitter.ipdv_sum, jitter.gap_count).map(|d| d / 1e9)),
+        ),
+        (
+            "shaper_delay_mean_s",
+            Cell::Real(ratio(acc.shaper_delay_sum, acc.sent).map(|d| d / 1e9)),
+        ),
+    ]);
+    row
+}
+
+fn drop_column(reason: DropReason) -> &'static str {
+    match reason {
+        DropReason::BufferFull => "dropped_buffer_full",
+        DropReason::PushedOut => "dropped_pushed_out",
+        DropReason::Late => "dropped_late",
+        DropReason::InvalidPacket => "dropped_invalid_packet",
+    }
+}
+
+fn link_row(
+    index: usize,
+    name: &str,
+    rate_bps: u64,
+    from: &LinkSnapshot,
+    to: &LinkSnapshot,
+    max: Option<(u64, u64)>,
+) -> Row {
+    let span = to.time.saturating_sub(from.time);
+    let per_time = |area: u128| (span > 0).then(|| area as f64 / span as f64);
+    let sent_bytes = to.sent_bytes - from.sent_bytes;
+    let mut row: Row = vec![
+        ("link", Cell::Id(index as u64)),
+        ("name", Cell::Text(name.to_string())),
+        ("rate_bps", Cell::Id(rate_bps)),
+        ("utilisation", Cell::Real(per_time((to.busy - from.busy) as u128))),
+        (
+            "throughput_bps",
+            Cell::Real((span > 0).then(|| sent_bytes as f64 * 8.0 / seconds(span))),
+        ),
+        (
+            "queue_mean_packets",
+            Cell::Real(per_time(to.area_packets - from.area_packets)),
+        ),
+        (
+            "queue_mean_bytes",
+            Cell::Real(per_time(to.area_bytes - from.area_bytes)),
+        ),
+    ];
+    if let Some((packets, bytes)) = max {
+        row.push(("queue_max_packets", Cell::Max(Some(packets as f64))));
+        row.push(("queue_max_bytes", Cell::Max(Some(bytes as f64))));
+        row.push(("sent_packets", Cell::Count(to.sent_packets - from.sent_packets)));
+        row.push(("sent_bytes", Cell::Count(sent_bytes)));
+        let dropped: u64 = (0..4).map(|i| to.dropped[i] - from.dropped[i]).sum();
+        row.push(("dropped", Cell::Count(dropped)));
+        for reason in DropReason::ALL {
+            let i = reason as usize;
+            row.push((drop_column(reason), Cell::Count(to.dropped[i] - from.dropped[i])));
+        }
+    }
+    row
+}
+
+/// Reduces a raw replication to result tables, merging its delay histograms into
+/// `histograms` (one per flow).
+pub(crate) fn reduce(
+    scenario: &Scenario,
+    raw: RawReplication,
+    wall_time_s: f64,
+    histograms: &mut [Histogram<u64>],
+) -> ReplicationResult {
+    for (merged, acc) in histograms.iter_mut().zip(&raw.flows) {
+        merged
+            .add(&acc.delay)
+            .expect("histograms with the same bounds merge");
+    }
+    let window = raw.window_end - raw.window_start;
+    let mut flows = Vec::with_capacity(raw.flows.len());
+    let mut throughputs = Vec::with_capacity(raw.flows.len());
+    for (i, (source, acc)) in scenario.sources.iter().zip(&raw.flows).enumerate() {
+        let mut row: Row = vec![
+            ("flow", Cell::Id(source.flow as u64)),
+            ("name", Cell::Text(source.name.clone())),
+            ("class", Cell::Id(source.class as u64)),
+        ];
+        row.extend(traffic_row(acc, Some(raw.in_flight[i]), window));
+        throughputs.push(acc.received_bytes as f64 * 8.0 / seconds(window));
+        flows.push(row);
+    }
+    let classes = raw
+        .classes
+        .iter()
+        .map(|(class, acc)| {
+            let mut row: Row = vec![("class", Cell::Id(*class as u64))];
+            row.extend(traffic_row(acc, None, window));
+            row
+        })
+        .collect();
+    let mut links = Vec::with_capacity(scenario.links.len());
+    let mut link_series = Vec::with_capacity(scenario.links.len());
+    for (index, link) in scenario.links.iter().enumerate() {
+        let (from, to) = &raw.link_window[index];
+        let mut row = link_row(
+            index,
+            &link.name,
+            link.rate.bits_per_second(),
+            from,
+            to,
+            Some(raw.link_max_backlog[index]),
+        );
+        row.push((
+            "idle_while_backlogged",
+            Cell::Count(raw.link_idle_while_backlogged[index]),
+        ));
+        row.push(("left_queued", Cell::Count(raw.link_left_queued[index])));
+        let crossing: Vec<f64> = scenario
+            .sources
+            .iter()
+            .zip(&throughputs)
+            .filter(|(s, _)| s.path.contains(&index))
+            .map(|(_, t)| *t)
+            .collect();
+        row.push(("jain_index", Cell::Real(jain_index(&crossing))));
+        links.push(row);
+        let mut previous = LinkSnapshot::default();
+        let mut bins = Vec::with_capacity(raw.link_series[index].len());
+        for snapshot in &raw.link_series[index] {
+            bins.push(link_row(
+                index,
+                &link.name,
+                link.rate.bits_per_second(),
+                &previous,
+                snapshot,
+                None,
+            ));
+            previous = *snapshot;
+        }
+        link_series.push(bins);
+    }
+    ReplicationResult {
+        replication: raw.replication,
+        stream_seeds: raw.stream_seeds,
+        flows,
+        classes,
+        links,
+        discipline_counters: raw.discipline_counters,
+        flow_series: raw.flow_series,
+        link_series,
+        jain_index: jain_index(&throughputs),
+        events: raw.events,
+        packets: raw.packets,
+        wall_time_s,
+        window: (raw.window_start, raw.window_end),
+        end_time: raw.end_time,
+    }
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct SimResults {
+    /// The scenario that was run.
+    pub scenario: Scenario,
+    /// One entry per replication, in order.
+    pub replications: Vec<ReplicationResult>,
+    /// Wall-clock time of the whole run, seconds.
+    pub wall_time_s: f64,
+    /// Per flow (scenario order), the delay histogram merged over replications, ns.
+    pub delay_histograms: Vec<Histogram<u64>>,
+}
+
+/// Reduces rows with the same position over replications (see the module doc).
+fn reduce_rows(rows: &[&Row], method: CiMethod) -> Map<String, Value> {
+    let mut out = Map::new();
+    let Some(first) = rows.first() else {
+        return out;
+    };
+    for (column, (name, template)) in first.iter().enumerate() {
+        let cells = rows.iter().filter_map(|r| r.get(column).map(|(_, c)| c));
+        match template {
+            Cell::Id(v) => {
+                out.insert((*name).into(), json!(v));
+            }
+            Cell::Text(s) => {
+                out.insert((*name).into(), json!(s));
+            }
+            Cell::Count(_) => {
+                let total: u64 = cells.map(|c| if let Cell::Count(v) = c { *v } else { 0 }).sum();
+                out.insert((*name).into(), json!(total));
+            }
+            Cell::Max(_) => {
+                let max = cells
+                    .filter_map(Cell::real)
+                    .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+                out.insert((*name).into(), json!(max));
+            }
+            Cell::Real(_) => {
+                let values: Vec<f64> = cells.filter_map(Cell::real).collect();
+                let (mean, ci) = mean_ci(&values, method);
+                out.insert((*name).into(), json!(mean));
+                out.insert(ci_key(name), json!(ci));
+            }
+        }
+    }
+    out
+}
+
+fn toml_to_json(value: &toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => json!(s),
+        toml::Value::Integer(i) => json!(i),
+        toml::Value::Float(f) => json!(f),
+        toml::Value::Boolean(b) => json!(b),
+        toml::Value::Datetime(d) => json!(d.to_string()),
+        toml::Value::Array(a) => Value::Array(a.iter().map(toml_to_json).collect()),
+        toml::Value::Table(t) => Value::Object(t.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect()),
+    }
+}
+
+/// Keys of `summary.json` that change from one run to the next even with the same seed.
+pub const VOLATILE_KEYS: &[&str] = &["wall_time_s", "events_per_s", "packets_per_s"];
+
+impl SimResults {
+    /// The number of replications.
+    pub fn replication_count(&self) -> usize {
+        self.replications.len()
+    }
+
+    fn method(&self) -> CiMethod {
+        self.scenario.run.ci
+    }
+
+    /// The reduced row of every flow (as in `summary.json`'s `flows` array).
+    pub fn flow_summaries(&self) -> Vec<Map<String, Value>> {
+        self.reduce_table(|r| &r.flows)
+    }
+
+    /// The reduced row of every class.
+    pub fn class_summaries(&self) -> Vec<Map<String, Value>> {
+        // Classes can differ between replications (a class may see no packet in one): match
+        // them by class number.
+        let mut classes: Vec<u64> = self
+            .replications
+            .iter()
+            .flat_map(|r| r.classes.iter())
+            .filter_map(|row| match cell(row, "class") {
+                Some(Cell::Id(c)) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        classes.sort_unstable();
+        classes.dedup();
+        classes
+            .iter()
+            .map(|c| {
+                let rows: Vec<&Row> = self
+                    .replications
+                    .iter()
+                    .flat_map(|r| r.classes.iter())
+                    .filter(|row| cell(row, "class") == Some(&Cell::Id(*c)))
+                    .collect();
+                reduce_rows(&rows, self.method())
+            })
+            .collect()
+    }
+
+    /// The reduced row of every link, with its discipline counters summed over replications.
+    pub fn link_summaries(&self) -> Vec<Map<String, Value>> {
+        let mut links = self.reduce_table(|r| &r.links);
+        for (index, link) in links.iter_mut().enumerate() {
+            let mut counters = Map::new();
+            for replication in &self.replications {
+                for (name, value) in &replication.discipline_counters[index] {
+                    let total = counters.get(*name).and_then(Value::as_u64).unwrap_or(0) + value;
+                    counters.insert((*name).into(), json!(total));
+                }
+            }
+            link.insert("discipline_counters".into(), Value::Object(counters));
+        }
+        links
+    }
+
+    fn reduce_table(&self, table: impl Fn(&ReplicationResult) -> &Vec<Row>) -> Vec<Map<String, Value>> {
+        let Some(first) = self.replications.first() else {
+            return Vec::new();
+        };
+        (0..table(first).len())
+            .map(|i| {
+                let rows: Vec<&Row> = self.replications.iter().filter_map(|r| table(r).get(i)).collect();
+                reduce_rows(&rows, self.method())
+            })
+            .collect()
+    }
+
+    /// The whole `summary.json` document.
+    pub fn summary(&self) -> Value {
+        let run = &self.scenario.run;
+        let events: u64 = self.replications.iter().map(|r| r.events).sum();
+        let packets: u64 = self.replications.iter().map(|r| r.packets).sum();
+        let length = match run.length {
+            RunLength::Duration(d) => json!({ "duration_s": seconds(d) }),
+            RunLength::Packets(p) => json!({ "packets": p }),
+        };
+        let jain: Vec<f64> = self.replications.iter().filter_map(|r| r.jain_index).collect();
+        let (jain_mean, jain_ci) = mean_ci(&jain, run.ci);
+        let rate = |count: u64| {
+            if self.wall_time_s > 0.0 {
+                json!(count as f64 / self.wall_time_s)
+            } else {
+                Value::Null
+            }
+        };
+        json!({
+            "schedlab_version": env!("CARGO_PKG_VERSION"),
+            "scenario": toml_to_json(&toml::Value::Table(self.scenario.table.clone())),
+            "run": {
+                "name": self.scenario.name,
+                "length": length,
+                "warmup_s": seconds(run.warmup),
+                "seed": run.seed,
+                "replications": run.replications,
+                "replications_run": self.replications.iter().map(|r| r.replication).collect::<Vec<_>>(),
+                "bin_s": seconds(run.bin),
+                "ci": match run.ci { CiMethod::StudentT => "student_t", CiMethod::Normal => "normal" },
+                "drain": run.drain,
+                "stream_seeds": self.replications.iter().map(|r| json!({
+                    "replication": r.replication,
+                    "sources": r.stream_seeds,
+                })).collect::<Vec<_>>(),
+                "windows": self.replications.iter().map(|r| json!({
+                    "replication": r.replication,
+                    "start_s": seconds(r.window.0),
+                    "end_s": seconds(r.window.1),
+                    "last_event_s": seconds(r.end_time),
+                })).collect::<Vec<_>>(),
+                "events": events,
+                "packets": packets,
+                "wall_time_s": self.wall_time_s,
+                "events_per_s": rate(events),
+                "packets_per_s": rate(packets),
+            },
+            "flows": self.flow_summaries(),
+            "classes": self.class_summaries(),
+            "links": self.link_summaries(),
+            "fairness": {
+                "jain_index": jain_mean,
+                "jain_index_ci95": jain_ci,
+            },
+        })
+    }
+
+    /// Writes `summary.json`, `flows.csv`, `classes.csv`, `links.csv`,
+    /// `discipline_counters.csv`, `timeseries.csv` (per flow and bin), `link_timeseries.csv`,
+    /// `delay_cdf.csv` and `replications.csv` into `out_dir` (created if missing); returns the
+    /// paths written.
+    pub fn write(&self, out_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(out_dir)?;
+        let mut written = Vec::new();
+        let mut put = |name: &str, text: String| -> std::io::Result<()> {
+            let path = out_dir.join(name);
+            let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+            file.write_all(text.as_bytes())?;
+            file.flush()?;
+            written.push(path);
+            Ok(())
+        };
+        let summary = serde_json::to_string_pretty(&self.summary()).map_err(std::io::Error::other)?;
+        put("summary.json", summary + "\n")?;
+        put("flows.csv", self.table_csv(|r| &r.flows))?;
+        put("classes.csv", self.table_csv(|r| &r.classes))?;
+        put("links.csv", self.table_csv(|r| &r.links))?;
+        put("discipline_counters.csv", self.counters_csv())?;
+        put("timeseries.csv", self.flow_series_csv())?;
+        put("link_timeseries.csv", self.link_series_csv())?;
+        put("delay_cdf.csv", self.delay_cdf_csv())?;
+        put("replications.csv", self.replications_csv())?;
+        Ok(written)
+    }
+
+    fn table_csv(&self, table: impl Fn(&ReplicationResult) -> &Vec<Row>) -> String {
+        let mut out = String::new();
+        let header = self
+            .replications
+            .iter()
+            .flat_map(|r| table(r).first())
+            .next()
+            .map(|row| row.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+        if let Some(columns) = header {
+            let _ = writeln!(out, "replication,{}", columns.join(","));
+        }
+        for replication in &self.replications {
+            for row in table(replication) {
+                let cells: Vec<String> = row.iter().map(|(_, c)| c.csv()).collect();
+                let _ = writeln!(out, "{},{}", replication.replication, cells.join(","));
+            }
+        }
+        out
+    }
+
+    fn counters_csv(&self) -> String {
+        let mut out = String::from("replication,link,name,counter,value\n");
+        for replication in &self.replications {
+            for (index, counters) in replication.discipline_counters.iter().enumerate() {
+                for (counter, value) in counters {
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{},{}",
+                        replication.replication,
+                        index,
+                        csv_text(&self.scenario.links[index].name),
+                        counter,
+                        value
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    fn flow_series_csv(&self) -> String {
+        let bin = self.scenario.run.bin;
+        let mut out = String::from(
+            "replication,flow,name,time_s,bin_end_s,received_packets,received_bytes,throughput_bps\n",
+        );
+        for replication in &self.replications {
+            let bins = replication
+                .flow_series
+                .iter()
+                .map(|s| s.bytes.len())
+                .max()
+                .unwrap_or(0);
+            for (source, series) in self.scenario.sources.iter().zip(&replication.flow_series) {
+                for k in 0..bins {
+                    let bytes = series.bytes.get(k).copied().unwrap_or(0);
+                    let packets = series.packets.get(k).copied().unwrap_or(0);
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{},{},{},{},{}",
+                        replication.replication,
+                        source.flow,
+                        csv_text(&source.name),
+                        seconds(k as u64 * bin),
+                        seconds((k as u64 + 1) * bin),
+                        packets,
+                        bytes,
+                        bytes as f64 * 8.0 / seconds(bin)
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    fn link_series_csv(&self) -> String {
+        let bin = self.scenario.run.bin;
+        let mut out = String::new();
+        let mut header = false;
+        for replication in &self.replications {
+            for bins in &replication.link_series {
+                for (k, row) in bins.iter().enumerate() {
+                    if !header {
+                        let names: Vec<&str> = row.iter().map(|(n, _)| *n).collect();
+                        let _ = writeln!(out, "replication,bin_start_s,bin_end_s,{}", names.join(","));
+                        header = true;
+                    }
+                    let cells: Vec<String> = row.iter().map(|(_, c)| c.csv()).collect();
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{}",
+                        replication.replication,
+                        seconds(k as u64 * bin),
+                        seconds((k as u64 + 1) * bin),
+                        cells.join(",")
+                    );
+                }
+            }
+        }
+        if !header {
+            out.push_str("replication,bin_start_s,bin_end_s,link,name,rate_bps,utilisation,throughput_bps,queue_mean_packets,queue_mean_bytes\n");
+        }
+        out
+    }
+
+    fn delay_cdf_csv(&self) -> String {
+        let mut out = String::from("flow,name,delay_s,cdf\n");
+        for (source, histogram) in self.scenario.sources.iter().zip(&self.delay_histograms) {
+            if histogram.is_empty() {
+                continue;
+            }
+            for v in histogram.iter_quantiles(4) {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{}",
+                    source.flow,
+                    csv_text(&source.name),
+                    seconds(histogram.highest_equivalent(v.value_iterated_to())),
+                    v.quantile_iterated_to()
+                );
+            }
+        }
+        out
+    }
+
+    fn replications_csv(&self) -> String {
+        let mut out = String::from(
+            "replication,window_start_s,window_end_s,last_event_s,events,packets,wall_time_s,jain_index\n",
+        );
+        for r in &self.replications {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{}",
+                r.replication,
+                seconds(r.window.0),
+                seconds(r.window.1),
+                seconds(r.end_time),
+                r.events,
+                r.packets,
+                r.wall_time_s,
+                r.jain_index.map(|j| j.to_string()).unwrap_or_default()
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ci_keys_insert_before_the_unit() {
+        assert_eq!(ci_key("delay_mean_s"), "delay_mean_ci95_s");
+        assert_eq!(ci_key("throughput_bps"), "throughput_ci95_bps");
+        assert_eq!(ci_key("loss_ratio"), "loss_ratio_ci95");
+        assert_eq!(ci_key("queue_mean_packets"), "queue_mean_ci95_packets");
+    }
+
+    #[test]
+    fn confidence_intervals_match_tables() {
+        // Values 1..=5: mean 3, s = sqrt(2.5). t(0.975, 4) = 2.776445.
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let (m, ci) = mean_ci(&v, CiMethod::StudentT);
+        assert_eq!(m, Some(3.0));
+        let expected = 2.776_445 * 2.5f64.sqrt() / 5f64.sqrt();
+        assert!((ci.unwrap() - expected).abs() < 1e-5, "{ci:?}");
+        let (_, ci) = mean_ci(&v, CiMethod::Normal);
+        assert!((ci.unwrap() - 1.96 * 2.5f64.sqrt() / 5f64.sqrt()).abs() < 1e-12);
+        assert_eq!(mean_ci(&[2.0], CiMethod::StudentT), (Some(2.0), None));
+        assert_eq!(mean_ci(&[], CiMethod::StudentT), (None, None));
+    }
+
+    #[test]
+    fn jain_index_bounds() {
+        assert_eq!(jain_index(&[5.0, 5.0, 5.0]), Some(1.0));
+        assert_eq!(jain_index(&[1.0, 0.0, 0.0, 0.0]), Some(0.25));
+        assert_eq!(jain_index(&[0.0, 0.0]), None);
+    }
+}

@@ -1,0 +1,1081 @@
+//! The scenario file: a TOML description of a run, its links and its traffic sources.
+//!
+//! ```toml
+//! [run]
+//! duration = "100s"      # or packets = 1000000 (total packets generated)
+//! warmup = "5s"          # packets entering the network before this are not measured
+//! seed = 1
+//! replications = 5
+//!
+//! [[link]]
+//! name = "bottleneck"
+//! rate = "125kbit"
+//! delay = "0ms"          # propagation
+//! buffer = "64KB"        # optional
+//! scheduler = { kind = "drr", quantum = 1500 }
+//!
+//! [[source]]
+//! flow = 0
+//! path = ["bottleneck"]  # links in order
+//! arrivals = { model = "poisson", rate_pps = 15 }
+//! size = { dist = "uniform", min = 80, max = 740 }
+//! params = { latency_critical = true, quantum = 2000 }
+//! ```
+//!
+//! Every key is documented in `docs/results.md` and `docs/scenarios.md`. Parsing goes through
+//! [`TableReader`], so every error names the key path and the value
+//! (`source[2].arrivals.rate_pps = -1: must be a positive number`), unknown keys are rejected,
+//! and a path naming a missing link is rejected.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use schedlab_core::config::join_path;
+use schedlab_core::{
+    build_scheduler, AnyScheduler, ConfigError, FlowId, FlowParams, FlowTable, Rate, TableReader, TimeNs,
+    MAX_FLOW_ID,
+};
+
+use crate::traffic::{
+    stationary_distribution, ArrivalModel, FrameType, MpegModel, PeriodDist, SizeDist, SizeShape, Spacing,
+};
+
+/// How long a run lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLength {
+    /// Sources generate packets in `[0, duration)`.
+    Duration(TimeNs),
+    /// Sources stop once this many packets (all sources together) have been generated.
+    Packets(u64),
+}
+
+/// How confidence intervals over replications are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CiMethod {
+    /// Student t with n − 1 degrees of freedom: t₀.₉₇₅,ₙ₋₁ · s/√n (the default).
+    StudentT,
+    /// The thesis's 1.96 · s/√n (Zhang §5.1).
+    Normal,
+}
+
+/// The `[run]` table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunConfig {
+    /// Run length.
+    pub length: RunLength,
+    /// Warm-up, ns: packets entering the network before it are not measured.
+    pub warmup: TimeNs,
+    /// Base seed.
+    pub seed: u64,
+    /// Number of independent replications.
+    pub replications: u32,
+    /// Width of time-series bins, ns.
+    pub bin: TimeNs,
+    /// Confidence-interval method.
+    pub ci: CiMethod,
+    /// Whether the network drains after the sources stop (so every measured packet is either
+    /// received or dropped); otherwise the run stops when the sources do.
+    pub drain: bool,
+}
+
+/// One `[[link]]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkConfig {
+    /// Name used in source paths.
+    pub name: String,
+    /// Transmission rate.
+    pub rate: Rate,
+    /// Propagation delay, ns.
+    pub delay: TimeNs,
+    /// The scheduler table, with the link's `buffer` / `buffer_packets` merged in.
+    pub scheduler: toml::Table,
+    /// Per-flow parameters of the flows crossing this link.
+    pub flows: FlowTable,
+}
+
+impl LinkConfig {
+    /// Builds a fresh scheduler for this link (`index` is the link's position, for error paths).
+    pub fn build_scheduler(&self, index: usize) -> Result<AnyScheduler, ConfigError> {
+        build_scheduler(
+            &self.scheduler,
+            &format!("link[{index}].scheduler"),
+            &self.flows,
+            self.rate,
+        )
+    }
+}
+
+/// A (σ,ρ) token-bucket shaper in front of a source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShaperConfig {
+    /// Bucket depth σ, bytes.
+    pub sigma: u64,
+    /// Token rate ρ.
+    pub rho: Rate,
+}
+
+/// One `[[source]]`: a flow, its path and its traffic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceConfig {
+    /// Flow id (unique over sources).
+    pub flow: FlowId,
+    /// Label for reports (defaults to `flow<N>`).
+    pub name: String,
+    /// Traffic class of its packets (trace replay may override per packet).
+    pub class: u8,
+    /// Indices of the links crossed, in order.
+    pub path: Vec<usize>,
+    /// Arrival process.
+    pub arrivals: ArrivalModel,
+    /// Packet sizes (absent for MPEG and trace, which set their own).
+    pub size: Option<SizeDist>,
+    /// The flow's scheduler parameters.
+    pub params: FlowParams,
+    /// Optional token-bucket shaper.
+    pub shaper: Option<ShaperConfig>,
+    /// Time the source starts, ns.
+    pub start: TimeNs,
+    /// Time the source stops (no packet at or after it), ns.
+    pub stop: Option<TimeNs>,
+    /// Relative deadline stamped on every packet, ns.
+    pub deadline: Option<TimeNs>,
+}
+
+impl SourceConfig {
+    /// The largest packet the source can send.
+    pub fn max_packet(&self) -> u64 {
+        self.arrivals
+            .own_max_size()
+            .or_else(|| self.size.as_ref().map(|s| s.max()))
+            .unwrap_or(0)
+    }
+}
+
+/// A parsed and validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Optional `name`.
+    pub name: Option<String>,
+    /// The `[run]` table.
+    pub run: RunConfig,
+    /// Links in file order.
+    pub links: Vec<LinkConfig>,
+    /// Sources in file order.
+    pub sources: Vec<SourceConfig>,
+    /// The scenario as parsed (echoed into `summary.json`).
+    pub table: toml::Table,
+}
+
+/// Why a scenario could not be read or run.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ScenarioError {
+    /// The text is not TOML.
+    #[error("scenario is not valid TOML: {0}")]
+    Toml(String),
+    /// A value breaks a rule (the message names the key path and the value).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The run could not complete (e.g. more packets in flight than the simulator can track).
+    #[error("simulation failed: {0}")]
+    Run(String),
+}
+
+impl ScenarioError {
+    /// The same error as the replay tool's [`crate::InputError`], naming `file` (whose text is
+    /// `text`) and, for configuration errors, the line of the offending key.
+    pub fn into_input_error(self, file: &str, text: &str) -> crate::InputError {
+        match self {
+            ScenarioError::Toml(message) => crate::InputError::Syntax {
+                file: file.to_string(),
+                message,
+            },
+            ScenarioError::Config(error) => crate::InputError::config(file, text, error),
+            ScenarioError::Run(message) => crate::InputError::Io {
+                path: file.to_string(),
+                message,
+            },
+        }
+    }
+}
+
+impl Scenario {
+    /// What the scenario declares (run length, links, flows), as JSON: what
+    /// `schedlab validate` prints.
+    pub fn describe(&self) -> serde_json::Value {
+        use serde_json::json;
+        let length = match self.run.length {
+            RunLength::Duration(d) => json!({ "duration_s": d as f64 / 1e9 }),
+            RunLength::Packets(p) => json!({ "packets": p }),
+        };
+        json!({
+            "name": self.name,
+            "run": {
+                "length": length,
+                "warmup_s": self.run.warmup as f64 / 1e9,
+                "seed": self.run.seed,
+                "replications": self.run.replications,
+            },
+            "links": self.links.iter().map(|l| json!({
+                "name": l.name,
+                "rate_bps": l.rate.bits_per_second(),
+                "delay_s": l.delay as f64 / 1e9,
+                "scheduler": l.scheduler.get("kind").and_then(|k| k.as_str()),
+            })).collect::<Vec<_>>(),
+            "flows": self.sources.iter().map(|s| json!({
+                "flow": s.flow,
+                "name": s.name,
+                "class": s.class,
+                "path": s.path.iter().map(|&l| self.links[l].name.as_str()).collect::<Vec<_>>(),
+                "model": model_name(&s.arrivals),
+                "max_packet_bytes": s.max_packet(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn model_name(model: &ArrivalModel) -> &'static str {
+    match model {
+        ArrivalModel::Cbr { .. } => "cbr",
+        ArrivalModel::Poisson { .. } => "poisson",
+        ArrivalModel::OnOff {
+            on: PeriodDist::Exponential { .. },
+            ..
+        } => "on_off",
+        ArrivalModel::OnOff { .. } => "pareto_on_off",
+        ArrivalModel::Mmpp { .. } => "mmpp",
+        ArrivalModel::Mpeg(_) => "mpeg",
+        ArrivalModel::Trace { .. } => "trace",
+    }
+}
+
+/// Upper bound on time-series bins per run (memory guard).
+pub const MAX_BINS: u64 = 1_000_000;
+
+const TOP_KEYS: &[&str] = &["name", "description", "run", "link", "source", "flow_defaults", "sweep", "report"];
+const RUN_KEYS: &[&str] = &[
+    "duration",
+    "packets",
+    "warmup",
+    "seed",
+    "replications",
+    "bin",
+    "ci",
+    "drain",
+];
+const LINK_KEYS: &[&str] = &["name", "rate", "delay", "buffer", "buffer_packets", "scheduler"];
+const SOURCE_KEYS: &[&str] = &[
+    "flow", "name", "class", "path", "arrivals", "size", "params", "shaper", "start", "stop", "deadline",
+];
+
+/// A number (integer or float) that must be finite and `> 0`.
+fn positive<'a>(reader: &mut TableReader<'a>, key: &'a str, unit: &str) -> Result<Option<f64>, ConfigError> {
+    let value = match reader.value(key) {
+        None => return Ok(None),
+        Some(toml::Value::Float(f)) => *f,
+        Some(toml::Value::Integer(i)) => *i as f64,
+        Some(_) => return Err(reader.error(key, format!("must be a positive number ({unit})"))),
+    };
+    if value.is_finite() && value > 0.0 {
+        Ok(Some(value))
+    } else {
+        Err(reader.error(key, format!("must be a positive number ({unit})")))
+    }
+}
+
+fn required<T>(value: Option<T>, reader: &TableReader<'_>, key: &str, what: &str) -> Result<T, ConfigError> {
+    value.ok_or_else(|| reader.error(key, format!("is required: {what}")))
+}
+
+fn array<'a>(
+    reader: &mut TableReader<'a>,
+    key: &'a str,
+) -> Result<Option<&'a Vec<toml::Value>>, ConfigError> {
+    match reader.value(key) {
+        None => Ok(None),
+        Some(toml::Value::Array(a)) => Ok(Some(a)),
+        Some(_) => Err(reader.error(key, "must be an array")),
+    }
+}
+
+fn number_at(value: &toml::Value, path: String, rule: &str) -> Result<f64, ConfigError> {
+    let v = match value {
+        toml::Value::Float(f) => *f,
+        toml::Value::Integer(i) => *i as f64,
+        _ => return Err(ConfigError::new(path, value.to_string(), rule)),
+    };
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(ConfigError::new(path, value.to_string(), rule))
+    }
+}
+
+fn size_u32(reader: &mut TableReader<'_>, key: &'static str, min: u64) -> Result<Option<u32>, ConfigError> {
+    match reader.size(key)? {
+        None => Ok(None),
+        Some(v) if v >= min && v <= u32::MAX as u64 => Ok(Some(v as u32)),
+        Some(_) => Err(reader.error(key, format!("must be a size from {min} to {} bytes", u32::MAX))),
+    }
+}
+
+/// Parses and validates a scenario. Relative file names (traces, empirical size tables) are
+/// resolved against `base_dir`. Every link's scheduler is built once to validate its
+/// configuration and the flow parameters of every flow crossing it.
+pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ScenarioError::Toml(e.to_string()))?;
+    let mut top = TableReader::new(&table, "");
+    let name = top.string("name")?.map(str::to_string);
+    top.string("description")?;
+    let run = match top.table("run")? {
+        Some(t) => parse_run(t)?,
+        None => return Err(ConfigError::new("run", "(missing)", "a [run] table is required").into()),
+    };
+    let defaults = match top.table("flow_defaults")? {
+        Some(t) => FlowParams::from_table(t, "flow_defaults")?,
+        None => FlowParams::default(),
+    };
+    let link_tables = tables(&mut top, "link")?;
+    let source_tables = tables(&mut top, "source")?;
+    // `[sweep]` and `[report]` belong to the Python front (sweeps, figures), which validates
+    // their contents; here they only have to be tables.
+    top.table("sweep")?;
+    top.table("report")?;
+    top.finish_with(TOP_KEYS)?;
+    if link_tables.is_empty() {
+        return Err(ConfigError::new("link", "(missing)", "at least one [[link]] is required").into());
+    }
+    if source_tables.is_empty() {
+        return Err(ConfigError::new("source", "(missing)", "at least one [[source]] is required").into());
+    }
+    let mut links = Vec::with_capacity(link_tables.len());
+    for (index, t) in link_tables.iter().enumerate() {
+        let link = parse_link(t, index, defaults)?;
+        if let Some(other) = links.iter().position(|l: &LinkConfig| l.name == link.name) {
+            return Err(ConfigError::new(
+                format!("link[{index}].name"),
+                format!("{:?}", link.name),
+                format!("link[{other}] has the same name"),
+            )
+            .into());
+        }
+        links.push(link);
+    }
+    let mut sources: Vec<SourceConfig> = Vec::with_capacity(source_tables.len());
+    for (index, t) in source_tables.iter().enumerate() {
+        let source = parse_source(t, index, &links, base_dir, &run)?;
+        if let Some(other) = sources.iter().position(|s| s.flow == source.flow) {
+            return Err(ConfigError::new(
+                format!("source[{index}].flow"),
+                source.flow.to_string(),
+                format!("source[{other}] already uses this flow id"),
+            )
+            .into());
+        }
+        sources.push(source);
+    }
+    for (index, source) in sources.iter().enumerate() {
+        for &link in &source.path {
+            links[link]
+                .flows
+                .set(source.flow, source.params, format!("source[{index}].params"));
+        }
+    }
+    for (index, link) in links.iter().enumerate() {
+        link.build_scheduler(index)?;
+    }
+    Ok(Scenario {
+        name,
+        run,
+        links,
+        sources,
+        table,
+    })
+}
+
+fn tables<'a>(reader: &mut TableReader<'a>, key: &'a str) -> Result<Vec<&'a toml::Table>, ConfigError> {
+    let Some(value) = reader.value(key) else {
+        return Ok(Vec::new());
+    };
+    let toml::Value::Array(items) = value else {
+        return Err(reader.error(key, format!("must be an array of tables, written [[{key}]]")));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            toml::Value::Table(t) => Ok(t),
+            other => Err(ConfigError::new(
+                format!("{key}[{i}]"),
+                other.to_string(),
+                "must be a table",
+            )),
+        })
+        .collect()
+}
+
+fn parse_run(table: &toml::Table) -> Result<RunConfig, ConfigError> {
+    let mut r = TableReader::new(table, "run");
+    let duration = r.duration("duration")?;
+    let packets = r.integer("packets", 1, i64::MAX)?;
+    let length = match (duration, packets) {
+        (Some(_), Some(_)) => {
+            return Err(r.error("packets", "give either run.duration or run.packets, not both"))
+        }
+        (Some(0), None) => return Err(r.error("duration", "must be longer than zero")),
+        (Some(d), None) => RunLength::Duration(d),
+        (None, Some(p)) => RunLength::Packets(p as u64),
+        (None, None) => {
+            return Err(r.error(
+                "duration",
+                "is required: a run length such as \"100s\" (or give run.packets)",
+            ))
+        }
+    };
+    let warmup = r.duration("warmup")?.unwrap_or(0);
+    if let RunLength::Duration(d) = length {
+        if warmup >= d {
+            return Err(r.error("warmup", "must be shorter than run.duration"));
+        }
+    }
+    let seed = r.integer("seed", 0, i64::MAX)?.unwrap_or(1) as u64;
+    let replications = r.integer("replications", 1, 100_000)?.unwrap_or(1) as u32;
+    let bin = r.duration("bin")?.unwrap_or(1_000_000_000);
+    if bin == 0 {
+        return Err(r.error("bin", "must be longer than zero"));
+    }
+    if let RunLength::Duration(d) = length {
+        if d / bin > MAX_BINS {
+            return Err(r.error(
+                "bin",
+                format!("gives more than {MAX_BINS} time-series bins over run.duration; use a wider bin"),
+            ));
+        }
+    }
+    let ci = match r.string("ci")? {
+        None | Some("student_t") => CiMethod::StudentT,
+        Some("normal") => CiMethod::Normal,
+        Some(_) => return Err(r.error("ci", "must be \"student_t\" or \"normal\" (1.96·s/√n)")),
+    };
+    let drain = r.bool("drain")?.unwrap_or(true);
+    r.finish_with(RUN_KEYS)?;
+    Ok(RunConfig {
+        length,
+        warmup,
+        seed,
+        replications,
+        bin,
+        ci,
+        drain,
+    })
+}
+
+fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result<LinkConfig, ConfigError> {
+    let path = format!("link[{index}]");
+    let mut r = TableReader::new(table, path.clone());
+    let name = required(
+        r_string(&mut r, "name")?,
+        &r,
+        "name",
+        "the name used in source paths",
+    )?;
+    let rate = required(r.rate("rate")?, &r, "rate", "a rate such as \"125kbit\"")?;
+    let delay = r.duration("delay")?.unwrap_or(0);
+    let buffer = r.size("buffer")?;
+    if buffer == Some(0) {
+        return Err(r.error("buffer", "must be at least 1 byte"));
+    }
+    let buffer_packets = r.integer("buffer_packets", 1, i64::MAX)?;
+    let mut scheduler = match r.table("scheduler")? {
+        Some(t) => t.clone(),
+        None => {
+            let mut t = toml::Table::new();
+            t.insert("kind".into(), toml::Value::String("fifo".into()));
+            t
+        }
+    };
+    for (key, value) in [
+        ("buffer", buffer.map(|b| b as i64)),
+        ("buffer_packets", buffer_packets),
+    ] {
+        if let Some(v) = value {
+            if scheduler.contains_key(key) {
+                return Err(r.error(
+                    key,
+                    format!("is also given as {path}.scheduler.{key}; give it once"),
+                ));
+            }
+            scheduler.insert(key.into(), toml::Value::Integer(v));
+        }
+    }
+    r.finish_with(LINK_KEYS)?;
+    let mut flows = FlowTable::uniform(defaults);
+    flows.defaults_path = "flow_defaults".into();
+    Ok(LinkConfig {
+        name,
+        rate,
+        delay,
+        scheduler,
+        flows,
+    })
+}
+
+fn r_string(r: &mut TableReader<'_>, key: &'static str) -> Result<Option<String>, ConfigError> {
+    Ok(r.string(key)?.map(str::to_string))
+}
+
+fn parse_source(
+    table: &toml::Table,
+    index: usize,
+    links: &[LinkConfig],
+    base_dir: &Path,
+    run: &RunConfig,
+) -> Result<SourceConfig, ConfigError> {
+    let path = format!("source[{index}]");
+    let mut r = TableReader::new(table, path.clone());
+    let flow = r
+        .integer("flow", 0, MAX_FLOW_ID as i64)?
+        .map(|f| f as FlowId)
+        .unwrap_or(index as FlowId);
+    let name = r_string(&mut r, "name")?.unwrap_or_else(|| format!("flow{flow}"));
+    let class = r.integer("class", 0, 255)?.unwrap_or(0) as u8;
+    let hops = match array(&mut r, "path")? {
+        Some(a) if !a.is_empty() => a,
+        Some(_) => return Err(r.error("path", "must name at least one link")),
+        None => return Err(r.error("path", "is required: the links the flow crosses, in order")),
+    };
+    let link_names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
+    let mut route = Vec::with_capacity(hops.len());
+    for (hop, value) in hops.iter().enumerate() {
+        let hop_path = format!("{path}.path[{hop}]");
+        let toml::Value::String(link_name) = value else {
+            return Err(ConfigError::new(
+                hop_path,
+                value.to_string(),
+                "must be a link name",
+            ));
+        };
+        let Some(link) = links.iter().position(|l| &l.name == link_name) else {
+            return Err(ConfigError::new(
+                hop_path,
+                value.to_string(),
+                format!("no link has this name (links: {})", link_names.join(", ")),
+            ));
+        };
+        if route.contains(&link) {
+            return Err(ConfigError::new(
+                hop_path,
+                value.to_string(),
+                "a path crosses each link once",
+            ));
+        }
+        route.push(link);
+    }
+    let arrivals_table = match r.table("arrivals")? {
+        Some(t) => t,
+        None => {
+            return Err(r.error(
+                "arrivals",
+                "is required, e.g. { model = \"poisson\", rate_pps = 10 }",
+            ))
+        }
+    };
+    let arrivals = parse_arrivals(arrivals_table, &join_path(&path, "arrivals"), base_dir)?;
+    let size = match r.table("size")? {
+        Some(t) if arrivals.needs_size() => Some(parse_size(t, &join_path(&path, "size"), base_dir)?),
+        Some(_) => {
+            return Err(r.error(
+                "size",
+                "this arrival model sets its own packet sizes; remove the size table",
+            ))
+        }
+        None if arrivals.needs_size() => {
+            return Err(r.error("size", "is required, e.g. { dist = \"constant\", size = 1000 }"))
+        }
+        None => None,
+    };
+    let params = match r.table("params")? {
+        Some(t) => FlowParams::from_table(t, &join_path(&path, "params"))?,
+        None => FlowParams::default(),
+    };
+    let start = r.duration("start")?.unwrap_or(0);
+    let stop = r.duration("stop")?;
+    if let Some(stop) = stop {
+        if stop <= start {
+            return Err(r.error("stop", "must be later than the source's start"));
+        }
+    }
+    if let RunLength::Duration(d) = run.length {
+        if start >= d {
+            return Err(r.error("start", "must be earlier than run.duration"));
+        }
+    }
+    let deadline = r.duration("deadline")?;
+    let mut source = SourceConfig {
+        flow,
+        name,
+        class,
+        path: route,
+        arrivals,
+        size,
+        params,
+        shaper: None,
+        start,
+        stop,
+        deadline,
+    };
+    if let Some(t) = r.table("shaper")? {
+        let shaper_path = join_path(&path, "shaper");
+        let mut s = TableReader::new(t, shaper_path);
+        let sigma = required(s.size("sigma")?, &s, "sigma", "the bucket depth σ in bytes")?;
+        let rho = required(s.rate("rho")?, &s, "rho", "the token rate ρ such as \"100kbit\"")?;
+        let largest = source.max_packet();
+        if sigma < largest.max(1) {
+            return Err(s.error(
+                "sigma",
+                format!("must hold the source's largest packet ({largest} bytes)"),
+            ));
+        }
+        s.finish_with(&["sigma", "rho"])?;
+        source.shaper = Some(ShaperConfig { sigma, rho });
+    }
+    r.finish_with(SOURCE_KEYS)?;
+    Ok(source)
+}
+
+fn spacing(r: &mut TableReader<'_>) -> Result<Spacing, ConfigError> {
+    let pps = positive(r, "rate_pps", "packets per second")?;
+    let bits = r.rate("rate")?;
+    match (pps, bits) {
+        (Some(_), Some(_)) => Err(r.error("rate", "give either rate_pps or rate, not both")),
+        (Some(p), None) => Ok(Spacing::PacketsPerSecond(p)),
+        (None, Some(b)) => Ok(Spacing::BitRate(b)),
+        (None, None) => Err(r.error(
+            "rate_pps",
+            "is required: a packet rate (rate_pps) or a bit rate (rate = \"250kbit\")",
+        )),
+    }
+}
+
+fn period(r: &mut TableReader<'_>, key: &'static str) -> Result<f64, ConfigError> {
+    match r.duration(key)? {
+        Some(0) => Err(r.error(key, "must be longer than zero")),
+        Some(d) => Ok(d as f64 / 1e9),
+        None => Err(r.error(key, "is required: a mean period such as \"500ms\"")),
+    }
+}
+
+const MODELS: &str = "cbr, poisson, on_off, pareto_on_off, mmpp, mpeg, trace";
+
+fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<ArrivalModel, ConfigError> {
+    let mut r = TableReader::new(table, path);
+    let model = required(r_string(&mut r, "model")?, &r, "model", MODELS)?;
+    let (result, accepted): (ArrivalModel, &[&str]) = match model.as_str() {
+        "cbr" => (
+            ArrivalModel::Cbr {
+                spacing: spacing(&mut r)?,
+            },
+            &["model", "rate_pps", "rate"],
+        ),
+        "poisson" => {
+            let rate_pps = positive(&mut r, "rate_pps", "packets per second")?;
+            (
+                ArrivalModel::Poisson {
+                    rate_pps: required(rate_pps, &r, "rate_pps", "mean packets per second")?,
+                },
+                &["model", "rate_pps"],
+            )
+        }
+        "on_off" => {
+            let on = PeriodDist::Exponential {
+                mean: period(&mut r, "mean_on")?,
+            };
+            let off = PeriodDist::Exponential {
+                mean: period(&mut r, "mean_off")?,
+            };
+            (
+                ArrivalModel::OnOff {
+                    on,
+                    off,
+                    spacing: spacing(&mut r)?,
+                },
+                &["model", "mean_on", "mean_off", "rate_pps", "rate"],
+            )
+        }
+        "pareto_on_off" => {
+            let shape = positive(&mut r, "shape", "Pareto shape α > 1")?;
+            let shape = required(shape, &r, "shape", "the Pareto shape α > 1, e.g. 1.5")?;
+            if shape <= 1.0 {
+                return Err(r.error("shape", "must be greater than 1 (the mean is infinite otherwise)"));
+            }
+            let on = PeriodDist::Pareto {
+                shape,
+                mean: period(&mut r, "mean_on")?,
+            };
+            let off = PeriodDist::Pareto {
+                shape,
+                mean: period(&mut r, "mean_off")?,
+            };
+            (
+                ArrivalModel::OnOff {
+                    on,
+                    off,
+                    spacing: spacing(&mut r)?,
+                },
+                &["model", "shape", "mean_on", "mean_off", "rate_pps", "rate"],
+            )
+        }
+        "mmpp" => (
+            parse_mmpp(&mut r, path)?,
+            &["model", "rates_pps", "transition_rates", "initial_state"],
+        ),
+        "mpeg" => (
+            parse_mpeg(&mut r, path, base_dir)?,
+            &["model", "gop", "gop_per_s", "i_size", "p_size", "b_size"],
+        ),
+        "trace" => (parse_trace(&mut r, path, base_dir)?, &["model", "file", "flow"]),
+        _ => return Err(r.error("model", format!("unknown arrival model; known: {MODELS}"))),
+    };
+    r.finish_with(accepted)?;
+    Ok(result)
+}
+
+fn parse_mmpp(r: &mut TableReader<'_>, path: &str) -> Result<ArrivalModel, ConfigError> {
+    let rates = match array(r, "rates_pps")? {
+        Some(a) if !a.is_empty() => a,
+        _ => {
+            return Err(r.error(
+                "rates_pps",
+                "is required: the Poisson rate of each state, e.g. [10, 100]",
+            ))
+        }
+    };
+    let rates_pps = rates
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            number_at(
+                v,
+                format!("{path}.rates_pps[{i}]"),
+                "must be a non-negative number (packets per second)",
+            )
+        })
+        .collect::<Result<Vec<f64>, _>>()?;
+    let n = rates_pps.len();
+    let matrix = match array(r, "transition_rates")? {
+        Some(a) => a,
+        None if n == 1 => &Vec::new(),
+        None => {
+            return Err(r.error(
+                "transition_rates",
+                format!("is required: an {n}×{n} array of rates per second"),
+            ))
+        }
+    };
+    let mut transition_rates = vec![vec![0.0; n]; n];
+    if n > 1 || !matrix.is_empty() {
+        if matrix.len() != n {
+            return Err(r.error("transition_rates", format!("must have {n} rows, one per state")));
+        }
+        for (i, row) in matrix.iter().enumerate() {
+            let row_path = format!("{path}.transition_rates[{i}]");
+            let toml::Value::Array(cells) = row else {
+                return Err(ConfigError::new(
+                    row_path,
+                    row.to_string(),
+                    format!("must be an array of {n} rates"),
+                ));
+            };
+            if cells.len() != n {
+                return Err(ConfigError::new(
+                    row_path,
+                    row.to_string(),
+                    format!("must have {n} entries"),
+                ));
+            }
+            for (j, cell) in cells.iter().enumerate() {
+                let cell_path = format!("{row_path}[{j}]");
+                let v = number_at(cell, cell_path.clone(), "must be a non-negative rate per second")?;
+                if i == j && v != 0.0 {
+                    return Err(ConfigError::new(
+                        cell_path,
+                        cell.to_string(),
+                        "the diagonal must be 0 (a state does not move to itself)",
+                    ));
+                }
+                transition_rates[i][j] = v;
+            }
+        }
+    }
+    let initial_state = r.integer("initial_state", 0, n as i64 - 1)?.map(|s| s as usize);
+    if initial_state.is_none() && n > 1 && stationary_distribution(&transition_rates).is_none() {
+        return Err(r.error(
+            "transition_rates",
+            "the chain has no unique stationary distribution; give initial_state",
+        ));
+    }
+    if rates_pps.iter().all(|&x| x == 0.0) {
+        return Err(r.error("rates_pps", "at least one state must send packets"));
+    }
+    Ok(ArrivalModel::Mmpp {
+        rates_pps,
+        transition_rates,
+        initial_state,
+    })
+}
+
+fn parse_mpeg(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Result<ArrivalModel, ConfigError> {
+    let mut model = MpegModel::thesis();
+    if let Some(gop) = r.string("gop")? {
+        let frames: Option<Vec<FrameType>> = gop
+            .chars()
+            .map(|c| match c {
+                'I' => Some(FrameType::I),
+                'P' => Some(FrameType::P),
+                'B' => Some(FrameType::B),
+                _ => None,
+            })
+            .collect();
+        match frames {
+            Some(f) if !f.is_empty() => model.gop = f,
+            _ => {
+                return Err(r.error(
+                    "gop",
+                    "must be a non-empty string of I, P and B, e.g. \"IPBBPBBPBB\"",
+                ))
+            }
+        }
+    }
+    if let Some(g) = positive(r, "gop_per_s", "groups of pictures per second")? {
+        model.gop_per_second = g;
+    }
+    for (key, slot) in [
+        ("i_size", &mut model.i_frame),
+        ("p_size", &mut model.p_frame),
+        ("b_size", &mut model.b_frame),
+    ] {
+        if let Some(t) = r.table(key)? {
+            *slot = parse_size(t, &join_path(path, key), base_dir)?;
+        }
+    }
+    Ok(ArrivalModel::Mpeg(model))
+}
+
+fn parse_trace(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Result<ArrivalModel, ConfigError> {
+    let file = required(
+        r_string(r, "file")?,
+        r,
+        "file",
+        "the trace CSV (time_s,flow,size_bytes[,class,deadline_s])",
+    )?;
+    let flow_label = match r.value("flow") {
+        None => None,
+        Some(toml::Value::Integer(i)) if *i >= 0 => Some(*i as u64),
+        Some(_) => {
+            return Err(r.error(
+                "flow",
+                "must be a flow label of the trace (a non-negative integer)",
+            ))
+        }
+    };
+    let full: PathBuf = base_dir.join(&file);
+    let packets = crate::trace_source::load(&full, flow_label)
+        .map_err(|e| ConfigError::new(join_path(path, "file"), format!("{file:?}"), e))?;
+    if packets.is_empty() {
+        return Err(r.error("flow", "selects no packet of the trace"));
+    }
+    Ok(ArrivalModel::Trace {
+        packets: Arc::new(packets),
+    })
+}
+
+const DISTS: &str = "constant, uniform, exponential, empirical, thesis_best_effort";
+
+/// Parses a `size` table (`dist` = constant, uniform, exponential, empirical,
+/// thesis_best_effort; optional `header` bytes added to every draw).
+pub fn parse_size(table: &toml::Table, path: &str, base_dir: &Path) -> Result<SizeDist, ConfigError> {
+    let mut r = TableReader::new(table, path);
+    let dist = required(r_string(&mut r, "dist")?, &r, "dist", DISTS)?;
+    let header = size_u32(&mut r, "header", 0)?.unwrap_or(0);
+    let (shape, accepted): (SizeShape, &[&str]) = match dist.as_str() {
+        "constant" => {
+            let size = size_u32(&mut r, "size", 0)?;
+            (
+                SizeShape::Constant(required(size, &r, "size", "the packet size in bytes")?),
+                &["dist", "header", "size"],
+            )
+        }
+        "uniform" => {
+            let min = size_u32(&mut r, "min", 0)?;
+            let min = required(min, &r, "min", "the smallest size in bytes")?;
+            let max = size_u32(&mut r, "max", 0)?;
+            let max = required(max, &r, "max", "the largest size in bytes")?;
+            if min > max {
+                return Err(r.error("min", format!("must not exceed max = {max}")));
+            }
+            (SizeShape::Uniform { min, max }, &["dist", "header", "min", "max"])
+        }
+        "exponential" => {
+            let mean = positive(&mut r, "mean", "bytes")?;
+            let mean = required(mean, &r, "mean", "the mean size in bytes")?;
+            let min = size_u32(&mut r, "min", 0)?.unwrap_or(1);
+            let max = size_u32(&mut r, "max", 0)?.unwrap_or(65_535);
+            if mean < min as f64 {
+                return Err(r.error("mean", format!("must be at least min = {min}")));
+            }
+            if mean > max as f64 {
+                return Err(r.error("mean", format!("must not exceed max = {max}")));
+            }
+            (
+                SizeShape::TruncatedExponential { mean, min, max },
+                &["dist", "header", "mean", "min", "max"],
+            )
+        }
+        "empirical" => (
+            parse_empirical(&mut r, path, base_dir)?,
+            &["dist", "header", "file", "values", "weights"],
+        ),
+        "thesis_best_effort" => {
+            if header != 0 {
+                return Err(r.error("header", "thesis_best_effort has its fixed 40-byte header"));
+            }
+            return finish_size(r, SizeDist::thesis_best_effort(), &["dist"]);
+        }
+        _ => return Err(r.error("dist", format!("unknown size distribution; known: {DISTS}"))),
+    };
+    finish_size(r, SizeDist { shape, header }, accepted)
+}
+
+fn finish_size(r: TableReader<'_>, size: SizeDist, accepted: &[&str]) -> Result<SizeDist, ConfigError> {
+    let smallest = match &size.shape {
+        SizeShape::Constant(s) => *s as u64,
+        SizeShape::Uniform { min, .. } | SizeShape::TruncatedExponential { min, .. } => *min as u64,
+        SizeShape::Empirical { values, .. } => values.iter().copied().min().unwrap_or(0) as u64,
+    } + size.header as u64;
+    if smallest == 0 {
+        return Err(r.error(
+            "dist",
+            "can produce 0-byte packets; every packet needs at least 1 byte",
+        ));
+    }
+    if size.max() > u32::MAX as u64 {
+        return Err(r.error("header", "makes packets larger than 4 GB"));
+    }
+    r.finish_with(accepted)?;
+    Ok(size)
+}
+
+fn parse_empirical(r: &mut TableReader<'_>, path: &str, base_dir: &Path) -> Result<SizeShape, ConfigError> {
+    let mut pairs: Vec<(u32, f64)> = Vec::new();
+    if let Some(file) = r_string(r, "file")? {
+        if r.has("values") {
+            return Err(r.error("values", "give either file or values, not both"));
+        }
+        let full = base_dir.join(&file);
+        let text = std::fs::read_to_string(&full).map_err(|e| {
+            ConfigError::new(
+                join_path(path, "file"),
+                format!("{file:?}"),
+                format!("cannot read {}: {e}", full.display()),
+            )
+        })?;
+        for (number, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            let bad = |field: &str, value: &str, rule: &str| {
+                ConfigError::new(
+                    join_path(path, "file"),
+                    format!("{file:?}"),
+                    format!("line {}, field {field} = {value:?}: {rule}", number + 1),
+                )
+            };
+            if number == 0 && fields[0].parse::<f64>().is_err() {
+                continue; // a header line such as "size,weight"
+            }
+            if fields.len() > 2 {
+                return Err(bad("(line)", line, "expected size or size,weight"));
+            }
+            let size: u32 = fields[0]
+                .parse()
+                .ok()
+                .filter(|&s| s > 0)
+                .ok_or_else(|| bad("size", fields[0], "must be a whole number of bytes ≥ 1"))?;
+            let weight: f64 = match fields.get(1) {
+                None => 1.0,
+                Some(w) => w
+                    .parse()
+                    .ok()
+                    .filter(|w: &f64| w.is_finite() && *w >= 0.0)
+                    .ok_or_else(|| bad("weight", w, "must be a non-negative number"))?,
+            };
+            pairs.push((size, weight));
+        }
+        if pairs.is_empty() {
+            return Err(ConfigError::new(
+                join_path(path, "file"),
+                format!("{file:?}"),
+                "holds no sizes",
+            ));
+        }
+    } else {
+        let values = match array(r, "values")? {
+            Some(v) if !v.is_empty() => v,
+            _ => {
+                return Err(r.error(
+                    "values",
+                    "is required (or give file): the sizes, e.g. [64, 576, 1500]",
+                ))
+            }
+        };
+        let weights = array(r, "weights")?;
+        if let Some(w) = weights {
+            if w.len() != values.len() {
+                return Err(r.error(
+                    "weights",
+                    format!("must have one weight per value ({})", values.len()),
+                ));
+            }
+        }
+        for (i, v) in values.iter().enumerate() {
+            let size = match v {
+                toml::Value::Integer(s) if (1..=u32::MAX as i64).contains(s) => *s as u32,
+                _ => {
+                    return Err(ConfigError::new(
+                        format!("{path}.values[{i}]"),
+                        v.to_string(),
+                        "must be a whole number of bytes ≥ 1",
+                    ))
+                }
+            };
+            let weight = match weights {
+                Some(w) => number_at(
+                    &w[i],
+                    format!("{path}.weights[{i}]"),
+                    "must be a non-negative number",
+                )?,
+                None => 1.0,
+            };
+            pairs.push((size, weight));
+        }
+    }
+    let total: f64 = pairs.iter().map(|p| p.1).sum();
+    if total <= 0.0 || !total.is_finite() {
+        return Err(r.error("weights", "must not all be zero"));
+    }
+    let mut acc = 0.0;
+    let mut values = Vec::with_capacity(pairs.len());
+    let mut cumulative = Vec::with_capacity(pairs.len());
+    for (size, weight) in pairs {
+        acc += weight / total;
+        values.push(size);
+        cumulative.push(acc);
+    }
+    if let Some(last) = cumulative.last_mut() {
+        *last = 1.0;
+    }
+    Ok(SizeShape::Empirical { values, cumulative })
+}

@@ -1,0 +1,98 @@
+"""Running scenarios from Python: :func:`run`, :func:`validate` and :class:`Results`."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from schedlab import _core
+from schedlab.scenario import Scenario
+
+
+def _as_scenario(scenario: Scenario | str | Path) -> Scenario:
+    if isinstance(scenario, Scenario):
+        return scenario
+    return Scenario.from_toml(scenario)
+
+
+def validate(scenario: Scenario | str | Path) -> dict:
+    """Check a scenario without running it (the Rust validator). Returns what it declares
+    (links, flows, run length). Raises :class:`schedlab.InputError` naming the key and value."""
+    s = _as_scenario(scenario)
+    text, file = s.rust_source()
+    info = json.loads(_core.validate_scenario(text, str(s.base_dir), file))
+    if s.sweep is not None:
+        for point in s.points():
+            validate_point(point)
+        info["sweep_points"] = len(s.points())
+    return info
+
+
+def validate_point(point) -> str:
+    """Validate one sweep point; returns its TOML text. Errors name the point and its values."""
+    text, _ = point.scenario.rust_source()
+    try:
+        _core.validate_scenario(text, str(point.scenario.base_dir))
+    except _core.InputError as e:
+        values = ", ".join(f"{k} = {v!r}" for k, v in point.values.items())
+        raise _core.InputError(f"sweep point {point.index} ({values}): {e}") from None
+    return text
+
+
+def run_summary(scenario: Scenario, out_dir: str | Path | None = None, replication: int | None = None) -> dict:
+    """Run ``scenario`` in Rust (GIL released) and return ``summary.json`` as a dict; writes
+    the output tables to ``out_dir`` when given. ``replication`` runs only that replication
+    (same random streams as in a full run)."""
+    text, file = scenario.rust_source()
+    out = None if out_dir is None else str(out_dir)
+    return json.loads(_core.run_scenario(text, str(scenario.base_dir), out, replication, file))
+
+
+@dataclass
+class Results:
+    """The results of a run: ``summary`` (the ``summary.json`` dict), ``flows`` (per flow, mean
+    over replications with 95% confidence intervals), ``replications`` (per flow and
+    replication) and ``timeseries`` (throughput and queue length per time bin)."""
+
+    summary: dict
+    flows: pd.DataFrame
+    replications: pd.DataFrame
+    timeseries: pd.DataFrame
+    out_dir: Path | None = None
+
+    @classmethod
+    def load(cls, out_dir: str | Path) -> Results:
+        """Read the results a run wrote to ``out_dir``."""
+        out_dir = Path(out_dir)
+        summary = json.loads((out_dir / "summary.json").read_text())
+
+        def table(name: str) -> pd.DataFrame:
+            path = out_dir / name
+            return pd.read_csv(path) if path.exists() else pd.DataFrame()
+
+        return cls(
+            summary=summary,
+            flows=pd.DataFrame(summary.get("flows", [])),
+            replications=table("flows.csv"),
+            timeseries=table("timeseries.csv"),
+            out_dir=out_dir,
+        )
+
+
+def run(scenario: Scenario | str | Path, out_dir: str | Path | None = None) -> Results:
+    """Run a scenario (a :class:`Scenario` or a TOML path) with all its replications and
+    return its :class:`Results`. Output files go to ``out_dir`` (a temporary folder if None)."""
+    s = _as_scenario(scenario)
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        run_summary(s, out_dir)
+        return Results.load(out_dir)
+    with tempfile.TemporaryDirectory(prefix="schedlab-") as tmp:
+        run_summary(s, tmp)
+        results = Results.load(tmp)
+        results.out_dir = None
+        return results

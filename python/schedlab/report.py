@@ -1,0 +1,289 @@
+"""``schedlab report DIR``: figures (PNG and SVG) and a self-contained ``report.html`` for the
+output folder of ``schedlab run`` (``summary.json``) or ``schedlab sweep`` (``sweep.json``).
+
+Figures of a sweep: mean delay versus the swept parameter with 95% CI error bars per series
+and flow, with the scenario's theory overlays; p99 delay; throughput; Jain's fairness index.
+Figures of a run (and of the representative runs a sweep keeps): throughput over time, delay
+CDF, per-flow mean delay with CI, per-flow throughput with Jain's index.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
+
+from schedlab import theory  # noqa: E402
+from schedlab.scenario import Scenario  # noqa: E402
+from schedlab.stats import jain_index  # noqa: E402
+
+
+@dataclass
+class Figure:
+    """A figure written as PNG and SVG."""
+
+    name: str
+    title: str
+    png: Path
+    svg: Path
+
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png.read_bytes()).decode()
+
+
+def _save(fig, out: Path, name: str, title: str) -> Figure:
+    out.mkdir(parents=True, exist_ok=True)
+    png, svg = out / f"{name}.png", out / f"{name}.svg"
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    fig.savefig(svg)
+    plt.close(fig)
+    return Figure(name, title, png, svg)
+
+
+def _flow_label(flow) -> str:
+    return f"flow {flow}"
+
+
+def _flow_name(rows: pd.DataFrame, flow) -> str:
+    """``flow 0 (LC)`` when the scenario names the flow's source."""
+    if "name" in rows.columns:
+        names = rows["name"].dropna()
+        if len(names) and str(names.iloc[0]):
+            return f"flow {flow} ({names.iloc[0]})"
+    return _flow_label(flow)
+
+
+def _series_values(table: pd.DataFrame, series: str | None):
+    return [None] if not series or series not in table.columns else list(dict.fromkeys(table[series]))
+
+
+def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure]:
+    """Figures of a sweep (see the module docs)."""
+    x, series = meta.get("x"), meta.get("series")
+    figures_dir = out_dir / "figures"
+    figures: list[Figure] = []
+    if table.empty or x not in table.columns:
+        return figures
+    scenario = Scenario.from_text(meta["scenario"])
+    points = {p["point"]: p for p in meta["points"]}
+    overlays = scenario.data.get("report", {}).get("theory", [])
+    x_label = scenario.data.get("report", {}).get("x_label", x)
+
+    def by_series_and_flow(metric: str, ylabel: str, name: str, title: str, scale: float, with_theory: bool):
+        series_values = _series_values(table, series)
+        fig, axes = plt.subplots(
+            1, len(series_values), figsize=(5.5 * len(series_values), 4.5), sharey=True, squeeze=False
+        )
+        styles = ["--", ":", "-.", (0, (5, 1))]
+        for ax, s in zip(axes[0], series_values, strict=True):
+            frame = table if s is None else table[table[series] == s]
+            for flow, rows in frame.groupby("flow"):
+                rows = rows.sort_values(x)
+                err = rows.get(f"{metric}_ci95")
+                ax.errorbar(
+                    rows[x],
+                    rows[metric] * scale,
+                    yerr=None if err is None else err.fillna(0) * scale,
+                    marker="o",
+                    markersize=4,
+                    capsize=3,
+                    label=_flow_name(rows, flow),
+                )
+            if with_theory:
+                for index, overlay in enumerate(overlays):
+                    if s is not None and overlay.get("series") is not None and overlay["series"] != s:
+                        continue
+                    pairs = []
+                    for p in points.values():
+                        if s is not None and p.get(series) != s:
+                            continue
+                        point_scenario = scenario.copy()
+                        for key, value in p.items():
+                            if key != "point":
+                                point_scenario = point_scenario.set(key, value)
+                        value = theory.evaluate(overlay, point_scenario.data, index)
+                        if not math.isnan(value):
+                            pairs.append((p.get(x), value * scale))
+                    pairs.sort()
+                    if pairs:
+                        ax.plot(
+                            [a for a, _ in pairs],
+                            [b for _, b in pairs],
+                            linestyle=styles[index % len(styles)],
+                            color="black",
+                            label=overlay.get("label", overlay["model"]),
+                        )
+            ax.set_xlabel(x_label)
+            ax.set_title(title if s is None else f"{title}: {s}")
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+        axes[0][0].set_ylabel(ylabel)
+        return _save(fig, figures_dir, name, title)
+
+    if "delay_mean_s" in table.columns:
+        figures.append(
+            by_series_and_flow("delay_mean_s", "mean delay (ms)", "delay_vs_x", "Mean delay, 95% CI", 1e3, True)
+        )
+    if "delay_p99_s" in table.columns:
+        figures.append(
+            by_series_and_flow("delay_p99_s", "p99 delay (ms)", "p99_vs_x", "99th percentile delay", 1e3, False)
+        )
+    if "throughput_bps" in table.columns:
+        figures.append(
+            by_series_and_flow("throughput_bps", "throughput (kbit/s)", "throughput_vs_x", "Throughput", 1e-3, False)
+        )
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for s in _series_values(table, series):
+            frame = table if s is None else table[table[series] == s]
+            jain = frame.groupby(x)["throughput_bps"].apply(lambda v: jain_index(v.tolist()))
+            ax.plot(jain.index, jain.values, marker="s", label=str(s) if s is not None else "all flows")
+        ax.set_xlabel(x_label)
+        ax.set_ylabel("Jain's fairness index")
+        ax.set_ylim(0, 1.05)
+        ax.set_title("Fairness of throughput across flows")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        figures.append(_save(fig, figures_dir, "fairness_vs_x", "Jain's fairness index"))
+    return figures
+
+
+def run_figures(
+    out_dir: Path, summary: dict, prefix: str = "", title_suffix: str = "", figures_dir: Path | None = None
+) -> list[Figure]:
+    """Figures of one run (see the module docs), into ``figures_dir`` (default ``out_dir/figures``)."""
+    figures_dir = figures_dir or out_dir / "figures"
+    figures: list[Figure] = []
+    flows = pd.DataFrame(summary.get("flows", []))
+    timeseries = out_dir / "timeseries.csv"
+    if timeseries.exists():
+        ts = pd.read_csv(timeseries)
+        if {"time_s", "flow", "throughput_bps"} <= set(ts.columns) and not ts.empty:
+            if "replication" in ts.columns:
+                ts = ts[ts["replication"] == ts["replication"].min()]
+            fig, ax = plt.subplots(figsize=(7, 4))
+            for flow, rows in ts.groupby("flow"):
+                ax.plot(rows["time_s"], rows["throughput_bps"] / 1e3, label=_flow_label(flow))
+            ax.set_xlabel("time (s)")
+            ax.set_ylabel("throughput (kbit/s)")
+            ax.set_title(f"Throughput over time{title_suffix}")
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+            figures.append(_save(fig, figures_dir, f"{prefix}throughput_time", f"Throughput over time{title_suffix}"))
+    cdf_path = out_dir / "delay_cdf.csv"
+    fig, ax = plt.subplots(figsize=(7, 4))
+    drawn = False
+    if cdf_path.exists():
+        cdf = pd.read_csv(cdf_path)
+        if {"flow", "delay_s", "cdf"} <= set(cdf.columns) and not cdf.empty:
+            for flow, rows in cdf.groupby("flow"):
+                ax.step(rows["delay_s"] * 1e3, rows["cdf"], where="post", label=_flow_label(flow))
+                drawn = True
+    if not drawn and not flows.empty:
+        quantiles = [
+            ("delay_p50_s", 0.5),
+            ("delay_p95_s", 0.95),
+            ("delay_p99_s", 0.99),
+            ("delay_p999_s", 0.999),
+        ]
+        for _, row in flows.iterrows():
+            pts = [(row[k] * 1e3, q) for k, q in quantiles if k in row and pd.notna(row[k])]
+            if "delay_max_s" in row and pd.notna(row["delay_max_s"]):
+                pts.append((row["delay_max_s"] * 1e3, 1.0))
+            if pts:
+                ax.step(
+                    [0] + [p[0] for p in pts],
+                    [0] + [p[1] for p in pts],
+                    where="post",
+                    label=_flow_label(row["flow"]),
+                )
+                drawn = True
+    if drawn:
+        ax.set_xlabel("delay (ms)")
+        ax.set_ylabel("fraction of packets")
+        ax.set_title(f"Delay CDF{title_suffix}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        figures.append(_save(fig, figures_dir, f"{prefix}delay_cdf", f"Delay CDF{title_suffix}"))
+    else:
+        plt.close(fig)
+    if not flows.empty and "delay_mean_s" in flows.columns:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4))
+        labels = [str(f) for f in flows["flow"]]
+        err = flows.get("delay_mean_ci95_s")
+        left.bar(labels, flows["delay_mean_s"] * 1e3, yerr=None if err is None else err.fillna(0) * 1e3, capsize=3)
+        left.set_xlabel("flow")
+        left.set_ylabel("mean delay (ms)")
+        left.set_title("Mean delay, 95% CI")
+        if "throughput_bps" in flows.columns:
+            right.bar(labels, flows["throughput_bps"] / 1e3)
+            right.set_title(f"Throughput (Jain {jain_index(flows['throughput_bps'].tolist()):.3f})")
+        right.set_xlabel("flow")
+        right.set_ylabel("throughput (kbit/s)")
+        figures.append(_save(fig, figures_dir, f"{prefix}per_flow", f"Per-flow delay and throughput{title_suffix}"))
+    return figures
+
+
+def _table_html(frame: pd.DataFrame, max_rows: int = 200) -> str:
+    if frame.empty:
+        return "<p>(no rows)</p>"
+    return frame.head(max_rows).to_html(index=False, float_format=lambda v: f"{v:.6g}", classes="data", border=0)
+
+
+def write_report(out_dir: str | Path) -> Path:
+    """Write ``figures/`` and ``report.html`` for a run or sweep folder; returns the report path."""
+    out_dir = Path(out_dir)
+    sections = []
+    meta_items: dict = {}
+    scenario_text = ""
+    title = out_dir.name
+    if (out_dir / "sweep.json").exists():
+        meta = json.loads((out_dir / "sweep.json").read_text())
+        table = pd.read_csv(out_dir / "sweep.csv") if (out_dir / "sweep.csv").stat().st_size > 1 else pd.DataFrame()
+        scenario_text = meta["scenario"]
+        title = Scenario.from_text(scenario_text).data.get("report", {}).get("title", meta.get("name", title))
+        figures = sweep_figures(out_dir, meta, table)
+        for rep in sorted((out_dir / "representative").glob("*/summary.json")):
+            summary = json.loads(rep.read_text())
+            figures += run_figures(
+                rep.parent,
+                summary,
+                prefix=f"{rep.parent.name}_",
+                title_suffix=f" ({rep.parent.name})",
+                figures_dir=out_dir / "figures",
+            )
+        meta_items = {k: v for k, v in meta.items() if k not in ("scenario", "points")}
+        sections.append(("Sweep results (mean over replications, ±95% CI half-width)", _table_html(table)))
+        if meta.get("failures"):
+            sections.append(("Failed points", _table_html(pd.DataFrame(meta["failures"]))))
+    elif (out_dir / "summary.json").exists():
+        summary = json.loads((out_dir / "summary.json").read_text())
+        scenario_field = summary.get("scenario", "")
+        scenario_text = scenario_field if isinstance(scenario_field, str) else json.dumps(scenario_field, indent=2)
+        figures = run_figures(out_dir, summary)
+        meta_items = summary.get("metadata", summary.get("run", {}))
+        flows = pd.DataFrame(summary.get("flows", []))
+        sections.append(("Per-flow results", _table_html(flows)))
+    else:
+        raise FileNotFoundError(f"{out_dir}: neither sweep.json nor summary.json (run `schedlab run` or `sweep` first)")
+    env = Environment(loader=PackageLoader("schedlab", "templates"), autoescape=select_autoescape(["html"]))
+    page = env.get_template("report.html.j2").render(
+        title=title,
+        figures=[{"title": f.title, "src": f.data_uri(), "name": f.name} for f in figures],
+        sections=[{"title": t, "html": h} for t, h in sections],
+        metadata=html.escape(json.dumps(meta_items, indent=2, default=str)),
+        scenario=scenario_text,
+    )
+    path = out_dir / "report.html"
+    path.write_text(page)
+    return path

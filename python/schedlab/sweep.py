@@ -1,0 +1,245 @@
+"""``schedlab sweep``: every point of a scenario's ``[sweep]`` × every replication, in
+parallel on local processes or on a Dask cluster; results merged into one table.
+
+Output folder layout:
+
+* ``points/p{point}_r{replication}.json`` — the summary of one replication of one point (a
+  finished task; ``--resume`` skips tasks whose file exists);
+* ``sweep_replications.csv`` — one row per point × replication × flow;
+* ``sweep.csv`` — one row per point × flow: every metric's mean over replications and its
+  95% CI half-width (``<metric>_ci95``);
+* ``sweep.json`` — the scenario, the swept keys, the x and series keys, failed points with
+  their errors, wall time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from schedlab.scenario import Scenario
+from schedlab.stats import mean_ci95
+
+#: Per-flow keys of a replication summary that are identifiers, not metrics.
+ID_COLUMNS = ("flow", "class", "replication", "point")
+
+
+def _task(text: str, base_dir: str, replication: int) -> dict:
+    """Run one replication of one point (executed in a worker process)."""
+    from schedlab import _core
+
+    return json.loads(_core.run_scenario(text, base_dir, None, replication))
+
+
+@dataclass
+class SweepResult:
+    """What a sweep produced."""
+
+    out_dir: Path
+    table: pd.DataFrame
+    replications: pd.DataFrame
+    failures: list[dict] = field(default_factory=list)
+    skipped: int = 0
+
+
+def _task_path(out_dir: Path, point: int, replication: int) -> Path:
+    return out_dir / "points" / f"p{point:04d}_r{replication:03d}.json"
+
+
+def _short(key: str) -> str:
+    """A column name for a swept key (``source[1].arrivals.rate_pps`` stays as is)."""
+    return key
+
+
+def run_sweep(
+    scenario: Scenario,
+    out_dir: str | Path,
+    dask: str | None = None,
+    workers: int | None = None,
+    resume: bool = False,
+    ci: str = "student_t",
+    progress: Callable[[int, int], None] | None = None,
+    representative: bool = True,
+) -> SweepResult:
+    """Run every point × replication of ``scenario``; see the module docs for the outputs.
+    ``dask`` is a scheduler address (``tcp://host:port``) or None for local processes. A
+    failing task is recorded in ``sweep.json`` and the others are kept. With
+    ``representative``, replication 0 of the largest-x point of each series is run again with
+    every output table into ``representative/`` (time series and delay CDFs for the report)."""
+    from schedlab.api import validate_point
+
+    out_dir = Path(out_dir)
+    (out_dir / "points").mkdir(parents=True, exist_ok=True)
+    sweep = scenario.sweep
+    points = scenario.points()
+    # Validate every point up front: a bad sweep fails before any work is done.
+    texts = {}
+    for point in points:
+        texts[point.index] = validate_point(point)
+    tasks = [(p.index, r) for p in points for r in range(scenario.replications)]
+    todo = [t for t in tasks if not (resume and _task_path(out_dir, *t).exists())]
+    skipped = len(tasks) - len(todo)
+    failures: list[dict] = []
+    started = time.time()
+    done = skipped
+    if progress:
+        progress(done, len(tasks))
+
+    def finish(task: tuple[int, int], summary: dict | None, error: BaseException | None) -> None:
+        nonlocal done
+        done += 1
+        if error is not None:
+            failures.append({"point": task[0], "replication": task[1], "error": f"{type(error).__name__}: {error}"})
+        else:
+            path = _task_path(out_dir, *task)
+            tmp = path.with_suffix(".json.partial")
+            tmp.write_text(json.dumps(summary))
+            tmp.replace(path)
+        if progress:
+            progress(done, len(tasks))
+
+    base = str(scenario.base_dir)
+    if dask:
+        from distributed import Client
+
+        with Client(dask) as client:
+            futures = {client.submit(_task, texts[p], base, r, pure=False): (p, r) for p, r in todo}
+            from distributed import as_completed as dask_completed
+
+            for future in dask_completed(futures):
+                task = futures[future]
+                try:
+                    finish(task, future.result(), None)
+                except Exception as e:  # noqa: BLE001 - a failing point is reported, others kept
+                    finish(task, None, e)
+    elif todo:
+        max_workers = workers or os.cpu_count() or 1
+        with ProcessPoolExecutor(max_workers=max_workers) as pool:
+            futures = {pool.submit(_task, texts[p], base, r): (p, r) for p, r in todo}
+            for future in as_completed(futures):
+                task = futures[future]
+                try:
+                    finish(task, future.result(), None)
+                except Exception as e:  # noqa: BLE001
+                    finish(task, None, e)
+
+    # Merge every finished task (this run's and resumed ones).
+    rows = []
+    failed = {(f["point"], f["replication"]) for f in failures}
+    for point in points:
+        for r in range(scenario.replications):
+            path = _task_path(out_dir, point.index, r)
+            if (point.index, r) in failed or not path.exists():
+                continue
+            summary = json.loads(path.read_text())
+            for flow in summary.get("flows", []):
+                row = {"point": point.index, "replication": r}
+                row.update({_short(k): v for k, v in point.values.items()})
+                row.update({k: v for k, v in flow.items() if not isinstance(v, (dict, list))})
+                rows.append(row)
+    replications = pd.DataFrame(rows)
+    table = aggregate(replications, list(points[0].values), ci=ci)
+    replications.to_csv(out_dir / "sweep_replications.csv", index=False)
+    table.to_csv(out_dir / "sweep.csv", index=False)
+    meta = {
+        "scenario": scenario.to_toml(),
+        "name": scenario.name,
+        "swept": list(points[0].values.keys()),
+        "x": sweep.x if sweep else None,
+        "series": sweep.series if sweep else None,
+        "points": [{"point": p.index, **p.values} for p in points],
+        "replications": scenario.replications,
+        "failures": failures,
+        "skipped_finished": skipped,
+        "wall_time_s": time.time() - started,
+        "executor": f"dask {dask}" if dask else "local processes",
+        "ci": ci,
+    }
+    if representative:
+        meta["representative"] = _representative_runs(scenario, points, sweep, out_dir, failed)
+    (out_dir / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))
+    return SweepResult(out_dir, table, replications, failures, skipped)
+
+
+def _representative_runs(scenario: Scenario, points, sweep, out_dir: Path, failed: set) -> list[dict]:
+    """Run replication 0 of the point with the largest x in each series again with all output
+    tables (time series, delay CDF) into ``representative/<label>/``, for the report."""
+    from schedlab.api import run_summary
+
+    if sweep is None or not points:
+        return []
+    chosen: dict = {}
+    for point in points:
+        key = point.values.get(sweep.series) if sweep.series else None
+        best = chosen.get(key)
+        if best is None or _sort_key(point.values.get(sweep.x)) >= _sort_key(best.values.get(sweep.x)):
+            chosen[key] = point
+    runs = []
+    for key, point in chosen.items():
+        if (point.index, 0) in failed:
+            continue
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{key if key is not None else 'all'}_x{point.values.get(sweep.x)}")
+        target = out_dir / "representative" / label
+        target.mkdir(parents=True, exist_ok=True)
+        run_summary(point.scenario, target, replication=0)
+        runs.append({"label": label, "point": point.index, **point.values})
+    return runs
+
+
+def _sort_key(value):
+    return (0, value) if isinstance(value, (int, float)) else (1, str(value))
+
+
+def aggregate(replications: pd.DataFrame, swept_keys, ci: str = "student_t") -> pd.DataFrame:
+    """Mean and 95% CI half-width over replications, per point and flow."""
+    if replications.empty:
+        return pd.DataFrame()
+    keys = ["point", *swept_keys, "flow"]
+    labels = [c for c in ("name", "class") if c in replications.columns and c not in keys]
+    metrics = [
+        c
+        for c in replications.columns
+        if c not in keys and c not in ID_COLUMNS and c not in labels and pd.api.types.is_numeric_dtype(replications[c])
+    ]
+    out = []
+    for group, frame in replications.groupby(keys, sort=True, dropna=False):
+        row = dict(zip(keys, group, strict=True))
+        for label in labels:  # identifiers of the flow, the same in every replication
+            row[label] = frame[label].iloc[0]
+        row["replications"] = len(frame)
+        for metric in metrics:
+            mean, half = mean_ci95(frame[metric].tolist(), ci)
+            row[metric] = mean
+            row[f"{metric}_ci95"] = half
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def progress_printer(stream=sys.stderr) -> Callable[[int, int], None] | None:
+    """A rich progress bar on a terminal, None otherwise."""
+    if not stream.isatty():
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    bar = Progress("sweep", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
+    task = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task("sweep", total=total)
+        bar.update(task, completed=done)
+        if done >= total:
+            bar.stop()
+
+    return update
