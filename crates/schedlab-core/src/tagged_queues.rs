@@ -44,16 +44,17 @@ impl HeapEntry {
     /// Whether `self` comes out of the heap before `other`: `(key, seq)` lexicographically.
     #[inline(always)]
     pub fn before(&self, other: &HeapEntry) -> bool {
-        // Non-short-circuit operators: no branch, so the heap's child selection compiles to
-        // conditional moves.
-        // (key, seq) as one 192-bit number: a subtraction with borrow, least significant
-        // word first; the final borrow says self < other.
         let (a, b) = (self.key.raw(), other.key.raw());
-        let borrow = self.seq < other.seq;
-        let (low, borrow_low) = (a as u64).overflowing_sub(b as u64);
-        let borrow = borrow_low | (low < borrow as u64);
-        let (high, borrow_high) = ((a >> 64) as u64).overflowing_sub((b >> 64) as u64);
-        borrow_high | (high < borrow as u64)
+        let (a_high, b_high) = ((a >> 64) as u64, (b >> 64) as u64);
+        if a_high != b_high {
+            // Rare: live keys almost always share their high 64 bits.
+            return a_high < b_high;
+        }
+        // (low 64 bits of the key, seq) as one 128-bit number: a single compare with borrow,
+        // which the heap's child selection turns into conditional moves.
+        let a_rest = ((a as u64 as u128) << 64) | self.seq as u128;
+        let b_rest = ((b as u64 as u128) << 64) | other.seq as u128;
+        a_rest < b_rest
     }
 }
 
@@ -688,6 +689,23 @@ mod tests {
     }
 
     #[test]
+    fn comparison_is_exact_across_the_64_bit_boundary() {
+        let entry = |raw: u128, seq: u64| HeapEntry {
+            key: VirtualTime::from_raw(raw),
+            seq,
+            flow: 0,
+            generation: 0,
+        };
+        let below = entry((1 << 64) - 1, 9);
+        let above = entry(1 << 64, 0);
+        assert!(below.before(&above) && !above.before(&below));
+        assert!(entry(5 << 64 | 7, 1).before(&entry(5 << 64 | 7, 2)));
+        assert!(!entry(5 << 64 | 7, 2).before(&entry(5 << 64 | 7, 2)));
+        assert!(entry(5 << 64 | 7, 9).before(&entry(5 << 64 | 8, 0)));
+        assert!(entry(4 << 64 | u64::MAX as u128, 9).before(&entry(5 << 64, 0)));
+    }
+
+    #[test]
     fn heap_pops_in_key_then_seq_order() {
         let mut heap = TagHeap::new();
         let mut x: u64 = 12345;
@@ -697,7 +715,8 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let entry = HeapEntry {
-                key: VirtualTime::from_integer(x % 50),
+                // Raw keys straddling 2^64, so both halves of the comparison are exercised.
+                key: VirtualTime::from_raw((1u128 << 64) - 25 + (x % 50) as u128),
                 seq,
                 flow: seq as FlowId,
                 generation: 0,
@@ -708,7 +727,7 @@ mod tests {
                 // Replace the top by a larger key, as a dequeue does.
                 let top = *heap.peek().unwrap();
                 let replacement = HeapEntry {
-                    key: top.key.saturating_add(VirtualTime::from_integer(x % 30)),
+                    key: VirtualTime::from_raw(top.key.raw() + (x % 30) as u128),
                     seq: 1000 + seq,
                     ..top
                 };
