@@ -389,7 +389,7 @@ pub struct PacketTag {
     /// stamp `auxVC` (Virtual Clock).
     pub key: VirtualTime,
     /// The packet's finish tag (equal to `key` except for STFQ); a flow's next packet starts
-    /// from it. At most 2^32 units above `key` (one `L/w`).
+    /// from it. `finish − key` must fit in 64 raw bits (one `L/w` always does).
     pub finish: VirtualTime,
 }
 

@@ -207,7 +207,7 @@ impl Wfq {
         };
         while let Some((finish, flow)) = self.next_departure() {
             let sum = self.backlogged_weight as u128;
-            let gap = finish.raw() - self.virtual_time.raw();
+            let gap = finish.raw().saturating_sub(self.virtual_time.raw());
             let need = gap.saturating_mul(sum);
             if available < need {
                 // V moves up by available/Σφ; the remainder waits for the next event.
