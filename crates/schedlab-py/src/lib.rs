@@ -13,7 +13,12 @@ use pyo3::types::{PyDict, PyList};
 
 use schedlab_sim::{InputError, ScenarioError};
 
-create_exception!(_core, PyInputError, PyValueError, "Bad input: the message names the file, line, key and value.");
+create_exception!(
+    _core,
+    PyInputError,
+    PyValueError,
+    "Bad input: the message names the file, line, key and value."
+);
 
 fn input_error(error: InputError) -> PyErr {
     PyInputError::new_err(error.to_string())
@@ -32,8 +37,15 @@ fn scenario_error(error: ScenarioError, file: Option<&str>, text: &str) -> PyErr
 /// departure CSV. Returns a dict with `discipline`, `packets`, `flows` (list of per-flow
 /// dicts) and `discipline_counters`.
 #[pyfunction]
-fn replay<'py>(py: Python<'py>, config: PathBuf, trace: PathBuf, out: PathBuf) -> PyResult<Bound<'py, PyDict>> {
-    let result = py.detach(|| schedlab_sim::replay_files(&config, &trace, &out)).map_err(input_error)?;
+fn replay<'py>(
+    py: Python<'py>,
+    config: PathBuf,
+    trace: PathBuf,
+    out: PathBuf,
+) -> PyResult<Bound<'py, PyDict>> {
+    let result = py
+        .detach(|| schedlab_sim::replay_files(&config, &trace, &out))
+        .map_err(input_error)?;
     let summary = PyDict::new(py);
     summary.set_item("discipline", result.discipline)?;
     summary.set_item("packets", result.rows.len())?;
@@ -64,7 +76,12 @@ fn replay<'py>(py: Python<'py>, config: PathBuf, trace: PathBuf, out: PathBuf) -
 /// and locates the offending key's line in `text`.
 #[pyfunction]
 #[pyo3(signature = (text, base_dir, file=None))]
-fn validate_scenario(py: Python<'_>, text: String, base_dir: PathBuf, file: Option<String>) -> PyResult<String> {
+fn validate_scenario(
+    py: Python<'_>,
+    text: String,
+    base_dir: PathBuf,
+    file: Option<String>,
+) -> PyResult<String> {
     let scenario = py
         .detach(|| schedlab_sim::validate_scenario_text(&text, &base_dir))
         .map_err(|e| scenario_error(e, file.as_deref(), &text))?;
@@ -100,10 +117,10 @@ fn run_scenario(
 }
 
 fn write_results(results: &schedlab_sim::SimResults, dir: &Path) -> Result<(), InputError> {
-    results
-        .write(dir)
-        .map(|_| ())
-        .map_err(|e| InputError::Io { path: dir.display().to_string(), message: e.to_string() })
+    results.write(dir).map(|_| ()).map_err(|e| InputError::Io {
+        path: dir.display().to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// Parses a rate such as `"125kbit"` into bit/s (the same parser as the TOML files).
@@ -140,7 +157,10 @@ fn disciplines(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         entry.set_item("citation", info.citation)?;
         entry.set_item("summary", info.summary)?;
         entry.set_item("per_flow_queues", info.per_flow_queues)?;
-        for (key, params) in [("scheduler_params", info.scheduler_params), ("flow_params", info.flow_params)] {
+        for (key, params) in [
+            ("scheduler_params", info.scheduler_params),
+            ("flow_params", info.flow_params),
+        ] {
             let items = PyList::empty(py);
             for p in params {
                 let d = PyDict::new(py);
