@@ -123,7 +123,10 @@ fn all_params(flow: FlowId) -> FlowParams {
 
 /// EWRR: weights 1..=4 (× 1500 B) and W_max of twice the weight, so idle weight accumulates.
 fn ewrr_params(flow: FlowId) -> FlowParams {
-    FlowParams { max_weight: Some(3000 * (1 + flow as u64 % 4)), ..all_params(flow) }
+    FlowParams {
+        max_weight: Some(3000 * (1 + flow as u64 % 4)),
+        ..all_params(flow)
+    }
 }
 
 /// One line per registered discipline. A new discipline must add its line here.
