@@ -3,13 +3,29 @@
 The scheduling disciplines, the replay tool and the simulator are written in Rust
 (``schedlab._core``); this package is the Python front: the ``schedlab`` command, scenario
 handling, sweeps, figures and reports.
+
+>>> import schedlab
+>>> s = schedlab.Scenario.from_toml("experiments/examples/single_bottleneck.toml")  # doctest: +SKIP
+>>> schedlab.run(s).flows  # doctest: +SKIP
 """
 
 from schedlab._core import InputError, __version__
 from schedlab._core import disciplines as _disciplines
 from schedlab._core import replay as _replay
+from schedlab.api import Results, run, validate
+from schedlab.scenario import Scenario, ScenarioError
 
-__all__ = ["InputError", "__version__", "disciplines", "replay"]
+__all__ = [
+    "InputError",
+    "Results",
+    "Scenario",
+    "ScenarioError",
+    "__version__",
+    "disciplines",
+    "replay",
+    "run",
+    "validate",
+]
 
 
 def disciplines() -> list[dict]:

@@ -23,6 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 err = Console(stderr=True)
 # Tables stay readable when the output is a file or a pipe (rich would assume 80 columns).
@@ -118,7 +119,7 @@ def validate(
 ) -> None:
     """Check a scenario (and every point of its sweep) without running it.
 
-    Example: schedlab validate experiments/thesis/fig5_1_exponential.toml
+    Example: schedlab validate experiments/thesis/fig5_1_5_2_exponential.toml
     """
     from schedlab.api import validate as validate_scenario
     from schedlab.scenario import ScenarioError
@@ -187,7 +188,7 @@ def sweep(
 ) -> None:
     """Run every point of a scenario's [sweep] times every replication, in parallel.
 
-    Example: schedlab sweep experiments/thesis/fig5_1_exponential.toml --out out/fig5_1 --report
+    Example: schedlab sweep experiments/thesis/fig5_1_5_2_exponential.toml --out out/fig5_1 --report
     """
     from schedlab.scenario import ScenarioError
     from schedlab.sweep import progress_printer, run_sweep
@@ -242,11 +243,20 @@ def report_command(
 
 @app.command(name="list")
 def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
-    """List the scheduling disciplines with their parameters and units."""
+    """List the scheduling disciplines, traffic models and packet-size distributions with
+    their parameters, units and defaults.
+
+    Example: schedlab list --json
+    """
+    from schedlab import _core
+
     infos = schedlab.disciplines()
+    models = _core.traffic_models()
+    sizes = _core.size_distributions()
     if as_json:
-        print(json.dumps({"disciplines": infos}, indent=2))
+        print(json.dumps({"disciplines": infos, "traffic_models": models, "size_distributions": sizes}, indent=2))
         return
+    out.print("[bold underline]Scheduling disciplines[/] ([scheduler] kind = ...)")
     for info in infos:
         out.print(f"[bold]{info['id']}[/] — {escape(info['name'])}; {escape(info['citation'])}", highlight=False)
         out.print(f"  {escape(info['summary'])}", highlight=False)
@@ -257,6 +267,20 @@ def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print a
                     escape(f"  {where}.{p['name']} [{p['unit']}], default {p['default']}: {p['description']}"),
                     highlight=False,
                 )
+    for title, entries, key in (
+        ("Traffic models", models, "arrivals = { model = ... }"),
+        ("Packet-size distributions", sizes, "size = { dist = ... }"),
+    ):
+        out.print(f"\n[bold underline]{title}[/] ({escape(key)})")
+        for entry in entries:
+            out.print(f"[bold]{entry['id']}[/] — {escape(entry['summary'])}", highlight=False)
+            for p in entry["params"]:
+                out.print(
+                    escape(f"  {p['name']} [{p['unit']}], default {p['default']}: {p['description']}"),
+                    highlight=False,
+                )
+            if entry["example"]:
+                out.print(escape(f"  e.g. {entry['example']}"), highlight=False)
 
 
 def main() -> None:

@@ -234,10 +234,32 @@ def run_figures(
     return figures
 
 
-def _table_html(frame: pd.DataFrame, max_rows: int = 200) -> str:
+#: Per-flow columns shown in the report's tables (all columns are in the CSV files).
+MAIN_COLUMNS = (
+    "flow",
+    "name",
+    "replications",
+    "received",
+    "dropped",
+    "throughput_bps",
+    "delay_mean_s",
+    "delay_mean_s_ci95",
+    "delay_mean_ci95_s",
+    "delay_p99_s",
+    "delay_max_s",
+    "jitter_mean_s",
+)
+
+
+def _table_html(frame: pd.DataFrame, leading: list[str] | None = None, max_rows: int = 500) -> str:
+    """A compact HTML table: the leading (swept) columns, then the main per-flow metrics."""
     if frame.empty:
         return "<p>(no rows)</p>"
-    return frame.head(max_rows).to_html(index=False, float_format=lambda v: f"{v:.6g}", classes="data", border=0)
+    columns = [c for c in (leading or []) if c in frame.columns]
+    columns += [c for c in MAIN_COLUMNS if c in frame.columns and c not in columns]
+    shown = frame[columns] if columns else frame
+    body = shown.head(max_rows).to_html(index=False, float_format=lambda v: f"{v:.6g}", classes="data", border=0)
+    return f'<div class="scroll">{body}</div>'
 
 
 def write_report(out_dir: str | Path) -> Path:
@@ -263,7 +285,12 @@ def write_report(out_dir: str | Path) -> Path:
                 figures_dir=out_dir / "figures",
             )
         meta_items = {k: v for k, v in meta.items() if k not in ("scenario", "points")}
-        sections.append(("Sweep results (mean over replications, ±95% CI half-width)", _table_html(table)))
+        sections.append(
+            (
+                "Sweep results (mean over replications, ±95% CI half-width; every metric in sweep.csv)",
+                _table_html(table, ["point", *meta.get("swept", [])]),
+            )
+        )
         if meta.get("failures"):
             sections.append(("Failed points", _table_html(pd.DataFrame(meta["failures"]))))
     elif (out_dir / "summary.json").exists():
@@ -273,7 +300,7 @@ def write_report(out_dir: str | Path) -> Path:
         figures = run_figures(out_dir, summary)
         meta_items = summary.get("metadata", summary.get("run", {}))
         flows = pd.DataFrame(summary.get("flows", []))
-        sections.append(("Per-flow results", _table_html(flows)))
+        sections.append(("Per-flow results (every metric in summary.json and flows.csv)", _table_html(flows)))
     else:
         raise FileNotFoundError(f"{out_dir}: neither sweep.json nor summary.json (run `schedlab run` or `sweep` first)")
     env = Environment(loader=PackageLoader("schedlab", "templates"), autoescape=select_autoescape(["html"]))

@@ -151,7 +151,7 @@ def run_sweep(
     replications.to_csv(out_dir / "sweep_replications.csv", index=False)
     table.to_csv(out_dir / "sweep.csv", index=False)
     meta = {
-        "scenario": scenario.to_toml(),
+        "scenario": scenario.rust_source()[0],
         "name": scenario.name,
         "swept": list(points[0].values.keys()),
         "x": sweep.x if sweep else None,

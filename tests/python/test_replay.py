@@ -140,3 +140,11 @@ def test_list_names_every_discipline_with_units(cli):
     }
     text = cli("list").stdout
     assert "scheduler.quantum [bytes], default 1500" in text
+    assert "rate_pps [packets/s], default required" in text
+
+
+def test_list_names_traffic_models_and_size_distributions(cli):
+    data = json.loads(cli("list", "--json").stdout)
+    models = {m["id"] for m in data["traffic_models"]}
+    assert {"cbr", "poisson", "on_off", "pareto_on_off", "mmpp", "mpeg", "trace"} == models
+    assert "thesis_best_effort" in {d["id"] for d in data["size_distributions"]}

@@ -116,6 +116,10 @@ def test_cli_run_report_and_json(small, tmp_path, cli):
         ),
         (("seed = 3", "seed = 3\nsped = 4"), "run.sped = 4: unknown key"),
         (('kind = "drr" }', 'kind = "drr", quantum = 0 }'), "link[0].scheduler.quantum = 0"),
+        (
+            ('name = "B"', 'name = "B"\nparams = { loss_tolerance = "3/2" }'),
+            'small.toml:23: source[1].params.loss_tolerance = "3/2": x = 3 exceeds y = 2',
+        ),
     ],
 )
 def test_bad_scenarios_exit_2_naming_key_and_value(small, tmp_path, cli, replace, expected):

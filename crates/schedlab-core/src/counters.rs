@@ -112,6 +112,7 @@ pub struct Counters {
     flows: Vec<FlowCounters>,
     total: Backlog,
     peak_total: Backlog,
+    invalid_flow: u64,
 }
 
 impl Counters {
@@ -199,6 +200,17 @@ impl Counters {
         };
         flow.dropped_packets[reason.index()] += 1;
         flow.dropped_bytes += packet.size as u64;
+    }
+
+    /// Records a packet refused because its flow id is above [`crate::MAX_FLOW_ID`]: it is
+    /// counted here, not per flow, so that a bad id cannot grow the per-flow table.
+    pub fn record_invalid_flow(&mut self) {
+        self.invalid_flow += 1;
+    }
+
+    /// Packets refused because their flow id was above [`crate::MAX_FLOW_ID`].
+    pub fn invalid_flow_packets(&self) -> u64 {
+        self.invalid_flow
     }
 
     /// Total backlog.

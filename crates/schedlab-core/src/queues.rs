@@ -297,16 +297,16 @@ impl FlowQueues {
         weight: impl Fn(FlowId) -> u64,
         drops: &mut Vec<Dropped>,
     ) -> Admission {
-        self.counters.record_arrival(&packet);
         if packet.flow > MAX_FLOW_ID {
-            self.counters
-                .record_drop(&packet, DropReason::InvalidPacket, false);
+            // Counted apart from the per-flow table, which a bad id must not grow.
+            self.counters.record_invalid_flow();
             drops.push(Dropped {
                 packet,
                 reason: DropReason::InvalidPacket,
             });
             return Admission::Dropped;
         }
+        self.counters.record_arrival(&packet);
         self.ensure(packet.flow);
         let size = packet.size as u64;
         loop {
@@ -440,6 +440,20 @@ mod tests {
 
     fn packet(id: u64, flow: FlowId, size: u32) -> Packet {
         Packet::new(id, flow, size, 0)
+    }
+
+    #[test]
+    fn out_of_range_flow_is_refused_without_growing_the_tables() {
+        let mut q = FlowQueues::new(BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        assert_eq!(
+            q.admit(packet(0, u32::MAX, 100), |_| 1, &mut drops),
+            Admission::Dropped
+        );
+        assert_eq!(drops[0].reason, DropReason::InvalidPacket);
+        assert_eq!(q.counters.invalid_flow_packets(), 1);
+        assert!(q.counters.flows().is_empty());
+        assert_eq!(q.flow_slots(), 0);
     }
 
     #[test]

@@ -137,10 +137,20 @@ pub fn build_scheduler(
         flows,
         link_rate,
     };
-    let scheduler = build_kind(kind, &mut reader, &context).unwrap_or_else(|| {
-        let ids: Vec<&str> = DISCIPLINES.iter().map(|d| d.id).collect();
-        Err(reader.error("kind", format!("unknown discipline; known: {}", ids.join(", "))))
-    })?;
+    // Disciplines name their own keys `scheduler.<key>`; re-root them at the real table path
+    // (e.g. `link[2].scheduler.quantum`).
+    let reroot = |mut error: ConfigError| {
+        if let Some(rest) = error.path.strip_prefix("scheduler.") {
+            error.path = join_path(path, rest);
+        }
+        error
+    };
+    let scheduler = build_kind(kind, &mut reader, &context)
+        .map(|r| r.map_err(reroot))
+        .unwrap_or_else(|| {
+            let ids: Vec<&str> = DISCIPLINES.iter().map(|d| d.id).collect();
+            Err(reader.error("kind", format!("unknown discipline; known: {}", ids.join(", "))))
+        })?;
     let info = discipline_info(kind).expect("built kinds are registered");
     let mut accepted: Vec<&str> = COMMON_SCHEDULER_KEYS.to_vec();
     accepted.extend(info.scheduler_params.iter().map(|p| p.name));
@@ -191,6 +201,21 @@ mod tests {
         assert_eq!(e.path, "scheduler.quantum");
         let e = build("quantum = 10").unwrap_err();
         assert_eq!(e.path, "scheduler.kind");
+    }
+
+    #[test]
+    fn discipline_errors_name_the_real_table_path() {
+        let table: toml::Table = "kind = \"fifo\"\ndrop_policy = \"longest_queue_drop\""
+            .parse()
+            .unwrap();
+        let e = build_scheduler(
+            &table,
+            "link[2].scheduler",
+            &FlowTable::uniform(FlowParams::default()),
+            Rate::from_bits_per_second(1_000_000).unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "link[2].scheduler.drop_policy");
     }
 
     #[test]

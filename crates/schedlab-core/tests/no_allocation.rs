@@ -121,6 +121,14 @@ fn all_params(flow: FlowId) -> FlowParams {
     }
 }
 
+/// EWRR: weights 1..=4 (× 1500 B) and W_max of twice the weight, so idle weight accumulates.
+fn ewrr_params(flow: FlowId) -> FlowParams {
+    FlowParams {
+        max_weight: Some(3000 * (1 + flow as u64 % 4)),
+        ..all_params(flow)
+    }
+}
+
 /// One line per registered discipline. A new discipline must add its line here.
 const CASES: &[Case] = &[
     Case {
@@ -131,6 +139,41 @@ const CASES: &[Case] = &[
     Case {
         id: "drr",
         scheduler: "kind = \"drr\"\nquantum = 1500",
+        flow: all_params,
+    },
+    Case {
+        id: "drr_plus",
+        scheduler: "kind = \"drr_plus\"\nquantum = 1500",
+        flow: all_params,
+    },
+    Case {
+        id: "drr_plusplus",
+        scheduler: "kind = \"drr_plusplus\"\nquantum = 1500",
+        flow: all_params,
+    },
+    Case {
+        id: "dwcs",
+        scheduler: "kind = \"dwcs\"",
+        flow: all_params,
+    },
+    Case {
+        id: "priority",
+        scheduler: "kind = \"priority\"",
+        flow: all_params,
+    },
+    Case {
+        id: "wrr",
+        scheduler: "kind = \"wrr\"",
+        flow: all_params,
+    },
+    Case {
+        id: "ewrr",
+        scheduler: "kind = \"ewrr\"\nweight_unit = 1500",
+        flow: ewrr_params,
+    },
+    Case {
+        id: "vd",
+        scheduler: "kind = \"vd\"\nmtu = 1500\nrounds = 64",
         flow: all_params,
     },
     Case {

@@ -13,7 +13,12 @@ use pyo3::types::{PyDict, PyList};
 
 use schedlab_sim::{InputError, ScenarioError};
 
-create_exception!(_core, PyInputError, PyValueError, "Bad input: the message names the file, line, key and value.");
+create_exception!(
+    _core,
+    PyInputError,
+    PyValueError,
+    "Bad input: the message names the file, line, key and value."
+);
 
 fn input_error(error: InputError) -> PyErr {
     PyInputError::new_err(error.to_string())
@@ -32,8 +37,15 @@ fn scenario_error(error: ScenarioError, file: Option<&str>, text: &str) -> PyErr
 /// departure CSV. Returns a dict with `discipline`, `packets`, `flows` (list of per-flow
 /// dicts) and `discipline_counters`.
 #[pyfunction]
-fn replay<'py>(py: Python<'py>, config: PathBuf, trace: PathBuf, out: PathBuf) -> PyResult<Bound<'py, PyDict>> {
-    let result = py.detach(|| schedlab_sim::replay_files(&config, &trace, &out)).map_err(input_error)?;
+fn replay<'py>(
+    py: Python<'py>,
+    config: PathBuf,
+    trace: PathBuf,
+    out: PathBuf,
+) -> PyResult<Bound<'py, PyDict>> {
+    let result = py
+        .detach(|| schedlab_sim::replay_files(&config, &trace, &out))
+        .map_err(input_error)?;
     let summary = PyDict::new(py);
     summary.set_item("discipline", result.discipline)?;
     summary.set_item("packets", result.rows.len())?;
@@ -64,7 +76,12 @@ fn replay<'py>(py: Python<'py>, config: PathBuf, trace: PathBuf, out: PathBuf) -
 /// and locates the offending key's line in `text`.
 #[pyfunction]
 #[pyo3(signature = (text, base_dir, file=None))]
-fn validate_scenario(py: Python<'_>, text: String, base_dir: PathBuf, file: Option<String>) -> PyResult<String> {
+fn validate_scenario(
+    py: Python<'_>,
+    text: String,
+    base_dir: PathBuf,
+    file: Option<String>,
+) -> PyResult<String> {
     let scenario = py
         .detach(|| schedlab_sim::validate_scenario_text(&text, &base_dir))
         .map_err(|e| scenario_error(e, file.as_deref(), &text))?;
@@ -100,10 +117,10 @@ fn run_scenario(
 }
 
 fn write_results(results: &schedlab_sim::SimResults, dir: &Path) -> Result<(), InputError> {
-    results
-        .write(dir)
-        .map(|_| ())
-        .map_err(|e| InputError::Io { path: dir.display().to_string(), message: e.to_string() })
+    results.write(dir).map(|_| ()).map_err(|e| InputError::Io {
+        path: dir.display().to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// Parses a rate such as `"125kbit"` into bit/s (the same parser as the TOML files).
@@ -128,6 +145,19 @@ fn parse_duration_s(text: &str) -> PyResult<f64> {
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+fn param_list<'py>(py: Python<'py>, params: &[schedlab_core::ParamInfo]) -> PyResult<Bound<'py, PyList>> {
+    let items = PyList::empty(py);
+    for p in params {
+        let d = PyDict::new(py);
+        d.set_item("name", p.name)?;
+        d.set_item("unit", p.unit)?;
+        d.set_item("default", p.default)?;
+        d.set_item("description", p.description)?;
+        items.append(d)?;
+    }
+    Ok(items)
+}
+
 /// Every built-in discipline: id, name, citation, summary, scheduler and flow parameters
 /// (name, unit, default, description), and whether it has per-flow queues.
 #[pyfunction]
@@ -140,21 +170,39 @@ fn disciplines(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         entry.set_item("citation", info.citation)?;
         entry.set_item("summary", info.summary)?;
         entry.set_item("per_flow_queues", info.per_flow_queues)?;
-        for (key, params) in [("scheduler_params", info.scheduler_params), ("flow_params", info.flow_params)] {
-            let items = PyList::empty(py);
-            for p in params {
-                let d = PyDict::new(py);
-                d.set_item("name", p.name)?;
-                d.set_item("unit", p.unit)?;
-                d.set_item("default", p.default)?;
-                d.set_item("description", p.description)?;
-                items.append(d)?;
-            }
-            entry.set_item(key, items)?;
-        }
+        entry.set_item("scheduler_params", param_list(py, info.scheduler_params)?)?;
+        entry.set_item("flow_params", param_list(py, info.flow_params)?)?;
         list.append(entry)?;
     }
     Ok(list)
+}
+
+fn model_list<'py>(
+    py: Python<'py>,
+    models: &[schedlab_sim::catalogue::ModelInfo],
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for model in models {
+        let entry = PyDict::new(py);
+        entry.set_item("id", model.id)?;
+        entry.set_item("summary", model.summary)?;
+        entry.set_item("params", param_list(py, model.params)?)?;
+        entry.set_item("example", model.example)?;
+        list.append(entry)?;
+    }
+    Ok(list)
+}
+
+/// The simulator's traffic models (`arrivals = { model = … }`) with their keys and units.
+#[pyfunction]
+fn traffic_models(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    model_list(py, schedlab_sim::catalogue::TRAFFIC_MODELS)
+}
+
+/// The simulator's packet-size distributions (`size = { dist = … }`) with their keys and units.
+#[pyfunction]
+fn size_distributions(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    model_list(py, schedlab_sim::catalogue::SIZE_DISTRIBUTIONS)
 }
 
 /// The `schedlab._core` module.
@@ -169,5 +217,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration_s, m)?)?;
     m.add_function(wrap_pyfunction!(disciplines, m)?)?;
+    m.add_function(wrap_pyfunction!(traffic_models, m)?)?;
+    m.add_function(wrap_pyfunction!(size_distributions, m)?)?;
     Ok(())
 }

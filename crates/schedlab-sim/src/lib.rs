@@ -40,6 +40,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+pub mod catalogue;
 pub mod engine;
 pub mod error;
 pub mod replay;

@@ -251,7 +251,16 @@ fn model_name(model: &ArrivalModel) -> &'static str {
 /// Upper bound on time-series bins per run (memory guard).
 pub const MAX_BINS: u64 = 1_000_000;
 
-const TOP_KEYS: &[&str] = &["name", "description", "run", "link", "source", "flow_defaults", "sweep", "report"];
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "run",
+    "link",
+    "source",
+    "flow_defaults",
+    "sweep",
+    "report",
+];
 const RUN_KEYS: &[&str] = &[
     "duration",
     "packets",

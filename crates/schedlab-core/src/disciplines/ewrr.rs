@@ -276,6 +276,7 @@ impl Scheduler for Ewrr {
         let joining = self.window + 1;
         if flow > MAX_FLOW_ID {
             // Refused before FlowQueues sees it: its counters are indexed by flow id.
+            self.queues.counters.record_invalid_flow();
             drops.push(Dropped {
                 packet,
                 reason: DropReason::InvalidPacket,

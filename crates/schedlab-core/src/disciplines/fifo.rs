@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use crate::config::{BufferLimit, ConfigError, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo};
-use crate::packet::Packet;
+use crate::packet::{Packet, MAX_FLOW_ID};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
 
@@ -71,9 +71,20 @@ impl Scheduler for Fifo {
     #[inline]
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
         let backlog = self.counters.backlog();
-        if backlog.packets < self.max_packets && backlog.bytes + packet.size as u64 <= self.max_bytes {
+        let valid = packet.flow <= MAX_FLOW_ID;
+        if valid && backlog.packets < self.max_packets && backlog.bytes + packet.size as u64 <= self.max_bytes
+        {
             self.counters.record_arrival_queued(&packet);
             self.queue.push_back(packet);
+            return;
+        }
+        if !valid {
+            // Per-flow counters are indexed by flow id: a bad id must not grow them.
+            self.counters.record_invalid_flow();
+            drops.push(Dropped {
+                packet,
+                reason: DropReason::InvalidPacket,
+            });
             return;
         }
         self.counters.record_arrival(&packet);
@@ -134,6 +145,16 @@ mod tests {
             fifo.counters().flow(0).unwrap().dropped(DropReason::BufferFull),
             1
         );
+    }
+
+    #[test]
+    fn out_of_range_flow_is_refused_without_growing_the_counters() {
+        let mut fifo = Fifo::new(BufferLimit::UNLIMITED).unwrap();
+        let mut drops = Vec::new();
+        fifo.enqueue(Packet::new(0, u32::MAX, 10, 0), 0, &mut drops);
+        assert_eq!(drops[0].reason, DropReason::InvalidPacket);
+        assert_eq!(fifo.counters().invalid_flow_packets(), 1);
+        assert!(fifo.counters().flows().is_empty());
     }
 
     #[test]

@@ -130,6 +130,7 @@ impl Scheduler for Wrr {
         let flow = packet.flow;
         if flow > MAX_FLOW_ID {
             // Refused before FlowQueues sees it: its counters are indexed by flow id.
+            self.queues.counters.record_invalid_flow();
             drops.push(Dropped {
                 packet,
                 reason: DropReason::InvalidPacket,
