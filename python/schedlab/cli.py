@@ -25,7 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-err = Console(stderr=True)
+err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=160)
 # Tables stay readable when the output is a file or a pipe (rich would assume 80 columns).
 out = Console() if sys.stdout.isatty() else Console(width=160)
 

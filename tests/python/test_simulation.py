@@ -185,6 +185,17 @@ def test_sweep_resume_skips_finished_tasks(small, tmp_path):
     pd.testing.assert_frame_equal(first.table, second.table)
 
 
+def test_cli_sweep_resume_reports_skipped_tasks(small, tmp_path, cli):
+    small.write_text(SMALL + SWEEP)
+    out = tmp_path / "sweep"
+    first = cli("sweep", str(small), "--out", str(out), "--workers", "1")
+    assert first.returncode == 0, first.stderr
+    assert "(0 tasks resumed, 0 failed)" in first.stderr
+    again = cli("sweep", str(small), "--out", str(out), "--workers", "1", "--resume", "--json")
+    assert again.returncode == 0, again.stderr
+    assert len(json.loads(again.stdout)) == 8
+
+
 def test_failing_point_is_reported_and_others_kept(small, tmp_path, monkeypatch):
     small.write_text(SMALL + SWEEP)
     import schedlab.sweep as sweep_module
