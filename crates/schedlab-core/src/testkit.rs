@@ -148,3 +148,59 @@ pub fn backlogged_service<S: Scheduler + ?Sized>(
     }
     served
 }
+
+/// Flows 0, 1 and 2 backlogged with 600 packets each, sizes taken in turn from `sizes`;
+/// serves `packets_to_send` packets. Returns the bytes served per flow and each flow's largest
+/// packet.
+pub fn three_backlogged_flows<S: Scheduler + ?Sized>(
+    scheduler: &mut S,
+    sizes: &[u32],
+    packets_to_send: usize,
+) -> (Vec<u64>, Vec<f64>) {
+    let size = |f: FlowId, k: usize| sizes[(k * 3 + f as usize) % sizes.len()];
+    let served = backlogged_service(scheduler, &[0, 1, 2], 600, size, packets_to_send);
+    let largest = (0..3)
+        .map(|f| (0..600).map(|k| size(f, k)).max().unwrap_or(0) as f64)
+        .collect();
+    (served, largest)
+}
+
+/// How a pairwise fairness bound combines the two flows' largest packets, each divided by the
+/// flow's share.
+#[derive(Clone, Copy, Debug)]
+pub enum PairBound {
+    /// L_i/φ_i + L_j/φ_j (SCFQ, STFQ, WF2Q+).
+    Sum,
+    /// max(L_i/φ_i, L_j/φ_j) (PGPS and Virtual Clock, flows backlogged from time 0).
+    Max,
+}
+
+/// Checks |served_i/φ_i − served_j/φ_j| ≤ bound + `slack` for every pair of flows, where φ is
+/// `share` (weights, or rates in bytes/s) and the bound is built from `largest` as `bound` says.
+pub fn check_pairwise_fairness(
+    served: &[u64],
+    share: &[f64],
+    largest: &[f64],
+    bound: PairBound,
+    slack: f64,
+) -> Result<(), TestCaseError> {
+    for i in 0..served.len() {
+        for j in (i + 1)..served.len() {
+            let gap = (served[i] as f64 / share[i] - served[j] as f64 / share[j]).abs();
+            let (a, b) = (largest[i] / share[i], largest[j] / share[j]);
+            let limit = match bound {
+                PairBound::Sum => a + b,
+                PairBound::Max => a.max(b),
+            };
+            prop_assert!(
+                gap <= limit + slack,
+                "flows {}, {}: gap {} > bound {}",
+                i,
+                j,
+                gap,
+                limit
+            );
+        }
+    }
+    Ok(())
+}

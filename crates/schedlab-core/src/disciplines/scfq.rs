@@ -286,17 +286,9 @@ mod tests {
             n in 1usize..600,
         ) {
             let mut s = scfq(&[(0, weights[0]), (1, weights[1]), (2, weights[2])], BufferLimit::UNLIMITED);
-            let size = |f: FlowId, k: usize| sizes[(k * 3 + f as usize) % sizes.len()];
-            let served = testkit::backlogged_service(&mut s, &[0, 1, 2], 600, size, n);
-            let max_size = |f: FlowId| (0..600).map(|k| size(f, k)).max().unwrap() as f64;
-            for i in 0..3u32 {
-                for j in (i + 1)..3 {
-                    let (wi, wj) = (weights[i as usize] as f64, weights[j as usize] as f64);
-                    let gap = (served[i as usize] as f64 / wi - served[j as usize] as f64 / wj).abs();
-                    let bound = max_size(i) / wi + max_size(j) / wj;
-                    proptest::prop_assert!(gap <= bound + 1e-9, "flows {}, {}: gap {} > bound {}", i, j, gap, bound);
-                }
-            }
+            let (served, largest) = testkit::three_backlogged_flows(&mut s, &sizes, n);
+            let share: Vec<f64> = weights.iter().map(|&w| w as f64).collect();
+            testkit::check_pairwise_fairness(&served, &share, &largest, testkit::PairBound::Sum, 1e-9)?;
         }
     }
 }
