@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,13 +44,19 @@ def validate_point(point) -> str:
     return text
 
 
-def run_summary(scenario: Scenario, out_dir: str | Path | None = None, replication: int | None = None) -> dict:
+def run_summary(
+    scenario: Scenario,
+    out_dir: str | Path | None = None,
+    replication: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
     """Run ``scenario`` in Rust (GIL released) and return ``summary.json`` as a dict; writes
     the output tables to ``out_dir`` when given. ``replication`` runs only that replication
-    (same random streams as in a full run)."""
+    (same random streams as in a full run). ``progress(done, total)`` is called as
+    replications finish."""
     text, file = scenario.rust_source()
     out = None if out_dir is None else str(out_dir)
-    return json.loads(_core.run_scenario(text, str(scenario.base_dir), out, replication, file))
+    return json.loads(_core.run_scenario(text, str(scenario.base_dir), out, replication, file, progress))
 
 
 @dataclass
@@ -83,16 +90,21 @@ class Results:
         )
 
 
-def run(scenario: Scenario | str | Path, out_dir: str | Path | None = None) -> Results:
+def run(
+    scenario: Scenario | str | Path,
+    out_dir: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Results:
     """Run a scenario (a :class:`Scenario` or a TOML path) with all its replications and
-    return its :class:`Results`. Output files go to ``out_dir`` (a temporary folder if None)."""
+    return its :class:`Results`. Output files go to ``out_dir`` (a temporary folder if None).
+    ``progress(done, total)`` is called as replications finish."""
     s = _as_scenario(scenario)
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        run_summary(s, out_dir)
+        run_summary(s, out_dir, progress=progress)
         return Results.load(out_dir)
     with tempfile.TemporaryDirectory(prefix="schedlab-") as tmp:
-        run_summary(s, tmp)
+        run_summary(s, tmp, progress=progress)
         results = Results.load(tmp)
         results.out_dir = None
         return results

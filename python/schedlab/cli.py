@@ -154,9 +154,11 @@ def run(
     s = _load_scenario(scenario)
     if s.sweep is not None:
         err.print("note: the scenario has a [sweep]; `run` simulates its base values (use `schedlab sweep`).")
+    from schedlab.sweep import progress_printer
+
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        summary = run_summary(s, out_dir)
+        summary = run_summary(s, out_dir, progress=progress_printer(label="replications"))
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return

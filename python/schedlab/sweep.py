@@ -224,20 +224,20 @@ def aggregate(replications: pd.DataFrame, swept_keys, ci: str = "student_t") -> 
     return pd.DataFrame(out)
 
 
-def progress_printer(stream=sys.stderr) -> Callable[[int, int], None] | None:
-    """A rich progress bar on a terminal, None otherwise."""
+def progress_printer(stream=sys.stderr, label: str = "sweep") -> Callable[[int, int], None] | None:
+    """A rich progress bar on stderr when it is a terminal, None otherwise."""
     if not stream.isatty():
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    bar = Progress("sweep", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
+    bar = Progress(label, BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
     task = None
 
     def update(done: int, total: int) -> None:
         nonlocal task
         if task is None:
             bar.start()
-            task = bar.add_task("sweep", total=total)
+            task = bar.add_task(label, total=total)
         bar.update(task, completed=done)
         if done >= total:
             bar.stop()

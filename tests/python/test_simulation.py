@@ -70,6 +70,12 @@ def test_api_run_returns_tables(small, tmp_path):
     assert (tmp_path / "out" / "summary.json").exists()
 
 
+def test_progress_is_reported_per_replication(small):
+    calls = []
+    run(small, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(0, 3), (1, 3), (2, 3), (3, 3)]
+
+
 def test_mm1_like_delay_through_the_api():
     # A single Poisson flow of exponential sizes on FIFO is M/M/1: mean delay 1/(mu - lambda).
     s = (

@@ -91,8 +91,9 @@ fn validate_scenario(
 /// Runs a scenario and returns `summary.json` as a string; writes every output table to
 /// `out_dir` when given. `replication` runs only that replication (0-based), with the same
 /// random streams as in a full run. The GIL is released while the simulation runs.
+/// `progress`, when given, is called as `progress(done, total)` with replications finished.
 #[pyfunction]
-#[pyo3(signature = (text, base_dir, out_dir=None, replication=None, file=None))]
+#[pyo3(signature = (text, base_dir, out_dir=None, replication=None, file=None, progress=None))]
 fn run_scenario(
     py: Python<'_>,
     text: String,
@@ -100,13 +101,24 @@ fn run_scenario(
     out_dir: Option<PathBuf>,
     replication: Option<u32>,
     file: Option<String>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let results = py
         .detach(|| {
             let scenario = schedlab_sim::validate_scenario_text(&text, &base_dir)?;
-            match replication {
-                Some(r) => schedlab_sim::run_scenario_replication(&scenario, r),
-                None => schedlab_sim::run_scenario(&scenario),
+            match (replication, progress) {
+                (Some(r), _) => schedlab_sim::run_scenario_replication(&scenario, r),
+                (None, None) => schedlab_sim::run_scenario(&scenario),
+                (None, Some(callback)) => {
+                    // Reported between replications; an error in the callback is not the
+                    // simulation's, so it is ignored (the bar is cosmetic).
+                    let mut report = |done: u32, total: u32| {
+                        Python::attach(|py| {
+                            let _ = callback.call1(py, (done, total));
+                        })
+                    };
+                    schedlab_sim::run_scenario_with_progress(&scenario, &mut report)
+                }
             }
         })
         .map_err(|e| scenario_error(e, file.as_deref(), &text))?;

@@ -65,7 +65,16 @@ pub fn validate_scenario_text(toml_text: &str, base_dir: &Path) -> Result<Scenar
 
 /// Runs every replication of a parsed scenario, one after the other.
 pub fn run_scenario(scenario: &Scenario) -> Result<SimResults, ScenarioError> {
-    run_replications(scenario, 0..scenario.run.replications)
+    run_replications(scenario, 0..scenario.run.replications, &mut |_, _| {})
+}
+
+/// Like [`run_scenario`], calling `progress(done, total)` before the first replication and
+/// after each one (for progress bars).
+pub fn run_scenario_with_progress(
+    scenario: &Scenario,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<SimResults, ScenarioError> {
+    run_replications(scenario, 0..scenario.run.replications, progress)
 }
 
 /// Runs only replication `replication` (0-based) of a scenario: the same random streams, and
@@ -80,13 +89,16 @@ pub fn run_scenario_replication(scenario: &Scenario, replication: u32) -> Result
         )
         .into());
     }
-    run_replications(scenario, replication..replication + 1)
+    run_replications(scenario, replication..replication + 1, &mut |_, _| {})
 }
 
 fn run_replications(
     scenario: &Scenario,
-    replications: impl Iterator<Item = u32>,
+    replications: std::ops::Range<u32>,
+    progress: &mut dyn FnMut(u32, u32),
 ) -> Result<SimResults, ScenarioError> {
+    let total = replications.len() as u32;
+    progress(0, total);
     let started = Instant::now();
     let mut histograms: Vec<_> = scenario
         .sources
@@ -103,6 +115,7 @@ fn run_replications(
             t0.elapsed().as_secs_f64(),
             &mut histograms,
         ));
+        progress(done.len() as u32, total);
     }
     Ok(SimResults {
         scenario: scenario.clone(),
