@@ -1,12 +1,17 @@
 //! The discrete-event engine: one replication of a scenario.
 //!
-//! Time is integer nanoseconds. Events sit in a `BinaryHeap` keyed `(time, seq)`: `seq` is a
-//! counter stamped when the event is pushed, so equal-time events pop in insertion order. The
-//! top bit of `seq` marks scheduler decisions (the "decision phase"), so that at any time `t`
-//! every arrival, transmission end and propagation event at `t` is handled before a link asks
-//! its scheduler for a packet at `t` — the semantics of `schedlab_core::link::run_link`
-//! (arrivals at time ≤ now are enqueued first). A decision is taken at once, without a heap
-//! round trip, when no such event at `t` is pending.
+//! Time is integer nanoseconds. Events are ordered by `(time, seq)`: `seq` is a counter
+//! stamped when the event is scheduled, so equal-time events are handled in the order they
+//! were scheduled. The top bit of `seq` marks scheduler decisions (the "decision phase"), so
+//! that at any time `t` every arrival, transmission end and propagation event at `t` is
+//! handled before a link asks its scheduler for a packet at `t` — the semantics of
+//! `schedlab_core::link::run_link` (arrivals at time ≤ now are enqueued first). A decision is
+//! taken at once, without a heap round trip, when no such event at `t` is pending.
+//!
+//! Each source has one pending event, its next packet's entry into the network: these sit in
+//! a [`SourceClock`] (a tournament tree with one slot per source), the other events in an
+//! [`EventQueue`] (a binary heap); the loop takes the earlier of the two minima, which is the
+//! order a single heap of all events would give.
 //!
 //! A link asks its scheduler for a packet whenever it is free and its scheduler is
 //! backlogged, and at the `next_wakeup` time a non-work-conserving discipline gives; a new
@@ -20,16 +25,15 @@
 //! slab whose slot index is the low 32 bits of the packet id; slots are reused, so the steady
 //! state allocates nothing per packet.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use schedlab_core::{AnyScheduler, Dropped, Packet, Rate, Scheduler, TimeNs};
 
+use crate::event_queue::{Event, EventQueue, SourceClock, NEVER};
 use crate::scenario::{RunLength, Scenario, ScenarioError};
 use crate::stats::{Accumulator, Jitter};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, TokenBucket};
 
-const EMIT: u32 = 0;
 const TX_END: u32 = 1;
 const PROPAGATED: u32 = 2;
 const DECIDE: u32 = 3;
@@ -42,29 +46,6 @@ const INDEX_MASK: u32 = (1 << KIND_SHIFT) - 1;
 /// The decision phase bit of `seq`.
 const DECISION_PHASE: u64 = 1 << 63;
 const NO_DECISION: u64 = u64::MAX;
-
-/// A heap entry. Ordered so that `BinaryHeap` (a max-heap) pops the smallest `(time, seq)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Event {
-    time: TimeNs,
-    seq: u64,
-    /// Kind in the top 4 bits, link or source index below.
-    tag: u32,
-}
-
-impl Ord for Event {
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
-    }
-}
-
-impl PartialOrd for Event {
-    #[inline]
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
 
 /// Per-packet bookkeeping.
 #[derive(Clone, Copy, Debug, Default)]
@@ -256,7 +237,9 @@ pub struct RawReplication {
 
 struct Engine<'s> {
     scenario: &'s Scenario,
-    heap: BinaryHeap<Event>,
+    heap: EventQueue,
+    /// Each source's next packet.
+    arrivals: SourceClock,
     seq: u64,
     links: Vec<LinkState>,
     sources: Vec<SourceState>,
@@ -349,7 +332,8 @@ impl<'s> Engine<'s> {
         let n = sources.len();
         let mut engine = Engine {
             scenario,
-            heap: BinaryHeap::with_capacity(n + 4 * links.len() + 8),
+            heap: EventQueue::with_capacity(4 * links.len() + 8),
+            arrivals: SourceClock::new(n),
             seq: 0,
             links,
             sources,
@@ -399,11 +383,7 @@ impl<'s> Engine<'s> {
     fn push(&mut self, time: TimeNs, kind: u32, index: usize) {
         let seq = self.seq;
         self.seq += 1;
-        self.push_event(Event {
-            time,
-            seq,
-            tag: (kind << KIND_SHIFT) | index as u32,
-        });
+        self.push_event(Event::new(time, seq, (kind << KIND_SHIFT) | index as u32));
     }
 
     /// Pushes a decision for link `l` at `time`.
@@ -411,11 +391,7 @@ impl<'s> Engine<'s> {
     fn push_decision(&mut self, time: TimeNs, l: usize) {
         let seq = self.seq | DECISION_PHASE;
         self.seq += 1;
-        self.push_event(Event {
-            time,
-            seq,
-            tag: (DECIDE << KIND_SHIFT) | l as u32,
-        });
+        self.push_event(Event::new(time, seq, (DECIDE << KIND_SHIFT) | l as u32));
         let link = &mut self.links[l];
         link.decision_seq = seq;
         link.decision_at = time;
@@ -427,10 +403,7 @@ impl<'s> Engine<'s> {
     fn push_event(&mut self, event: Event) {
         if self.top_pending {
             self.top_pending = false;
-            *self
-                .heap
-                .peek_mut()
-                .expect("the event being handled is at the top") = event;
+            self.heap.replace_top(event);
         } else {
             self.heap.push(event);
         }
@@ -451,8 +424,12 @@ impl<'s> Engine<'s> {
     /// the event being handled.
     #[inline]
     fn arrival_pending(&self, now: TimeNs) -> bool {
+        let (_, next_packet) = self.arrivals.earliest();
+        if next_packet != NEVER && SourceClock::time_of(next_packet) <= now {
+            return true;
+        }
         let heap = self.heap.as_slice();
-        let blocks = |e: &Event| e.time <= now && e.seq & DECISION_PHASE == 0;
+        let blocks = |e: &Event| e.time() <= now && e.seq() & DECISION_PHASE == 0;
         if self.top_pending {
             heap.get(1).is_some_and(blocks) || heap.get(2).is_some_and(blocks)
         } else {
@@ -460,17 +437,21 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// Draws the next packet of `index` and schedules its entry into the network.
+    /// Draws the next packet of `index` and schedules its entry into the network (or records
+    /// that the source has no more).
     #[inline(always)]
     fn schedule_source(&mut self, index: usize) {
         if self.generation_over {
+            self.arrivals.clear(index);
             return;
         }
         let source = &mut self.sources[index];
         let Some(emission) = source.generator.next_packet() else {
+            self.arrivals.clear(index);
             return;
         };
         if emission.time >= source.stop {
+            self.arrivals.clear(index);
             return;
         }
         source.generated = emission.time;
@@ -482,44 +463,60 @@ impl<'s> Engine<'s> {
             time: release,
             ..emission
         };
-        self.push(release, EMIT, index);
+        let seq = self.seq;
+        self.seq += 1;
+        self.arrivals.set(index, release, seq);
     }
 
     fn run(&mut self) -> Result<(), ScenarioError> {
-        while let Some(&event) = self.heap.peek() {
+        loop {
+            let (source, next_packet) = self.arrivals.earliest();
+            let event = match self.heap.peek() {
+                Some(&event) if event.key() < next_packet => event,
+                _ if next_packet == NEVER => break,
+                _ => {
+                    self.now = SourceClock::time_of(next_packet);
+                    self.events += 1;
+                    self.emit(source)?;
+                    if self.halt {
+                        break;
+                    }
+                    continue;
+                }
+            };
             self.top_pending = true;
-            self.now = event.time;
+            let time = event.time();
+            self.now = time;
             self.events += 1;
             let index = (event.tag & INDEX_MASK) as usize;
             match event.tag >> KIND_SHIFT {
-                EMIT => self.emit(index)?,
                 TX_END => self.transmission_end(index),
                 PROPAGATED => self.propagated(index),
                 DECIDE => {
-                    if self.links[index].decision_seq == event.seq {
-                        self.decide(index, event.time);
+                    if self.links[index].decision_seq == event.seq() {
+                        self.decide(index, time);
                     }
                 }
                 TICK => {
                     for link in &mut self.links {
-                        let s = link.snapshot(event.time);
+                        let s = link.snapshot(time);
                         link.series.push(s);
                     }
                     let others = self.heap.len() - usize::from(self.top_pending);
-                    if others > 0 && !self.halt {
-                        self.push(event.time + self.bin, TICK, 0);
+                    if (others > 0 || self.arrivals.earliest().1 != NEVER) && !self.halt {
+                        self.push(time + self.bin, TICK, 0);
                     }
                 }
                 MARK_WARMUP => {
                     self.measuring = true;
                     for link in &mut self.links {
-                        link.at_warmup = link.snapshot(event.time);
+                        link.at_warmup = link.snapshot(time);
                         let backlog = link.scheduler.backlog();
                         link.max_packets = backlog.packets;
                         link.max_bytes = backlog.bytes;
                     }
                 }
-                MARK_END => self.end_window(event.time),
+                MARK_END => self.end_window(time),
                 _ => unreachable!("unknown event kind"),
             }
             self.settle();
@@ -563,10 +560,13 @@ impl<'s> Engine<'s> {
         index
     }
 
-    /// A source's pending packet enters the network.
+    /// A source's pending packet enters the network (the source's next packet is drawn
+    /// before the packet reaches its first link, so the clock is up to date when the link
+    /// looks for same-time arrivals).
     #[inline(always)]
     fn emit(&mut self, index: usize) -> Result<(), ScenarioError> {
         if self.generation_over {
+            self.arrivals.clear(index);
             return Ok(());
         }
         let now = self.now;
@@ -605,6 +605,7 @@ impl<'s> Engine<'s> {
             deadline,
         };
         if self.packet_budget == Some(self.packets) {
+            self.arrivals.clear(index);
             self.end_window(now);
         } else {
             self.schedule_source(index);

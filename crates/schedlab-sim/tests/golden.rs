@@ -15,7 +15,9 @@ use schedlab_sim::run_scenario_text;
 use serde_json::Value;
 
 fn golden_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
 }
 
 /// `summary.json` without the volatile keys (they sit in its `run` object).
