@@ -27,7 +27,7 @@
 
 use std::collections::VecDeque;
 
-use schedlab_core::{AnyScheduler, Dropped, Packet, Rate, Scheduler, TimeNs};
+use schedlab_core::{AnyScheduler, Backlog, Dropped, Packet, Rate, Scheduler, TimeNs};
 
 use crate::event_queue::{Event, EventQueue, SourceClock, NEVER};
 use crate::scenario::{RunLength, Scenario, ScenarioError};
@@ -125,6 +125,9 @@ struct LinkState {
     rate: Rate,
     delay: TimeNs,
     scheduler: AnyScheduler,
+    /// The scheduler's backlog, read after each enqueue and dequeue (it changes only then),
+    /// so the per-packet paths do not dispatch to the scheduler to ask again.
+    backlog: Backlog,
     busy: bool,
     in_service: Packet,
     tx_start: TimeNs,
@@ -152,7 +155,7 @@ impl LinkState {
     fn touch(&mut self, now: TimeNs) {
         let dt = now - self.last_change;
         if dt > 0 {
-            let backlog = self.scheduler.backlog();
+            let backlog = self.backlog;
             self.area_packets += backlog.packets as u128 * dt as u128;
             self.area_bytes += backlog.bytes as u128 * dt as u128;
             self.last_change = now;
@@ -282,6 +285,7 @@ impl<'s> Engine<'s> {
                 rate: link.rate,
                 delay: link.delay,
                 scheduler: link.build_scheduler(index)?,
+                backlog: Backlog::default(),
                 busy: false,
                 in_service: Packet::new(0, 0, 0, 0),
                 tx_start: 0,
@@ -511,7 +515,7 @@ impl<'s> Engine<'s> {
                     self.measuring = true;
                     for link in &mut self.links {
                         link.at_warmup = link.snapshot(time);
-                        let backlog = link.scheduler.backlog();
+                        let backlog = link.backlog;
                         link.max_packets = backlog.packets;
                         link.max_bytes = backlog.bytes;
                     }
@@ -543,12 +547,18 @@ impl<'s> Engine<'s> {
     }
 
     /// The index of `class` in `classes` (live mode) or `class_jitter`.
-    #[inline]
+    #[inline(always)]
     fn class_slot(&mut self, class: u8) -> usize {
         let slot = self.class_index[class as usize];
         if slot != NO_CLASS {
             return slot as usize;
         }
+        self.new_class_slot(class)
+    }
+
+    /// A class's first packet: its accumulator.
+    #[cold]
+    fn new_class_slot(&mut self, class: u8) -> usize {
         let index = if self.live_classes {
             self.classes.push((class, Accumulator::default()));
             self.classes.len() - 1
@@ -624,6 +634,7 @@ impl<'s> Engine<'s> {
         self.drops.clear();
         link.scheduler.enqueue(packet, now, &mut self.drops);
         let backlog = link.scheduler.backlog();
+        link.backlog = backlog;
         if self.measuring {
             link.max_packets = link.max_packets.max(backlog.packets);
             link.max_bytes = link.max_bytes.max(backlog.bytes);
@@ -640,7 +651,7 @@ impl<'s> Engine<'s> {
     fn maybe_decide(&mut self, l: usize) {
         let now = self.now;
         let link = &self.links[l];
-        if link.busy || link.scheduler.backlog().packets == 0 {
+        if link.busy || link.backlog.packets == 0 {
             return;
         }
         if link.decision_seq != NO_DECISION && link.decision_at == now {
@@ -660,13 +671,14 @@ impl<'s> Engine<'s> {
         link.touch(now);
         self.drops.clear();
         let next = link.scheduler.dequeue(now, &mut self.drops);
+        link.backlog = link.scheduler.backlog();
         if let Some(packet) = next {
             link.busy = true;
             link.in_service = packet;
             link.tx_start = now;
             let end = now + link.rate.transmission_time(packet.size as u64);
             self.push(end, TX_END, l);
-        } else if link.scheduler.backlog().packets > 0 {
+        } else if link.backlog.packets > 0 {
             link.idle_while_backlogged += 1;
             if let Some(wakeup) = link.scheduler.next_wakeup(now).filter(|&w| w > now) {
                 self.push_decision(wakeup, l);

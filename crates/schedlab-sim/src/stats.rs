@@ -257,7 +257,7 @@ impl Accumulator {
     }
 
     /// A measured packet was delivered at `now` after `delay` ns.
-    #[inline]
+    #[inline(always)]
     pub fn on_received(&mut self, size: u32, now: TimeNs, delay: u64) {
         self.received += 1;
         self.received_bytes += size as u64;

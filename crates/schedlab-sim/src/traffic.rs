@@ -145,7 +145,7 @@ impl SizeDist {
     }
 
     /// One size in bytes.
-    #[inline]
+    #[inline(always)]
     pub fn sample(&self, rng: &mut SourceRng) -> u32 {
         let body = match &self.shape {
             SizeShape::Constant(size) => *size,
@@ -194,7 +194,7 @@ impl SizeDist {
 }
 
 /// `min + Exp(mean − min)`, rounded to bytes, redrawn while above `max`.
-#[inline]
+#[inline(always)]
 fn truncated_exponential(rng: &mut SourceRng, mean: f64, min: u32, max: u32) -> u32 {
     let scale = mean - min as f64;
     if scale <= 0.0 {
@@ -645,7 +645,7 @@ impl Generator {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn draw_size(&mut self) -> u32 {
         match &self.size {
             Some(size) => size.sample(&mut self.rng),
@@ -655,7 +655,7 @@ impl Generator {
 
     /// The next packet, or `None` when the model has no more (end of a trace, an MMPP stuck in
     /// a silent absorbing state).
-    #[inline]
+    #[inline(always)]
     pub fn next_packet(&mut self) -> Option<Emission> {
         let start = self.start;
         let at = |offset: f64| start.saturating_add(ns(offset));
