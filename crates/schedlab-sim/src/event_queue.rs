@@ -165,6 +165,8 @@ pub(crate) struct SourceClock {
     winner: Vec<u32>,
     /// The number of sources rounded up to a power of two.
     leaves: usize,
+    /// The root's winner and its key.
+    earliest: (usize, u128),
 }
 
 impl SourceClock {
@@ -183,6 +185,7 @@ impl SourceClock {
             keys: vec![NEVER; leaves],
             winner,
             leaves,
+            earliest: (0, NEVER),
         }
     }
 
@@ -203,29 +206,31 @@ impl SourceClock {
     /// tie does not matter.
     #[inline(always)]
     fn set_key(&mut self, source: usize, key: u128) {
-        self.keys[source] = key;
+        let keys = &mut self.keys[..];
+        let winner = &mut self.winner[..];
+        keys[source] = key;
         let mut node = self.leaves + source;
         let mut best = source as u32;
         while node > 1 {
-            let sibling = self.winner[node ^ 1];
+            let sibling = winner[node ^ 1];
             // Which side wins is data-dependent and a branch on it would be mispredicted
             // about once per update: select with a mask instead. (`black_box` stops LLVM
             // from turning the mask back into a select, which its x86 back end then
             // compiles to a branch because `best` is carried from one level to the next.)
-            let take = self.keys[sibling as usize] < self.keys[best as usize];
+            let take = keys[sibling as usize] < keys[best as usize];
             let mask = std::hint::black_box(take as u32).wrapping_neg();
             best ^= (best ^ sibling) & mask;
             node /= 2;
-            self.winner[node] = best;
+            winner[node] = best;
         }
+        self.earliest = (best as usize, keys[best as usize]);
     }
 
     /// The source with the earliest pending packet and that packet's key
     /// ([`NEVER`] if no source has one).
     #[inline(always)]
     pub fn earliest(&self) -> (usize, u128) {
-        let source = self.winner[1] as usize;
-        (source, self.keys[source])
+        self.earliest
     }
 
     /// Time of a key other than [`NEVER`].
