@@ -904,15 +904,16 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
-        /// Every measured packet is received or dropped exactly once (the network drains),
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Under every registered discipline, every measured packet is received or dropped
+        /// exactly once (the network drains),
         /// nothing is left queued, and the median delay is at least the path's transmission
         /// and propagation time of the smallest packet.
         #[test]
         fn every_measured_packet_is_accounted_for(
             links in prop::collection::vec((100u32..5000, 0u32..2000, 1500u32..20_000), 1..4),
             sources in prop::collection::vec((0usize..3, 0usize..3, 0u8..3, 10u32..400, 40u32..1500), 1..6),
-            kind in prop::sample::select(vec!["fifo", "drr"]),
+            kind in prop::sample::select(schedlab_core::DISCIPLINES.iter().map(|d| d.id).collect::<Vec<_>>()),
         ) {
             let text = scenario(&links, &sources, kind);
             let results = crate::run_scenario_text(&text, Path::new(".")).unwrap();

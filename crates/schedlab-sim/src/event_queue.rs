@@ -206,24 +206,28 @@ impl SourceClock {
     /// tie does not matter.
     #[inline(always)]
     fn set_key(&mut self, source: usize, key: u128) {
-        let keys = &mut self.keys[..];
-        let winner = &mut self.winner[..];
-        keys[source] = key;
+        // Slices whose lengths are `mask + 1`, indexed `& mask`: the compiler sees that no
+        // index can be out of bounds and drops the checks from the loop.
+        let leaf_mask = self.leaves - 1;
+        let node_mask = 2 * self.leaves - 1;
+        let keys = &mut self.keys[..=leaf_mask];
+        let winner = &mut self.winner[..=node_mask];
+        keys[source & leaf_mask] = key;
         let mut node = self.leaves + source;
         let mut best = source as u32;
         while node > 1 {
-            let sibling = winner[node ^ 1];
+            let sibling = winner[(node ^ 1) & node_mask];
             // Which side wins is data-dependent and a branch on it would be mispredicted
             // about once per update: select with a mask instead. (`black_box` stops LLVM
             // from turning the mask back into a select, which its x86 back end then
             // compiles to a branch because `best` is carried from one level to the next.)
-            let take = keys[sibling as usize] < keys[best as usize];
+            let take = keys[sibling as usize & leaf_mask] < keys[best as usize & leaf_mask];
             let mask = std::hint::black_box(take as u32).wrapping_neg();
             best ^= (best ^ sibling) & mask;
             node /= 2;
-            winner[node] = best;
+            winner[node & node_mask] = best;
         }
-        self.earliest = (best as usize, keys[best as usize]);
+        self.earliest = (best as usize, keys[best as usize & leaf_mask]);
     }
 
     /// The source with the earliest pending packet and that packet's key
