@@ -249,7 +249,6 @@ struct Engine<'s> {
     slab: Slab,
     drops: Vec<Dropped>,
     flows: Vec<Accumulator>,
-    in_flight: Vec<u64>,
     flow_series: Vec<FlowSeries>,
     class_index: [u16; 256],
     /// Whether packet classes can differ within a source (trace replay): then per-class
@@ -265,7 +264,8 @@ struct Engine<'s> {
     warmup: TimeNs,
     measuring: bool,
     window_end: Option<TimeNs>,
-    packet_budget: Option<u64>,
+    /// Packets after which the window closes (`u64::MAX`: a duration run).
+    packet_budget: u64,
     generation_over: bool,
     halt: bool,
     bin: TimeNs,
@@ -344,7 +344,6 @@ impl<'s> Engine<'s> {
             slab: Slab::default(),
             drops: Vec::with_capacity(64),
             flows: (0..n).map(|_| Accumulator::default()).collect(),
-            in_flight: vec![0; n],
             flow_series: vec![FlowSeries::default(); n],
             class_index: [NO_CLASS; 256],
             live_classes: scenario
@@ -360,8 +359,8 @@ impl<'s> Engine<'s> {
             measuring: run.warmup == 0,
             window_end: None,
             packet_budget: match run.length {
-                RunLength::Packets(p) => Some(p),
-                RunLength::Duration(_) => None,
+                RunLength::Packets(p) => p,
+                RunLength::Duration(_) => u64::MAX,
             },
             generation_over: false,
             halt: false,
@@ -604,7 +603,6 @@ impl<'s> Engine<'s> {
                 let c = self.class_slot(class);
                 self.classes[c].1.on_sent(emission.size, now - generated);
             }
-            self.in_flight[index] += 1;
         }
         let packet = Packet {
             id,
@@ -614,7 +612,7 @@ impl<'s> Engine<'s> {
             arrival: now,
             deadline,
         };
-        if self.packet_budget == Some(self.packets) {
+        if self.packets == self.packet_budget {
             self.arrivals.clear(index);
             self.end_window(now);
         } else {
@@ -697,7 +695,6 @@ impl<'s> Engine<'s> {
             if slot.measured {
                 let s = slot.source as usize;
                 self.flows[s].on_dropped(packet.size, reason);
-                self.in_flight[s] -= 1;
                 if self.live_classes {
                     let c = self.class_slot(packet.class);
                     self.classes[c].1.on_dropped(packet.size, reason);
@@ -772,7 +769,6 @@ impl<'s> Engine<'s> {
         if slot.measured {
             let delay = now - slot.entry;
             self.flows[s].on_received(packet.size, now, delay);
-            self.in_flight[s] -= 1;
             let c = self.class_slot(packet.class);
             if self.live_classes {
                 self.classes[c].1.on_received(packet.size, now, delay);
@@ -824,11 +820,17 @@ impl<'s> Engine<'s> {
                 .collect()
         };
         classes.sort_by_key(|(c, _)| *c);
+        // Measured packets neither received nor dropped (the packets `sent` counts).
+        let in_flight = self
+            .flows
+            .iter()
+            .map(|f| f.sent - f.received - f.dropped_total())
+            .collect();
         Ok(RawReplication {
             replication,
             stream_seeds,
             flows: self.flows,
-            in_flight: self.in_flight,
+            in_flight,
             flow_series: self.flow_series,
             classes,
             link_window: self

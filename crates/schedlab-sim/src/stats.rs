@@ -167,10 +167,8 @@ impl DelayHistogram {
 /// reception order, so it cannot be merged after the fact.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Jitter {
-    /// Time of the previous reception.
-    last_receive: Option<TimeNs>,
-    /// Delay of the previous reception.
-    last_delay: Option<u64>,
+    /// Time and delay of the previous reception.
+    last: Option<(TimeNs, u64)>,
     /// Number of receive gaps.
     pub gap_count: u64,
     /// Sum of receive gaps, ns.
@@ -187,18 +185,15 @@ impl Jitter {
     /// A packet was received at `now` after `delay` ns.
     #[inline]
     pub fn on_received(&mut self, now: TimeNs, delay: u64) {
-        if let Some(last) = self.last_receive {
-            let gap = now - last;
+        if let Some((last_receive, last_delay)) = self.last {
+            let gap = now - last_receive;
             self.gap_count += 1;
             self.gap_sum += gap as u128;
             self.gap_square_sum += gap as u128 * gap as u128;
             self.gap_max = self.gap_max.max(gap);
+            self.ipdv_sum += last_delay.abs_diff(delay) as u128;
         }
-        if let Some(last) = self.last_delay {
-            self.ipdv_sum += last.abs_diff(delay) as u128;
-        }
-        self.last_receive = Some(now);
-        self.last_delay = Some(delay);
+        self.last = Some((now, delay));
     }
 }
 
