@@ -645,23 +645,18 @@ impl Generator {
         }
     }
 
-    #[inline(always)]
-    fn draw_size(&mut self) -> u32 {
-        match &self.size {
-            Some(size) => size.sample(&mut self.rng),
-            None => 1000,
-        }
-    }
-
     /// The next packet, or `None` when the model has no more (end of a trace, an MMPP stuck in
     /// a silent absorbing state).
     #[inline(always)]
     pub fn next_packet(&mut self) -> Option<Emission> {
         let start = self.start;
         let at = |offset: f64| start.saturating_add(ns(offset));
-        let size = match self.state {
-            State::Mpeg { .. } | State::Trace { .. } => 0,
-            _ => self.draw_size(),
+        // Models that take sizes from the source's distribution draw the size first, then
+        // their times (one `match` on the model for both).
+        let size_dist = &self.size;
+        let draw_size = |rng: &mut SourceRng| match size_dist {
+            Some(size) => size.sample(rng),
+            None => 1000,
         };
         let emission = |time: TimeNs, size: u32| Emission {
             time,
@@ -672,6 +667,7 @@ impl Generator {
         let rng = &mut self.rng;
         match &mut self.state {
             State::Cbr { spacing, count, next } => {
+                let size = draw_size(rng);
                 let time = match *spacing {
                     Spacing::PacketsPerSecond(pps) => at(*count as f64 * NS / pps),
                     Spacing::BitRate(_) => at(*next),
@@ -681,6 +677,7 @@ impl Generator {
                 Some(emission(time, size))
             }
             State::Poisson { mean_gap_ns, next } => {
+                let size = draw_size(rng);
                 let time = at(*next);
                 *next += *mean_gap_ns * exp1(rng);
                 Some(emission(time, size))
@@ -692,6 +689,7 @@ impl Generator {
                 next,
                 on_end,
             } => {
+                let size = draw_size(rng);
                 let time = at(*next);
                 let following = *next + spacing.gap_ns(size);
                 if following < *on_end {
@@ -708,21 +706,24 @@ impl Generator {
                 jump,
                 state,
                 clock,
-            } => loop {
-                let rate = total[*state];
-                if rate <= 0.0 {
-                    return None;
+            } => {
+                let size = draw_size(rng);
+                loop {
+                    let rate = total[*state];
+                    if rate <= 0.0 {
+                        return None;
+                    }
+                    *clock += exp1(rng) / rate;
+                    let u = unit(rng);
+                    let cumulative = &jump[*state];
+                    let moves = *cumulative.last().unwrap_or(&0.0);
+                    if u < moves {
+                        *state = cumulative.partition_point(|&c| c <= u);
+                        continue;
+                    }
+                    return Some(emission(at(*clock), size));
                 }
-                *clock += exp1(rng) / rate;
-                let u = unit(rng);
-                let cumulative = &jump[*state];
-                let moves = *cumulative.last().unwrap_or(&0.0);
-                if u < moves {
-                    *state = cumulative.partition_point(|&c| c <= u);
-                    continue;
-                }
-                return Some(emission(at(*clock), size));
-            },
+            }
             State::Mpeg {
                 model,
                 frame_ns,
