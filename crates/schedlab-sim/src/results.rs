@@ -279,20 +279,21 @@ pub(crate) fn reduce(
     wall_time_s: f64,
     histograms: &mut [Histogram<u64>],
 ) -> ReplicationResult {
-    let delays: Vec<Histogram<u64>> = raw.flows.iter().map(|acc| acc.delay.to_hdr()).collect();
-    for (merged, delay) in histograms.iter_mut().zip(&delays) {
-        merged.add(delay).expect("histograms with the same bounds merge");
-    }
     let window = raw.window_end - raw.window_start;
     let mut flows = Vec::with_capacity(raw.flows.len());
     let mut throughputs = Vec::with_capacity(raw.flows.len());
     for (i, (source, acc)) in scenario.sources.iter().zip(&raw.flows).enumerate() {
+        // One flow's full-range histogram at a time (each is a few hundred kB).
+        let delay = acc.delay.to_hdr();
+        histograms[i]
+            .add(&delay)
+            .expect("histograms with the same bounds merge");
         let mut row: Row = vec![
             ("flow", Cell::Id(source.flow as u64)),
             ("name", Cell::Text(source.name.clone())),
             ("class", Cell::Id(source.class as u64)),
         ];
-        row.extend(traffic_row(acc, &delays[i], Some(raw.in_flight[i]), window));
+        row.extend(traffic_row(acc, &delay, Some(raw.in_flight[i]), window));
         throughputs.push(acc.received_bytes as f64 * 8.0 / seconds(window));
         flows.push(row);
     }

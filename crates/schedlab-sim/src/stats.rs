@@ -102,6 +102,8 @@ impl DelayHistogram {
         self.max = self.max.max(value);
     }
 
+    /// Extends the counts past `index` (doubling, so a histogram grows a few times at most
+    /// and never beyond the range of [`delay_histogram`]).
     #[cold]
     fn grow(&mut self, index: usize) {
         let last = bucket_index(HISTOGRAM_MAX_NS);
