@@ -78,13 +78,9 @@ fn unit(rng: &mut SourceRng) -> f64 {
 /// Fractional nanoseconds to whole nanoseconds, rounded to the nearest, saturating.
 #[inline]
 fn ns(nanoseconds: f64) -> TimeNs {
-    // `as` truncates and saturates; adding 0.5 first rounds non-negative values (cheaper than
-    // `f64::round`, which is a libm call).
-    if nanoseconds <= 0.0 {
-        0
-    } else {
-        (nanoseconds + 0.5) as TimeNs
-    }
+    // `as` truncates and saturates (negative values and NaN give 0); adding 0.5 first rounds
+    // non-negative values (cheaper than `f64::round`, which is a libm call).
+    (nanoseconds + 0.5) as TimeNs
 }
 
 /// A packet-size distribution, in bytes (before the optional `header`).
@@ -827,6 +823,20 @@ mod tests {
                 (f - i as f64 / n).abs().max((((i + 1) as f64) / n - f).abs())
             })
             .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn fractional_times_round_to_the_nearest_ns_and_saturate() {
+        assert_eq!(ns(0.0), 0);
+        assert_eq!(ns(-0.0), 0);
+        assert_eq!(ns(-3.7), 0);
+        assert_eq!(ns(f64::NAN), 0);
+        assert_eq!(ns(0.49), 0);
+        assert_eq!(ns(0.5), 1);
+        assert_eq!(ns(1_234_567.5), 1_234_568);
+        assert_eq!(ns(2.4e9), 2_400_000_000);
+        assert_eq!(ns(1e30), u64::MAX);
+        assert_eq!(ns(f64::INFINITY), u64::MAX);
     }
 
     #[test]
