@@ -43,6 +43,7 @@ use std::time::Instant;
 pub mod catalogue;
 pub mod engine;
 pub mod error;
+mod event_queue;
 pub mod replay;
 pub mod results;
 pub mod scenario;

@@ -153,9 +153,9 @@ fn ratio(numerator: u128, denominator: u64) -> Option<f64> {
     (denominator > 0).then(|| numerator as f64 / denominator as f64)
 }
 
-fn traffic_row(acc: &Accumulator, in_flight: Option<u64>, window_ns: u64) -> Row {
+fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>, window_ns: u64) -> Row {
     let window = seconds(window_ns);
-    let quantile = |q: f64| (acc.received > 0).then(|| seconds(acc.delay.value_at_quantile(q)));
+    let quantile = |q: f64| (acc.received > 0).then(|| seconds(delay.value_at_quantile(q)));
     let mut row: Row = vec![
         ("sent", Cell::Count(acc.sent)),
         ("sent_bytes", Cell::Count(acc.sent_bytes)),
@@ -279,21 +279,21 @@ pub(crate) fn reduce(
     wall_time_s: f64,
     histograms: &mut [Histogram<u64>],
 ) -> ReplicationResult {
-    for (merged, acc) in histograms.iter_mut().zip(&raw.flows) {
-        merged
-            .add(&acc.delay)
-            .expect("histograms with the same bounds merge");
-    }
     let window = raw.window_end - raw.window_start;
     let mut flows = Vec::with_capacity(raw.flows.len());
     let mut throughputs = Vec::with_capacity(raw.flows.len());
     for (i, (source, acc)) in scenario.sources.iter().zip(&raw.flows).enumerate() {
+        // One flow's full-range histogram at a time (each is a few hundred kB).
+        let delay = acc.delay.to_hdr();
+        histograms[i]
+            .add(&delay)
+            .expect("histograms with the same bounds merge");
         let mut row: Row = vec![
             ("flow", Cell::Id(source.flow as u64)),
             ("name", Cell::Text(source.name.clone())),
             ("class", Cell::Id(source.class as u64)),
         ];
-        row.extend(traffic_row(acc, Some(raw.in_flight[i]), window));
+        row.extend(traffic_row(acc, &delay, Some(raw.in_flight[i]), window));
         throughputs.push(acc.received_bytes as f64 * 8.0 / seconds(window));
         flows.push(row);
     }
@@ -302,7 +302,7 @@ pub(crate) fn reduce(
         .iter()
         .map(|(class, acc)| {
             let mut row: Row = vec![("class", Cell::Id(*class as u64))];
-            row.extend(traffic_row(acc, None, window));
+            row.extend(traffic_row(acc, &acc.delay.to_hdr(), None, window));
             row
         })
         .collect();

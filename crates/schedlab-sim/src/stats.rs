@@ -2,6 +2,10 @@
 //!
 //! Delays go into an HDR histogram (3 significant digits, 1 ns to 1 hour; larger values are
 //! clamped in the histogram but the exact maximum is kept), besides an exact sum and maximum.
+//! While a run records, the histogram is a [`DelayHistogram`]: the same buckets as the
+//! `hdrhistogram` crate's, counted in a plain array (a record is an index computation and an
+//! increment, where `Histogram::saturating_record` costs about 130 instructions), turned into
+//! an identical `hdrhistogram::Histogram` once at the end ([`DelayHistogram::to_hdr`]).
 //!
 //! Jitter follows Yokota, Kato and Tominaga (paper 003, §5.2): "the difference in arrival
 //! times between two consecutive packets within the same class", i.e. the gaps between
@@ -22,14 +26,151 @@ pub fn delay_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, 3).expect("valid histogram bounds")
 }
 
+/// log2 of the sub-buckets per bucket of [`delay_histogram`]: 3 significant digits need
+/// 2·10³ sub-buckets, rounded up to 2¹¹ (HDR's `sub_bucket_count_magnitude`; the unit
+/// magnitude is 0 because the lowest discernible value is 1 ns).
+const SUB_BUCKET_MAGNITUDE: u32 = 11;
+/// Values below this share bucket 0 (HDR's `sub_bucket_mask`).
+const SUB_BUCKET_MASK: u64 = (1 << SUB_BUCKET_MAGNITUDE) - 1;
+/// HDR's `sub_bucket_half_count_magnitude`.
+const HALF_MAGNITUDE: u32 = SUB_BUCKET_MAGNITUDE - 1;
+/// HDR's `sub_bucket_half_count`.
+const HALF_COUNT: u64 = 1 << HALF_MAGNITUDE;
+
+/// The index of `value`'s bucket in the counts array of [`delay_histogram`] (HDR's
+/// `index_for`: bucket = how many doublings `value` is above bucket 0, then the top
+/// `SUB_BUCKET_MAGNITUDE` bits of `value` within it).
+#[inline(always)]
+fn bucket_index(value: u64) -> usize {
+    let bucket = (64 - SUB_BUCKET_MAGNITUDE) - (value | SUB_BUCKET_MASK).leading_zeros();
+    let sub_bucket = value >> bucket;
+    (((bucket as u64 + 1) << HALF_MAGNITUDE) + sub_bucket - HALF_COUNT) as usize
+}
+
+/// The lowest value of bucket `index` (HDR's `value_for`).
+fn bucket_value(index: usize) -> u64 {
+    let index = index as u64;
+    let bucket = (index >> HALF_MAGNITUDE) as i64 - 1;
+    let sub_bucket = (index & (HALF_COUNT - 1)) + HALF_COUNT;
+    if bucket < 0 {
+        sub_bucket - HALF_COUNT
+    } else {
+        sub_bucket << bucket
+    }
+}
+
+/// Delay histogram being recorded: the bucket counts of [`delay_histogram`] in a plain array
+/// grown on demand (to the largest delay seen, so short delays use little memory), plus the
+/// exact smallest and largest value. Values above [`HISTOGRAM_MAX_NS`] are kept aside and
+/// given to `Histogram::saturating_record` at the end, so that the result is exactly the
+/// histogram the values would have made one `saturating_record` at a time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DelayHistogram {
+    counts: Vec<u64>,
+    /// Smallest and largest value counted in `counts` (`u64::MAX`, 0 while empty).
+    min: u64,
+    max: u64,
+    /// Values above [`HISTOGRAM_MAX_NS`].
+    beyond: Vec<u64>,
+}
+
+impl DelayHistogram {
+    /// An empty histogram.
+    pub fn new() -> DelayHistogram {
+        DelayHistogram {
+            counts: Vec::new(),
+            min: u64::MAX,
+            max: 0,
+            beyond: Vec::new(),
+        }
+    }
+
+    /// Counts `value` ns (at least 1: HDR's lowest discernible value).
+    #[inline]
+    pub fn record(&mut self, value: u64) {
+        if value > HISTOGRAM_MAX_NS {
+            self.beyond.push(value);
+            return;
+        }
+        let value = value.max(1);
+        let index = bucket_index(value);
+        if index >= self.counts.len() {
+            self.grow(index);
+        }
+        self.counts[index] += 1;
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+    }
+
+    /// Extends the counts past `index` (doubling, so a histogram grows a few times at most
+    /// and never beyond the range of [`delay_histogram`]).
+    #[cold]
+    fn grow(&mut self, index: usize) {
+        let last = bucket_index(HISTOGRAM_MAX_NS);
+        let len = (index + 1)
+            .next_power_of_two()
+            .clamp(2 * HALF_COUNT as usize, last + 1);
+        self.counts.resize(len, 0);
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.max == 0 && self.beyond.is_empty()
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &DelayHistogram) {
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine += theirs;
+        }
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.beyond.extend_from_slice(&other.beyond);
+    }
+
+    /// The `hdrhistogram` histogram of the same values (equal to recording each with
+    /// `saturating_record` into [`delay_histogram`]: same counts, total, minimum and maximum).
+    pub fn to_hdr(&self) -> Histogram<u64> {
+        let mut histogram = delay_histogram();
+        let (min_index, max_index) = (bucket_index(self.min.max(1)), bucket_index(self.max.max(1)));
+        for (index, &count) in self.counts.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            // Any value of the bucket counts the same; the exact extremes keep the
+            // histogram's minimum and maximum exact.
+            let mut record = |value: u64, n: u64| {
+                histogram
+                    .record_n(value, n)
+                    .expect("values up to HISTOGRAM_MAX_NS are in range");
+            };
+            if index == min_index && index == max_index && self.min != self.max {
+                record(self.min, 1);
+                record(self.max, count - 1);
+            } else if index == min_index {
+                record(self.min, count);
+            } else if index == max_index {
+                record(self.max, count);
+            } else {
+                record(bucket_value(index), count);
+            }
+        }
+        for &value in &self.beyond {
+            histogram.saturating_record(value);
+        }
+        histogram
+    }
+}
+
 /// Receive-gap (jitter) and delay-variation statistics of one flow or class. Updated in
 /// reception order, so it cannot be merged after the fact.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Jitter {
-    /// Time of the previous reception.
-    last_receive: Option<TimeNs>,
-    /// Delay of the previous reception.
-    last_delay: Option<u64>,
+    /// Time and delay of the previous reception.
+    last: Option<(TimeNs, u64)>,
     /// Number of receive gaps.
     pub gap_count: u64,
     /// Sum of receive gaps, ns.
@@ -46,18 +187,15 @@ impl Jitter {
     /// A packet was received at `now` after `delay` ns.
     #[inline]
     pub fn on_received(&mut self, now: TimeNs, delay: u64) {
-        if let Some(last) = self.last_receive {
-            let gap = now - last;
+        if let Some((last_receive, last_delay)) = self.last {
+            let gap = now - last_receive;
             self.gap_count += 1;
             self.gap_sum += gap as u128;
             self.gap_square_sum += gap as u128 * gap as u128;
             self.gap_max = self.gap_max.max(gap);
+            self.ipdv_sum += last_delay.abs_diff(delay) as u128;
         }
-        if let Some(last) = self.last_delay {
-            self.ipdv_sum += last.abs_diff(delay) as u128;
-        }
-        self.last_receive = Some(now);
-        self.last_delay = Some(delay);
+        self.last = Some((now, delay));
     }
 }
 
@@ -81,7 +219,7 @@ pub struct Accumulator {
     /// Largest one-way delay, ns.
     pub delay_max: u64,
     /// Delay histogram, ns.
-    pub delay: Histogram<u64>,
+    pub delay: DelayHistogram,
     /// Receive gaps and delay variation.
     pub jitter: Jitter,
     /// Sum of shaping delays of the packets sent, ns.
@@ -99,7 +237,7 @@ impl Default for Accumulator {
             dropped_bytes: 0,
             delay_sum: 0,
             delay_max: 0,
-            delay: delay_histogram(),
+            delay: DelayHistogram::new(),
             jitter: Jitter::default(),
             shaper_delay_sum: 0,
         }
@@ -116,13 +254,13 @@ impl Accumulator {
     }
 
     /// A measured packet was delivered at `now` after `delay` ns.
-    #[inline]
+    #[inline(always)]
     pub fn on_received(&mut self, size: u32, now: TimeNs, delay: u64) {
         self.received += 1;
         self.received_bytes += size as u64;
         self.delay_sum += delay as u128;
         self.delay_max = self.delay_max.max(delay);
-        self.delay.saturating_record(delay.max(1));
+        self.delay.record(delay);
         self.jitter.on_received(now, delay);
     }
 
@@ -151,9 +289,112 @@ impl Accumulator {
         self.dropped_bytes += other.dropped_bytes;
         self.delay_sum += other.delay_sum;
         self.delay_max = self.delay_max.max(other.delay_max);
-        self.delay
-            .add(&other.delay)
-            .expect("histograms with the same bounds merge");
+        self.delay.merge(&other.delay);
         self.shaper_delay_sum += other.shaper_delay_sum;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The histogram `values` make when recorded one at a time, as the engine used to.
+    fn recorded_one_by_one(values: &[u64]) -> Histogram<u64> {
+        let mut histogram = delay_histogram();
+        for &v in values {
+            histogram.saturating_record(v.max(1));
+        }
+        histogram
+    }
+
+    fn via_delay_histogram(values: &[u64]) -> Histogram<u64> {
+        let mut histogram = DelayHistogram::new();
+        for &v in values {
+            histogram.record(v);
+        }
+        histogram.to_hdr()
+    }
+
+    /// `Debug` shows every field of `hdrhistogram::Histogram`, including the exact minimum
+    /// and maximum that `PartialEq` compares only up to bucket resolution.
+    fn assert_identical(a: &Histogram<u64>, b: &Histogram<u64>) {
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+
+    #[test]
+    fn bucket_edges_match_hdr() {
+        let hdr = delay_histogram();
+        // Bucket 0 holds 0..2048 one value per sub-bucket; bucket k ≥ 1 holds
+        // [1024·2^k, 2048·2^k) in sub-buckets 2^k wide.
+        for value in [
+            1,
+            2,
+            1023,
+            1024,
+            2047,
+            2048,
+            2049,
+            4095,
+            4096,
+            1 << 20,
+            (1 << 20) + 1,
+            HISTOGRAM_MAX_NS,
+        ] {
+            let index = bucket_index(value);
+            assert_eq!(bucket_value(index), hdr.lowest_equivalent(value), "value {value}");
+            assert_eq!(
+                bucket_index(hdr.highest_equivalent(value)),
+                index,
+                "value {value}"
+            );
+            assert_eq!(
+                bucket_index(hdr.highest_equivalent(value) + 1),
+                index + 1,
+                "value {value}"
+            );
+        }
+        assert_eq!(bucket_index(2047), 2047);
+        assert_eq!(bucket_index(2048), 2048);
+        assert_eq!(bucket_index(2050), 2049);
+        assert_eq!(bucket_index(4096), 3072);
+    }
+
+    #[test]
+    fn empty_and_extreme_values_match_hdr() {
+        assert_identical(&via_delay_histogram(&[]), &recorded_one_by_one(&[]));
+        let values = [0, 0, 5, HISTOGRAM_MAX_NS, HISTOGRAM_MAX_NS + 1, u64::MAX, 3];
+        assert_identical(&via_delay_histogram(&values), &recorded_one_by_one(&values));
+        let only_beyond = [HISTOGRAM_MAX_NS * 2];
+        assert_identical(
+            &via_delay_histogram(&only_beyond),
+            &recorded_one_by_one(&only_beyond),
+        );
+        let same = [777_777; 5];
+        assert_identical(&via_delay_histogram(&same), &recorded_one_by_one(&same));
+    }
+
+    proptest! {
+        /// Recording through `DelayHistogram` gives exactly the histogram of recording each
+        /// value into `hdrhistogram` (counts, total, exact minimum and maximum), also after
+        /// merging, whatever the spread of values.
+        #[test]
+        fn same_histogram_as_recording_one_by_one(
+            a in prop::collection::vec(
+                prop_oneof![0u64..4096, 0u64..10_000_000, 0u64..HISTOGRAM_MAX_NS * 2, Just(u64::MAX)],
+                0..200,
+            ),
+            b in prop::collection::vec(0u64..100_000_000_000, 0..50),
+        ) {
+            assert_identical(&via_delay_histogram(&a), &recorded_one_by_one(&a));
+            let mut left = DelayHistogram::new();
+            a.iter().for_each(|&v| left.record(v));
+            let mut right = DelayHistogram::new();
+            b.iter().for_each(|&v| right.record(v));
+            left.merge(&right);
+            let all: Vec<u64> = a.iter().chain(&b).copied().collect();
+            assert_identical(&left.to_hdr(), &recorded_one_by_one(&all));
+            prop_assert_eq!(left.is_empty(), all.is_empty());
+        }
     }
 }

@@ -78,13 +78,9 @@ fn unit(rng: &mut SourceRng) -> f64 {
 /// Fractional nanoseconds to whole nanoseconds, rounded to the nearest, saturating.
 #[inline]
 fn ns(nanoseconds: f64) -> TimeNs {
-    // `as` truncates and saturates; adding 0.5 first rounds non-negative values (cheaper than
-    // `f64::round`, which is a libm call).
-    if nanoseconds <= 0.0 {
-        0
-    } else {
-        (nanoseconds + 0.5) as TimeNs
-    }
+    // `as` truncates and saturates (negative values and NaN give 0); adding 0.5 first rounds
+    // non-negative values (cheaper than `f64::round`, which is a libm call).
+    (nanoseconds + 0.5) as TimeNs
 }
 
 /// A packet-size distribution, in bytes (before the optional `header`).
@@ -145,7 +141,7 @@ impl SizeDist {
     }
 
     /// One size in bytes.
-    #[inline]
+    #[inline(always)]
     pub fn sample(&self, rng: &mut SourceRng) -> u32 {
         let body = match &self.shape {
             SizeShape::Constant(size) => *size,
@@ -194,7 +190,7 @@ impl SizeDist {
 }
 
 /// `min + Exp(mean − min)`, rounded to bytes, redrawn while above `max`.
-#[inline]
+#[inline(always)]
 fn truncated_exponential(rng: &mut SourceRng, mean: f64, min: u32, max: u32) -> u32 {
     let scale = mean - min as f64;
     if scale <= 0.0 {
@@ -645,23 +641,18 @@ impl Generator {
         }
     }
 
-    #[inline]
-    fn draw_size(&mut self) -> u32 {
-        match &self.size {
-            Some(size) => size.sample(&mut self.rng),
-            None => 1000,
-        }
-    }
-
     /// The next packet, or `None` when the model has no more (end of a trace, an MMPP stuck in
     /// a silent absorbing state).
-    #[inline]
+    #[inline(always)]
     pub fn next_packet(&mut self) -> Option<Emission> {
         let start = self.start;
         let at = |offset: f64| start.saturating_add(ns(offset));
-        let size = match self.state {
-            State::Mpeg { .. } | State::Trace { .. } => 0,
-            _ => self.draw_size(),
+        // Models that take sizes from the source's distribution draw the size first, then
+        // their times (one `match` on the model for both).
+        let size_dist = &self.size;
+        let draw_size = |rng: &mut SourceRng| match size_dist {
+            Some(size) => size.sample(rng),
+            None => 1000,
         };
         let emission = |time: TimeNs, size: u32| Emission {
             time,
@@ -672,6 +663,7 @@ impl Generator {
         let rng = &mut self.rng;
         match &mut self.state {
             State::Cbr { spacing, count, next } => {
+                let size = draw_size(rng);
                 let time = match *spacing {
                     Spacing::PacketsPerSecond(pps) => at(*count as f64 * NS / pps),
                     Spacing::BitRate(_) => at(*next),
@@ -681,6 +673,7 @@ impl Generator {
                 Some(emission(time, size))
             }
             State::Poisson { mean_gap_ns, next } => {
+                let size = draw_size(rng);
                 let time = at(*next);
                 *next += *mean_gap_ns * exp1(rng);
                 Some(emission(time, size))
@@ -692,6 +685,7 @@ impl Generator {
                 next,
                 on_end,
             } => {
+                let size = draw_size(rng);
                 let time = at(*next);
                 let following = *next + spacing.gap_ns(size);
                 if following < *on_end {
@@ -708,21 +702,24 @@ impl Generator {
                 jump,
                 state,
                 clock,
-            } => loop {
-                let rate = total[*state];
-                if rate <= 0.0 {
-                    return None;
+            } => {
+                let size = draw_size(rng);
+                loop {
+                    let rate = total[*state];
+                    if rate <= 0.0 {
+                        return None;
+                    }
+                    *clock += exp1(rng) / rate;
+                    let u = unit(rng);
+                    let cumulative = &jump[*state];
+                    let moves = *cumulative.last().unwrap_or(&0.0);
+                    if u < moves {
+                        *state = cumulative.partition_point(|&c| c <= u);
+                        continue;
+                    }
+                    return Some(emission(at(*clock), size));
                 }
-                *clock += exp1(rng) / rate;
-                let u = unit(rng);
-                let cumulative = &jump[*state];
-                let moves = *cumulative.last().unwrap_or(&0.0);
-                if u < moves {
-                    *state = cumulative.partition_point(|&c| c <= u);
-                    continue;
-                }
-                return Some(emission(at(*clock), size));
-            },
+            }
             State::Mpeg {
                 model,
                 frame_ns,
@@ -826,6 +823,20 @@ mod tests {
                 (f - i as f64 / n).abs().max((((i + 1) as f64) / n - f).abs())
             })
             .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn fractional_times_round_to_the_nearest_ns_and_saturate() {
+        assert_eq!(ns(0.0), 0);
+        assert_eq!(ns(-0.0), 0);
+        assert_eq!(ns(-3.7), 0);
+        assert_eq!(ns(f64::NAN), 0);
+        assert_eq!(ns(0.49), 0);
+        assert_eq!(ns(0.5), 1);
+        assert_eq!(ns(1_234_567.5), 1_234_568);
+        assert_eq!(ns(2.4e9), 2_400_000_000);
+        assert_eq!(ns(1e30), u64::MAX);
+        assert_eq!(ns(f64::INFINITY), u64::MAX);
     }
 
     #[test]
