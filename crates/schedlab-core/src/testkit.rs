@@ -204,3 +204,30 @@ pub fn check_pairwise_fairness(
     }
     Ok(())
 }
+
+/// Builds discipline `D` on the test link with `config`, `limit`, and the given flows'
+/// weights (other flows take the default weight).
+pub fn build_weighted<D: crate::discipline::Discipline>(
+    config: D::Config,
+    weights: &[(FlowId, u32)],
+    limit: crate::config::BufferLimit,
+) -> D {
+    use crate::config::{FlowParams, FlowTable};
+    let mut table = FlowTable::uniform(FlowParams::default());
+    for &(flow, weight) in weights {
+        table.set(
+            flow,
+            FlowParams {
+                weight: Some(weight),
+                ..Default::default()
+            },
+            format!("flow {flow}"),
+        );
+    }
+    let context = crate::discipline::BuildContext {
+        limit,
+        flows: &table,
+        link_rate: link(),
+    };
+    D::build(config, &context).unwrap_or_else(|e| panic!("test configuration does not build: {e}"))
+}

@@ -173,20 +173,7 @@ mod tests {
     use crate::testkit;
 
     pub(crate) fn scfq(weights: &[(FlowId, u32)], limit: BufferLimit) -> Scfq {
-        let mut table = FlowTable::uniform(FlowParams::default());
-        for &(flow, weight) in weights {
-            let params = FlowParams {
-                weight: Some(weight),
-                ..Default::default()
-            };
-            table.set(flow, params, format!("flow {flow}"));
-        }
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Scfq::build(ScfqConfig, &context).unwrap()
+        testkit::build_weighted(ScfqConfig, weights, limit)
     }
 
     fn v(value: u64) -> VirtualTime {

@@ -190,24 +190,11 @@ impl Scheduler for Stfq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::config::{BufferLimit, DropPolicy};
     use crate::testkit;
 
     fn stfq(weights: &[(FlowId, u32)], limit: BufferLimit) -> Stfq {
-        let mut table = FlowTable::uniform(FlowParams::default());
-        for &(flow, weight) in weights {
-            let params = FlowParams {
-                weight: Some(weight),
-                ..Default::default()
-            };
-            table.set(flow, params, format!("flow {flow}"));
-        }
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Stfq::build(StfqConfig, &context).unwrap()
+        testkit::build_weighted(StfqConfig, weights, limit)
     }
 
     fn tag(start: u64, finish: u64) -> PacketTag {

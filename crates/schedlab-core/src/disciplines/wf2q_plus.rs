@@ -427,13 +427,7 @@ mod tests {
     }
 
     fn wf2q_plus(weights: &[(FlowId, u32)], limit: BufferLimit) -> Wf2qPlus {
-        let table = table(weights);
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Wf2qPlus::build(Wf2qPlusConfig, &context).unwrap()
+        testkit::build_weighted(Wf2qPlusConfig, weights, limit)
     }
 
     fn v(value: u64) -> VirtualTime {

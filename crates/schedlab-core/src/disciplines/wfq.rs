@@ -382,20 +382,7 @@ mod tests {
     use std::cmp::Ordering;
 
     fn wfq(weights: &[(FlowId, u32)], limit: BufferLimit) -> Wfq {
-        let mut table = FlowTable::uniform(FlowParams::default());
-        for &(flow, weight) in weights {
-            let params = FlowParams {
-                weight: Some(weight),
-                ..Default::default()
-            };
-            table.set(flow, params, format!("flow {flow}"));
-        }
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Wfq::build(WfqConfig, &context).unwrap()
+        testkit::build_weighted(WfqConfig, weights, limit)
     }
 
     fn v(value: u64) -> VirtualTime {
