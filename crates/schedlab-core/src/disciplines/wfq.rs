@@ -521,17 +521,29 @@ mod tests {
         fn int(n: i128) -> Q {
             Q { n, d: 1 }
         }
+        // Checked arithmetic with cross-reduction: an overflow panics instead of wrapping
+        // (release builds wrap silently, which once produced a GPS finish before arrival).
         fn add(self, o: Q) -> Q {
-            Q::new(self.n * o.d + o.n * self.d, self.d * o.d)
+            let g = gcd(self.d, o.d);
+            let (a, b) = (o.d / g, self.d / g);
+            let n = self
+                .n
+                .checked_mul(a)
+                .and_then(|x| o.n.checked_mul(b).and_then(|y| x.checked_add(y)));
+            let d = self.d.checked_mul(a);
+            Q::new(n.expect("rational overflow"), d.expect("rational overflow"))
         }
         fn sub(self, o: Q) -> Q {
-            Q::new(self.n * o.d - o.n * self.d, self.d * o.d)
+            self.add(Q { n: -o.n, d: o.d })
         }
         fn mul(self, o: Q) -> Q {
-            Q::new(self.n * o.n, self.d * o.d)
+            let (g1, g2) = (gcd(self.n, o.d).max(1), gcd(o.n, self.d).max(1));
+            let n = (self.n / g1).checked_mul(o.n / g2).expect("rational overflow");
+            let d = (self.d / g2).checked_mul(o.d / g1).expect("rational overflow");
+            Q::new(n, d)
         }
         fn div(self, o: Q) -> Q {
-            Q::new(self.n * o.d, self.d * o.n)
+            self.mul(Q::new(o.d, o.n))
         }
         fn max(self, o: Q) -> Q {
             if self >= o {
@@ -573,8 +585,12 @@ mod tests {
                     .map(|(k, f)| (*k, *f))
                     .collect();
                 if backlogged.is_empty() {
+                    // Idle: V stays where it is until `to`. Record the end of the idle period
+                    // too, so that a later tag is interpolated from it and not from the start
+                    // of the idle period (which would put GPS finishes before arrivals).
                     if let Some(to) = to {
                         *t = to;
+                        breakpoints.push((*t, *v));
                     }
                     return;
                 }
@@ -617,7 +633,8 @@ mod tests {
                     .expect("V reaches every tag");
                 let (t1, v1) = breakpoints[k];
                 let (t0, v0) = breakpoints[k - 1];
-                t0.add(tag.sub(v0).mul(t1.sub(t0)).div(v1.sub(v0)))
+                // The slope (t1 − t0)/(v1 − v0) is 1000·Σφ: divide first to keep numbers small.
+                t0.add(tag.sub(v0).mul(t1.sub(t0).div(v1.sub(v0))))
             })
             .collect();
         (tags, times)
@@ -681,7 +698,7 @@ mod tests {
                 let bound = gps_finish[i].add(Q::int(l_max * 1000));
                 proptest::prop_assert!(
                     Q::int(*end as i128) <= bound,
-                    "packet {} left at {} ns, GPS finish {} + L_max/C", i, end, gps_finish[i].to_f64()
+                    "packet {} ({:?}) tag {} left at {} ns, GPS finish {} + L_max/C", i, trace[i], tags[i].to_f64(), end, gps_finish[i].to_f64()
                 );
             }
         }
