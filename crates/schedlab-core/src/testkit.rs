@@ -205,24 +205,17 @@ pub fn check_pairwise_fairness(
     Ok(())
 }
 
-/// Builds discipline `D` on the test link with `config`, `limit`, and the given flows'
-/// weights (other flows take the default weight).
-pub fn build_weighted<D: crate::discipline::Discipline>(
+/// Builds discipline `D` on the test link with `config`, `limit`, and per-flow parameters
+/// for the given flows (other flows take the defaults).
+pub fn build_with<D: crate::discipline::Discipline>(
     config: D::Config,
-    weights: &[(FlowId, u32)],
+    flows: impl IntoIterator<Item = (FlowId, crate::config::FlowParams)>,
     limit: crate::config::BufferLimit,
 ) -> D {
     use crate::config::{FlowParams, FlowTable};
     let mut table = FlowTable::uniform(FlowParams::default());
-    for &(flow, weight) in weights {
-        table.set(
-            flow,
-            FlowParams {
-                weight: Some(weight),
-                ..Default::default()
-            },
-            format!("flow {flow}"),
-        );
+    for (flow, params) in flows {
+        table.set(flow, params, format!("flow {flow}"));
     }
     let context = crate::discipline::BuildContext {
         limit,
@@ -230,4 +223,37 @@ pub fn build_weighted<D: crate::discipline::Discipline>(
         link_rate: link(),
     };
     D::build(config, &context).unwrap_or_else(|e| panic!("test configuration does not build: {e}"))
+}
+
+/// Builds discipline `D` on the test link with `config`, `limit`, and the given flows'
+/// weights (other flows take the default weight).
+pub fn build_weighted<D: crate::discipline::Discipline>(
+    config: D::Config,
+    weights: &[(FlowId, u32)],
+    limit: crate::config::BufferLimit,
+) -> D {
+    let params = |weight| crate::config::FlowParams {
+        weight: Some(weight),
+        ..Default::default()
+    };
+    build_with(
+        config,
+        weights.iter().map(|&(flow, weight)| (flow, params(weight))),
+        limit,
+    )
+}
+
+/// A buffer of `bytes` with longest-queue drop when `longest_queue_drop`, else tail drop.
+pub fn byte_limit(bytes: u64, longest_queue_drop: bool) -> crate::config::BufferLimit {
+    use crate::config::{BufferLimit, DropPolicy};
+    let policy = if longest_queue_drop {
+        DropPolicy::LongestQueueDrop
+    } else {
+        DropPolicy::TailDrop
+    };
+    BufferLimit {
+        bytes: Some(bytes),
+        policy,
+        ..BufferLimit::UNLIMITED
+    }
 }

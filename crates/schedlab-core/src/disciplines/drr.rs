@@ -231,23 +231,12 @@ mod tests {
     use crate::testkit;
 
     fn drr(quanta: &[(FlowId, u32)], limit: BufferLimit) -> Drr {
-        let mut table = FlowTable::uniform(FlowParams::default());
-        for (flow, quantum) in quanta {
-            table.set(
-                *flow,
-                FlowParams {
-                    quantum: Some(*quantum),
-                    ..Default::default()
-                },
-                format!("flow {flow}"),
-            );
-        }
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
+        let params = |quantum| FlowParams {
+            quantum: Some(quantum),
+            ..Default::default()
         };
-        Drr::build(DrrConfig { quantum: Some(500) }, &context).unwrap()
+        let flows = quanta.iter().map(|&(flow, quantum)| (flow, params(quantum)));
+        testkit::build_with(DrrConfig { quantum: Some(500) }, flows, limit)
     }
 
     /// Shreedhar–Varghese's example: quantum 500, flow 1 holds a 200-byte then a 750-byte
@@ -308,8 +297,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
-            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
-            let limit = BufferLimit { bytes: Some(8000), policy, ..BufferLimit::UNLIMITED };
+            let limit = testkit::byte_limit(8000, lqd);
             let mut s = drr(&[(1, 300), (2, 1500), (3, 4000)], limit);
             testkit::check_invariants(&mut s, &trace, true)?;
         }

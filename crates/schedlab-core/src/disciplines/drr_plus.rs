@@ -449,7 +449,7 @@ impl Scheduler for DrrPlus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::config::{BufferLimit, FlowParams};
     use crate::link::Outcome;
     use crate::testkit;
     use proptest::prelude::*;
@@ -723,8 +723,7 @@ mod tests {
         /// reference oracle finds a window over its contract.
         #[test]
         fn invariants_and_demotion_times(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
-            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
-            let limit = BufferLimit { bytes: Some(8000), policy, ..BufferLimit::UNLIMITED };
+            let limit = testkit::byte_limit(8000, lqd);
             let contracts = [(0, 2000, 3 * MS), (1, 6000, 10 * MS)];
             let mut s = drr_plus(&contracts, &[(2, 300), (3, 4000)], limit);
             testkit::check_invariants(&mut s, &trace, true)?;

@@ -669,7 +669,7 @@ impl Scheduler for DrrPlusPlus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::config::{BufferLimit, FlowParams};
     use crate::link::{run_link, Outcome};
     use crate::testkit;
     use crate::time::Rate;
@@ -1086,8 +1086,7 @@ mod tests {
 
         #[test]
         fn invariants(trace in testkit::arb_trace(6, 300), lqd in proptest::bool::ANY, original in proptest::bool::ANY) {
-            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
-            let limit = BufferLimit { bytes: Some(8000), policy, ..BufferLimit::UNLIMITED };
+            let limit = testkit::byte_limit(8000, lqd);
             let variant = if original { Variant::Original } else { Variant::Modified };
             // Two LC flows (0, 3) with small and large quanta; BE quanta below and above the
             // largest packet.

@@ -1039,7 +1039,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy};
+    use crate::config::BufferLimit;
     use crate::link::{run_link, LinkRun, Outcome};
     use crate::registry::build_scheduler;
     use crate::testkit;
@@ -1832,8 +1832,7 @@ mod tests {
         ) {
             let table: Vec<(FlowId, FlowParams)> =
                 flows.iter().enumerate().map(|(f, p)| (f as FlowId, *p)).collect();
-            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
-            let limit = BufferLimit { bytes: Some(6000), policy, ..BufferLimit::UNLIMITED };
+            let limit = testkit::byte_limit(6000, lqd);
             let structure = if list { Structure::List } else { Structure::Heap };
             let mut s = dwcs_with(&table, DwcsConfig { structure, ..config }, limit);
             prop_assert!(s.is_work_conserving());

@@ -299,8 +299,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
-            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
-            let limit = BufferLimit { bytes: Some(8000), policy, ..BufferLimit::UNLIMITED };
+            let limit = testkit::byte_limit(8000, lqd);
             let mut s = stfq(&[(1, 2), (2, 3), (3, 8)], limit);
             testkit::check_invariants(&mut s, &trace, true)?;
         }

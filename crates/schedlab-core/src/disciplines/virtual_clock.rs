@@ -543,8 +543,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
-            let policy = if lqd { DropPolicy::LongestQueueDrop } else { DropPolicy::TailDrop };
-            let limit = BufferLimit { bytes: Some(8000), policy, ..BufferLimit::UNLIMITED };
+            let limit = testkit::byte_limit(8000, lqd);
             let t = table(&[(1, weight(2)), (2, rate(3_000_000)), (3, weight(8))], FlowParams::default());
             let mut s = virtual_clock(&t, testkit::link(), limit);
             testkit::check_invariants(&mut s, &trace, true)?;

@@ -193,27 +193,11 @@ impl Scheduler for Wrr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::config::{BufferLimit, DropPolicy};
     use crate::testkit;
 
     fn wrr(weights: &[(FlowId, u32)], limit: BufferLimit) -> Wrr {
-        let mut table = FlowTable::uniform(FlowParams::default());
-        for (flow, weight) in weights {
-            table.set(
-                *flow,
-                FlowParams {
-                    weight: Some(*weight),
-                    ..Default::default()
-                },
-                format!("flow {flow}"),
-            );
-        }
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Wrr::build(WrrConfig, &context).unwrap()
+        testkit::build_weighted(WrrConfig, weights, limit)
     }
 
     /// Weights 3, 1, 2 (flows 0, 1, 2), five packets each of mixed sizes queued at time 0
