@@ -25,6 +25,7 @@ pub mod discipline;
 pub mod disciplines;
 pub mod link;
 pub mod packet;
+pub mod pool;
 pub mod queues;
 pub mod registry;
 pub mod scheduler;

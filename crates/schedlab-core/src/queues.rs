@@ -1,55 +1,25 @@
 //! Per-flow FIFO queues with a shared buffer limit, used by every discipline that keeps a
 //! queue per flow (WRR, DRR and its family, the fair-queueing family).
 //!
-//! Storage: every queued packet sits in one node of a shared pool (one `Vec`); a flow's queue
-//! is a doubly linked list of pool nodes (head, tail), and free nodes form a LIFO free list.
-//! So the pool never holds more nodes than the largest total backlog seen (at most the
-//! buffer limit), memory stays contiguous, and once the pool has grown to the backlog no
-//! operation allocates, however the backlog moves between flows (per-flow `VecDeque`s would
-//! each grow to the longest queue that flow ever had). The node freed by a dequeue is the
-//! one the next arrival reuses, so it is still in cache.
+//! Storage: every queued packet sits in one node of a shared pool ([`PooledLists`]); a
+//! flow's queue is one list of that pool, so nothing allocates once the pool has grown to the
+//! largest backlog, however the backlog moves between flows.
 //!
 //! Invariants: `counters` holds exactly the packets in the queues (a flow's length is its
-//! counted backlog); a flow's queue is a FIFO; every pool node is either in exactly one
-//! flow's list or in the free list.
+//! counted backlog); a flow's queue is a FIFO.
 
 use crate::config::{BufferLimit, DropPolicy};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-
-/// "No node": the end of a list.
-const NIL: u32 = u32::MAX;
-
-/// One pool node: a queued packet (or a free node) and its links. Aligned so that a node is
-/// one cache line.
-#[derive(Clone, Copy, Debug)]
-#[repr(align(64))]
-struct Node {
-    packet: Packet,
-    /// Next node towards the tail (or the next free node).
-    next: u32,
-    /// Previous node towards the head; meaningful for every node but a flow's head.
-    prev: u32,
-}
-
-/// A flow's list: first and last node, both [`NIL`] when the queue is empty.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Ends {
-    head: u32,
-    tail: u32,
-}
-
-const EMPTY: Ends = Ends { head: NIL, tail: NIL };
+use crate::pool::{ListEnds, ListIter, PooledLists};
 
 /// Per-flow FIFO queues, their counters and the buffer limit.
 #[derive(Clone, Debug)]
 pub struct FlowQueues {
-    /// Head and tail node of each flow, indexed by flow id.
-    ends: Vec<Ends>,
+    /// Each flow's list in the pool, indexed by flow id.
+    ends: Vec<ListEnds>,
     /// The node pool shared by all flows.
-    nodes: Vec<Node>,
-    /// First free node of the pool.
-    free: u32,
+    pool: PooledLists<Packet>,
     /// Counters of every flow, kept in step with the queues.
     pub counters: Counters,
     limit: BufferLimit,
@@ -77,8 +47,8 @@ pub enum Admission {
 /// The packets queued for one flow, head first: a read-only view into [`FlowQueues`].
 #[derive(Clone, Copy, Debug)]
 pub struct FlowQueue<'a> {
-    nodes: &'a [Node],
-    ends: Ends,
+    pool: &'a PooledLists<Packet>,
+    ends: ListEnds,
     len: usize,
 }
 
@@ -95,19 +65,18 @@ impl<'a> FlowQueue<'a> {
 
     /// The head packet (next to leave).
     pub fn front(&self) -> Option<&'a Packet> {
-        self.nodes.get(self.ends.head as usize).map(|node| &node.packet)
+        self.pool.front(&self.ends)
     }
 
     /// The tail packet (last arrived).
     pub fn back(&self) -> Option<&'a Packet> {
-        self.nodes.get(self.ends.tail as usize).map(|node| &node.packet)
+        self.pool.back(&self.ends)
     }
 
     /// The packets, head first.
     pub fn iter(&self) -> FlowQueueIter<'a> {
         FlowQueueIter {
-            nodes: self.nodes,
-            next: self.ends.head,
+            list: self.pool.iter(self.ends),
             remaining: self.len,
         }
     }
@@ -124,21 +93,16 @@ impl<'a> IntoIterator for FlowQueue<'a> {
 /// Iterator over one flow's queued packets, head first.
 #[derive(Clone, Debug)]
 pub struct FlowQueueIter<'a> {
-    nodes: &'a [Node],
-    next: u32,
+    list: ListIter<'a, Packet>,
     remaining: usize,
 }
 
 impl<'a> Iterator for FlowQueueIter<'a> {
     type Item = &'a Packet;
     fn next(&mut self) -> Option<&'a Packet> {
-        if self.remaining == 0 {
-            return None;
-        }
-        let node = &self.nodes[self.next as usize];
-        self.next = node.next;
+        let packet = self.list.next()?;
         self.remaining -= 1;
-        Some(&node.packet)
+        Some(packet)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -153,8 +117,7 @@ impl FlowQueues {
     pub fn new(limit: BufferLimit) -> FlowQueues {
         FlowQueues {
             ends: Vec::new(),
-            nodes: Vec::new(),
-            free: NIL,
+            pool: PooledLists::default(),
             counters: Counters::default(),
             limit,
             max_packets: limit.packets.unwrap_or(u64::MAX),
@@ -183,7 +146,7 @@ impl FlowQueues {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, index: usize) {
-        self.ends.resize(index + 1, EMPTY);
+        self.ends.resize(index + 1, ListEnds::default());
     }
 
     /// Whether one more packet of `size` bytes fits in the buffer.
@@ -193,77 +156,23 @@ impl FlowQueues {
         backlog.packets < self.max_packets && backlog.bytes + size <= self.max_bytes
     }
 
-    /// Links `packet` at the tail of `flow` (whose slot exists), taking a free node or growing
-    /// the pool.
+    /// Links `packet` at the tail of `flow` (whose slot exists).
     #[inline]
     fn push_back(&mut self, flow: FlowId, packet: Packet) {
-        let ends = &mut self.ends[flow as usize];
-        let node = Node {
-            packet,
-            next: NIL,
-            prev: ends.tail,
-        };
-        let index = if self.free == NIL {
-            let index = self.nodes.len() as u32;
-            assert!(index < NIL, "more than 2^32 - 1 packets queued");
-            self.nodes.push(node);
-            index
-        } else {
-            let index = self.free;
-            let slot = &mut self.nodes[index as usize];
-            self.free = slot.next;
-            *slot = node;
-            index
-        };
-        if ends.tail == NIL {
-            ends.head = index;
-        } else {
-            self.nodes[ends.tail as usize].next = index;
-        }
-        ends.tail = index;
+        self.pool.push_back(&mut self.ends[flow as usize], packet);
     }
 
     /// Unlinks and returns the head packet of `flow`, with whether the queue is now empty.
     #[inline]
     fn pop_front(&mut self, flow: FlowId) -> Option<(Packet, bool)> {
         let ends = self.ends.get_mut(flow as usize)?;
-        let index = ends.head;
-        if index == NIL {
-            return None;
-        }
-        let node = &mut self.nodes[index as usize];
-        let packet = node.packet;
-        ends.head = node.next;
-        // The new head's `prev` is left stale: a head's `prev` is never read.
-        let emptied = ends.head == NIL;
-        if emptied {
-            ends.tail = NIL;
-        }
-        node.next = self.free;
-        self.free = index;
-        Some((packet, emptied))
+        let packet = self.pool.pop_front(ends)?;
+        Some((packet, ends.is_empty()))
     }
 
     /// Unlinks and returns the tail packet of `flow`.
     fn pop_back(&mut self, flow: FlowId) -> Option<Packet> {
-        let ends = self.ends.get_mut(flow as usize)?;
-        let index = ends.tail;
-        if index == NIL {
-            return None;
-        }
-        let node = &mut self.nodes[index as usize];
-        let packet = node.packet;
-        if ends.head == index {
-            *ends = EMPTY;
-        } else {
-            ends.tail = node.prev;
-        }
-        node.next = self.free;
-        self.free = index;
-        if ends.tail != NIL {
-            self.nodes[ends.tail as usize].next = NIL;
-        }
-        Some(packet)
+        self.pool.pop_back(self.ends.get_mut(flow as usize)?)
     }
 
     /// Admits `packet`: records the arrival, enforces the buffer limit and queues the packet
@@ -350,7 +259,7 @@ impl FlowQueues {
         let mut best: Option<(FlowId, u64, u64)> = None;
         for (index, ends) in self.ends.iter().enumerate() {
             let flow = index as FlowId;
-            if ends.head == NIL || flow == arrival.flow {
+            if ends.is_empty() || flow == arrival.flow {
                 continue;
             }
             let bytes = self.counters.flow_backlog(flow).bytes;
@@ -403,15 +312,14 @@ impl FlowQueues {
     /// The head packet of `flow`.
     #[inline]
     pub fn head(&self, flow: FlowId) -> Option<&Packet> {
-        let head = self.ends.get(flow as usize)?.head;
-        self.nodes.get(head as usize).map(|node| &node.packet)
+        self.pool.front(self.ends.get(flow as usize)?)
     }
 
     /// The packets queued for `flow`, head first (`None` for a flow never seen).
     pub fn queue(&self, flow: FlowId) -> Option<FlowQueue<'_>> {
         let ends = *self.ends.get(flow as usize)?;
         Some(FlowQueue {
-            nodes: &self.nodes,
+            pool: &self.pool,
             ends,
             len: self.len(flow),
         })
@@ -420,7 +328,7 @@ impl FlowQueues {
     /// Whether `flow` has nothing queued.
     #[inline]
     pub fn is_empty(&self, flow: FlowId) -> bool {
-        self.ends.get(flow as usize).is_none_or(|ends| ends.head == NIL)
+        self.ends.get(flow as usize).is_none_or(|ends| ends.is_empty())
     }
 
     /// Number of packets queued for `flow`.
@@ -430,7 +338,7 @@ impl FlowQueues {
 
     /// Pool nodes allocated (the largest total backlog seen, rounded up by `Vec` growth).
     pub fn pool_capacity(&self) -> usize {
-        self.nodes.capacity()
+        self.pool.capacity()
     }
 }
 
@@ -525,7 +433,7 @@ mod tests {
         // The three nodes are reused, most recently freed first.
         q.admit(packet(3, 0, 100), |_| 1, &mut drops);
         q.admit(packet(4, 1, 100), |_| 1, &mut drops);
-        assert_eq!(q.nodes.len(), 3);
+        assert_eq!(q.pool.node_count(), 3);
         let ids: Vec<u64> = q.queue(1).unwrap().iter().map(|p| p.id).collect();
         assert_eq!(ids, vec![4]);
         assert!(q.queue(3).is_none(), "flow never seen");
@@ -604,14 +512,8 @@ mod tests {
                     }
                     queued += expected.len();
                 }
-                let mut free = 0;
-                let mut next = q.free;
-                while next != NIL {
-                    free += 1;
-                    next = q.nodes[next as usize].next;
-                }
-                prop_assert_eq!(queued + free, q.nodes.len());
-                prop_assert!(q.nodes.len() as u64 <= q.counters.peak_backlog().packets);
+                prop_assert_eq!(queued + q.pool.free_count(), q.pool.node_count());
+                prop_assert!(q.pool.node_count() as u64 <= q.counters.peak_backlog().packets);
             }
         }
     }

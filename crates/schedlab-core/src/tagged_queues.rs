@@ -14,8 +14,8 @@
 //!   least head key is the least key of any queued packet. Cost: O(log active flows) per
 //!   packet; no allocation in steady state (the pool and the heap keep their capacity).
 //!
-//! Layout: the tags live in one shared node pool ([`PooledLists`], like the packets in
-//! [`FlowQueues`]), so no flow's storage grows on its own; a flow's list ends, its last sent
+//! Layout: the tags live in one shared node pool ([`PooledLists`], as the packets in
+//! [`FlowQueues`] do), so no flow's storage grows on its own; a flow's list ends, its last sent
 //! finish tag and the discipline's per-flow state `S` share one slot, so serving a flow
 //! touches few cache lines.
 //!
@@ -24,6 +24,7 @@
 use crate::config::{BufferLimit, ConfigError, FlowTable};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
+use crate::pool::{ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::virtual_time::VirtualTime;
 
@@ -235,150 +236,6 @@ impl TagHeap {
             hole = least;
         }
         self.rise(hole, entry);
-    }
-}
-
-/// "No node": the end of a list in [`PooledLists`].
-const NIL: u32 = u32::MAX;
-
-/// The two ends of one list in [`PooledLists`]; kept by the caller (e.g. in its per-flow
-/// state), both ends nil when the list is empty.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ListEnds {
-    head: u32,
-    tail: u32,
-}
-
-impl Default for ListEnds {
-    fn default() -> Self {
-        ListEnds { head: NIL, tail: NIL }
-    }
-}
-
-impl ListEnds {
-    /// Whether the list is empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.head == NIL
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct PoolNode<T> {
-    value: T,
-    next: u32,
-    prev: u32,
-}
-
-/// Many FIFO lists of `T` (one per flow) in one shared pool of nodes with a LIFO free list,
-/// like [`FlowQueues`]' packet pool: once the pool has grown to the largest total backlog,
-/// nothing allocates however the backlog moves between flows (a `VecDeque` per flow would
-/// grow to each flow's longest queue), and the node a dequeue frees is the next one used.
-#[derive(Clone, Debug)]
-pub struct PooledLists<T> {
-    nodes: Vec<PoolNode<T>>,
-    free: u32,
-}
-
-impl<T> Default for PooledLists<T> {
-    fn default() -> Self {
-        PooledLists {
-            nodes: Vec::new(),
-            free: NIL,
-        }
-    }
-}
-
-impl<T: Copy> PooledLists<T> {
-    /// Appends `value` to the list `ends`.
-    #[inline]
-    pub fn push_back(&mut self, ends: &mut ListEnds, value: T) {
-        let node = PoolNode {
-            value,
-            next: NIL,
-            prev: ends.tail,
-        };
-        let index = if self.free == NIL {
-            let index = self.nodes.len() as u32;
-            assert!(index < NIL, "more than 2^32 - 1 packets queued");
-            self.nodes.push(node);
-            index
-        } else {
-            let index = self.free;
-            let slot = &mut self.nodes[index as usize];
-            self.free = slot.next;
-            *slot = node;
-            index
-        };
-        if ends.tail == NIL {
-            ends.head = index;
-        } else {
-            self.nodes[ends.tail as usize].next = index;
-        }
-        ends.tail = index;
-    }
-
-    /// Removes the first value of the list `ends`.
-    #[inline]
-    pub fn pop_front(&mut self, ends: &mut ListEnds) -> Option<T> {
-        let index = ends.head;
-        if index == NIL {
-            return None;
-        }
-        let node = &mut self.nodes[index as usize];
-        let value = node.value;
-        ends.head = node.next;
-        if ends.head == NIL {
-            ends.tail = NIL;
-        } else {
-            self.nodes[ends.head as usize].prev = NIL;
-        }
-        self.nodes[index as usize].next = self.free;
-        self.free = index;
-        Some(value)
-    }
-
-    /// Removes the last value of the list `ends`.
-    #[inline]
-    pub fn pop_back(&mut self, ends: &mut ListEnds) -> Option<T> {
-        let index = ends.tail;
-        if index == NIL {
-            return None;
-        }
-        let node = self.nodes[index as usize];
-        ends.tail = node.prev;
-        if ends.tail == NIL {
-            ends.head = NIL;
-        } else {
-            self.nodes[ends.tail as usize].next = NIL;
-        }
-        self.nodes[index as usize].next = self.free;
-        self.free = index;
-        Some(node.value)
-    }
-
-    /// The first value of the list `ends`.
-    #[inline]
-    pub fn front(&self, ends: &ListEnds) -> Option<&T> {
-        (ends.head != NIL).then(|| &self.nodes[ends.head as usize].value)
-    }
-
-    /// The last value of the list `ends`.
-    #[inline]
-    pub fn back(&self, ends: &ListEnds) -> Option<&T> {
-        (ends.tail != NIL).then(|| &self.nodes[ends.tail as usize].value)
-    }
-
-    /// The values of the list `ends`, first to last.
-    pub fn iter(&self, ends: ListEnds) -> impl Iterator<Item = &T> + '_ {
-        let mut index = ends.head;
-        std::iter::from_fn(move || {
-            (index != NIL).then(|| {
-                let node = &self.nodes[index as usize];
-                index = node.next;
-                &node.value
-            })
-        })
     }
 }
 
@@ -777,37 +634,6 @@ mod tests {
         };
         assert_eq!(valid, sorted, "pops stay in (key, seq) order after compactions");
         valid.clear();
-    }
-
-    #[test]
-    fn pooled_lists_are_fifos_that_reuse_nodes() {
-        let mut pool = PooledLists::default();
-        let (mut a, mut b) = (ListEnds::default(), ListEnds::default());
-        for value in 0..4u64 {
-            pool.push_back(&mut a, value);
-            pool.push_back(&mut b, 10 + value);
-        }
-        assert_eq!(pool.pop_front(&mut a), Some(0));
-        assert_eq!(pool.pop_back(&mut a), Some(3));
-        assert_eq!(pool.pop_back(&mut b), Some(13));
-        assert_eq!(pool.iter(a).copied().collect::<Vec<_>>(), vec![1, 2]);
-        assert_eq!((pool.front(&b), pool.back(&b)), (Some(&10), Some(&12)));
-        pool.push_back(&mut a, 4);
-        pool.push_back(&mut b, 14);
-        pool.push_back(&mut b, 15);
-        assert_eq!(pool.nodes.len(), 8, "three freed nodes were reused");
-        assert_eq!(pool.iter(a).copied().collect::<Vec<_>>(), vec![1, 2, 4]);
-        assert_eq!(
-            pool.iter(b).copied().collect::<Vec<_>>(),
-            vec![10, 11, 12, 14, 15]
-        );
-        while pool.pop_back(&mut b).is_some() {}
-        assert!(b.is_empty());
-        assert_eq!(pool.pop_front(&mut b), None);
-        assert_eq!(pool.pop_front(&mut a), Some(1));
-        assert_eq!(pool.pop_back(&mut a), Some(4));
-        assert_eq!(pool.pop_front(&mut a), Some(2));
-        assert!(a.is_empty() && pool.front(&a).is_none());
     }
 
     #[test]

@@ -53,9 +53,10 @@ use crate::config::{ConfigError, FlowTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
+use crate::pool::{ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{flow_weight, validate_weights, HeapEntry, ListEnds, PooledLists, TagHeap};
+use crate::tagged_queues::{flow_weight, validate_weights, HeapEntry, TagHeap};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
