@@ -460,27 +460,17 @@ mod tests {
     /// Latency-critical flows `(flow, contract_bytes, contract_interval)`; every flow has
     /// quantum 500 unless `quanta` says otherwise.
     fn drr_plus(lc: &[(FlowId, u64, TimeNs)], quanta: &[(FlowId, u32)], limit: BufferLimit) -> DrrPlus {
-        let mut table = FlowTable::uniform(FlowParams::default());
+        let mut flows: std::collections::BTreeMap<FlowId, FlowParams> = Default::default();
         for &(flow, bytes, interval) in lc {
-            let params = FlowParams {
-                latency_critical: Some(true),
-                contract_bytes: Some(bytes),
-                contract_interval: Some(interval),
-                ..Default::default()
-            };
-            table.set(flow, params, format!("flow[{flow}]"));
+            let params = flows.entry(flow).or_default();
+            params.latency_critical = Some(true);
+            params.contract_bytes = Some(bytes);
+            params.contract_interval = Some(interval);
         }
         for &(flow, quantum) in quanta {
-            let mut params = table.overrides.get(&flow).copied().unwrap_or_default();
-            params.quantum = Some(quantum);
-            table.set(flow, params, format!("flow[{flow}]"));
+            flows.entry(flow).or_default().quantum = Some(quantum);
         }
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        DrrPlus::build(DrrPlusConfig { quantum: Some(500) }, &context).unwrap()
+        testkit::build_with(DrrPlusConfig { quantum: Some(500) }, flows, limit)
     }
 
     fn counter(s: &DrrPlus, name: &str) -> u64 {

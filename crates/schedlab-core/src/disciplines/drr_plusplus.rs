@@ -685,28 +685,22 @@ mod tests {
         quanta: &[(FlowId, u32)],
         limit: BufferLimit,
     ) -> DrrPlusPlus {
-        let mut table = FlowTable::uniform(FlowParams::default());
         let mut flows: Vec<FlowId> = lc.iter().chain(quanta.iter().map(|q| &q.0)).copied().collect();
         flows.sort_unstable();
         flows.dedup();
-        for flow in flows {
+        let params = flows.into_iter().map(|flow| {
             let params = FlowParams {
                 latency_critical: Some(lc.contains(&flow)),
                 quantum: quanta.iter().find(|q| q.0 == flow).map(|q| q.1),
                 ..Default::default()
             };
-            table.set(flow, params, format!("flow[{flow}]"));
-        }
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
+            (flow, params)
+        });
         let config = DrrPlusPlusConfig {
             quantum: Some(500),
             variant,
         };
-        DrrPlusPlus::build(config, &context).unwrap()
+        testkit::build_with(config, params, limit)
     }
 
     fn drain(s: &mut DrrPlusPlus) -> Vec<u64> {
