@@ -202,10 +202,15 @@ impl Counters {
         flow.dropped_bytes += packet.size as u64;
     }
 
-    /// Records a packet refused because its flow id is above [`crate::MAX_FLOW_ID`]: it is
-    /// counted here, not per flow, so that a bad id cannot grow the per-flow table.
-    pub fn record_invalid_flow(&mut self) {
+    /// Refuses a packet whose flow id is above [`crate::MAX_FLOW_ID`]: counts it here, not
+    /// per flow (so that a bad id cannot grow the per-flow table), and reports it in `drops`
+    /// as [`DropReason::InvalidPacket`].
+    pub fn refuse_invalid_flow(&mut self, packet: Packet, drops: &mut Vec<Dropped>) {
         self.invalid_flow += 1;
+        drops.push(Dropped {
+            packet,
+            reason: DropReason::InvalidPacket,
+        });
     }
 
     /// Packets refused because their flow id was above [`crate::MAX_FLOW_ID`].

@@ -208,11 +208,7 @@ impl FlowQueues {
     ) -> Admission {
         if packet.flow > MAX_FLOW_ID {
             // Counted apart from the per-flow table, which a bad id must not grow.
-            self.counters.record_invalid_flow();
-            drops.push(Dropped {
-                packet,
-                reason: DropReason::InvalidPacket,
-            });
+            self.counters.refuse_invalid_flow(packet, drops);
             return Admission::Dropped;
         }
         self.counters.record_arrival(&packet);

@@ -74,7 +74,7 @@
 use std::collections::VecDeque;
 
 use crate::config::{ConfigError, FlowParams, FlowTable, TableReader};
-use crate::counters::{Counters, DropReason, Dropped};
+use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
@@ -276,11 +276,7 @@ impl Scheduler for Ewrr {
         let joining = self.window + 1;
         if flow > MAX_FLOW_ID {
             // Refused before FlowQueues sees it: its counters are indexed by flow id.
-            self.queues.counters.record_invalid_flow();
-            drops.push(Dropped {
-                packet,
-                reason: DropReason::InvalidPacket,
-            });
+            self.queues.counters.refuse_invalid_flow(packet, drops);
             return;
         }
         let index = flow as usize;

@@ -80,11 +80,7 @@ impl Scheduler for Fifo {
         }
         if !valid {
             // Per-flow counters are indexed by flow id: a bad id must not grow them.
-            self.counters.record_invalid_flow();
-            drops.push(Dropped {
-                packet,
-                reason: DropReason::InvalidPacket,
-            });
+            self.counters.refuse_invalid_flow(packet, drops);
             return;
         }
         self.counters.record_arrival(&packet);

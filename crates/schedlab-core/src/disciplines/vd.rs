@@ -322,11 +322,7 @@ impl Scheduler for Vd {
 
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
         if packet.flow > MAX_FLOW_ID {
-            self.counters.record_invalid_flow();
-            drops.push(Dropped {
-                packet,
-                reason: DropReason::InvalidPacket,
-            });
+            self.counters.refuse_invalid_flow(packet, drops);
             return;
         }
         self.counters.record_arrival(&packet);

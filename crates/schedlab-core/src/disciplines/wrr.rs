@@ -33,7 +33,7 @@
 use std::collections::VecDeque;
 
 use crate::config::{ConfigError, FlowTable, TableReader};
-use crate::counters::{Counters, DropReason, Dropped};
+use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
@@ -130,11 +130,7 @@ impl Scheduler for Wrr {
         let flow = packet.flow;
         if flow > MAX_FLOW_ID {
             // Refused before FlowQueues sees it: its counters are indexed by flow id.
-            self.queues.counters.record_invalid_flow();
-            drops.push(Dropped {
-                packet,
-                reason: DropReason::InvalidPacket,
-            });
+            self.queues.counters.refuse_invalid_flow(packet, drops);
             return;
         }
         let index = flow as usize;
