@@ -12,6 +12,7 @@ import pandas as pd
 
 from schedlab import _core
 from schedlab.scenario import Scenario
+from schedlab.theory import validate_report
 
 
 def _as_scenario(scenario: Scenario | str | Path) -> Scenario:
@@ -26,6 +27,7 @@ def validate(scenario: Scenario | str | Path) -> dict:
     s = _as_scenario(scenario)
     text, file = s.rust_source()
     info = json.loads(_core.validate_scenario(text, str(s.base_dir), file))
+    validate_report(s.data)
     if s.sweep is not None:
         for point in s.points():
             validate_point(point)

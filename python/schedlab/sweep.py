@@ -28,6 +28,7 @@ import pandas as pd
 
 from schedlab.scenario import Scenario
 from schedlab.stats import mean_ci95
+from schedlab.theory import validate_report
 
 #: Per-flow keys of a replication summary that are identifiers, not metrics.
 ID_COLUMNS = ("flow", "class", "replication", "point")
@@ -82,6 +83,7 @@ def run_sweep(
     sweep = scenario.sweep
     points = scenario.points()
     # Validate every point up front: a bad sweep fails before any work is done.
+    validate_report(scenario.data)
     texts = {}
     for point in points:
         texts[point.index] = validate_point(point)

@@ -108,6 +108,25 @@ def _number(value, scenario_data: dict, where: str) -> float:
     raise ScenarioError(f"{where} = {value!r}: must be a number, a unit string or a key path to one")
 
 
+def validate_report(data: dict) -> None:
+    """Check a scenario's ``[report]`` table: known keys, and every ``[[report.theory]]``
+    overlay evaluable on the scenario (known model, the model's arguments, numeric values).
+    Raises :class:`ScenarioError` naming the key and value."""
+    report = data.get("report")
+    if report is None:
+        return
+    if not isinstance(report, dict):
+        raise ScenarioError(f"report = {report!r}: must be a table")
+    for key, value in report.items():
+        if key not in ("title", "x_label", "theory"):
+            raise ScenarioError(f"report.{key} = {value!r}: unknown key; accepted keys: title, x_label, theory")
+    overlays = report.get("theory", [])
+    if not isinstance(overlays, list):
+        raise ScenarioError(f"report.theory = {overlays!r}: must be an array of tables ([[report.theory]])")
+    for index, overlay in enumerate(overlays):
+        evaluate(overlay, data, index)
+
+
 def evaluate(table: dict, scenario_data: dict, index: int = 0) -> float:
     """The value of one ``[[report.theory]]`` overlay for a scenario (one sweep point)."""
     where = f"report.theory[{index}]"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import given
@@ -136,3 +137,28 @@ def test_queueing_formulas():
     assert theory.mm1_mean_delay(50, 100) == pytest.approx(0.02)
     # M/D/1 at rho = 0.5: 1/mu + rho/(2 mu (1-rho)) = 0.01 + 0.005
     assert theory.md1_mean_delay(50, 100) == pytest.approx(0.015)
+
+
+@pytest.mark.parametrize(
+    ("report", "message"),
+    [
+        ('[report]\ntitel = "x"\n', "report.titel = 'x': unknown key"),
+        ('[[report.theory]]\nmodel = "mm2"\n', "report.theory[0].model = 'mm2': unknown model"),
+        (
+            '[[report.theory]]\nmodel = "mm1_mean_delay"\narrival_rate_pps = "source[0].nothing"\nservice_rate_pps = 1\n',
+            "report.theory[0].arrival_rate_pps = 'source[0].nothing'",
+        ),
+        ('[[report.theory]]\nmodel = "mm1_mean_delay"\narrival_rate_pps = 1\n', "report.theory[0]: "),
+    ],
+)
+def test_bad_report_tables_name_the_key(report, message):
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        theory.validate_report(Scenario.from_text(BASE + report).data)
+
+
+def test_theory_overlay_reads_key_paths_and_units():
+    data = Scenario.from_text(BASE).data
+    table = {"model": "mm1_mean_delay", "arrival_rate_pps": "source[1].arrivals.rate_pps", "service_rate_pps": 10}
+    assert theory.evaluate(table, data) == pytest.approx(1 / (10 - 5))
+    table = {"model": "drr_plusplus_max_vacation", "quantum_be": 2666, "bottleneck": "250kbit"}
+    assert theory.evaluate(table, data) == pytest.approx(2666 * 8 / 250_000)
