@@ -32,6 +32,9 @@ from schedlab.scenario import Scenario
 from schedlab.stats import mean_ci95
 from schedlab.theory import validate_report
 
+#: Seconds to wait for a Dask scheduler to answer before giving up.
+DASK_CONNECT_TIMEOUT_S = 10
+
 #: Per-flow keys of a replication summary that are identifiers, not metrics.
 ID_COLUMNS = ("flow", "class", "replication", "point")
 
@@ -83,7 +86,10 @@ def run_sweep(
     ``out_dir`` must be empty or hold this sweep's results (:func:`schedlab.outputs.prepare`):
     ``force`` clears it first; ``resume`` reuses the point files whose fingerprint matches."""
     from schedlab.api import validate_point
+    from schedlab.scenario import ScenarioError
 
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ScenarioError(f"workers = {workers!r}: must be a whole number of worker processes, at least 1")
     out_dir = Path(out_dir)
     sweep = scenario.sweep
     points = scenario.points()
@@ -127,7 +133,15 @@ def run_sweep(
     if dask:
         from distributed import Client
 
-        with Client(dask) as client:
+        try:
+            client = Client(dask, timeout=DASK_CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as e:
+            outputs.finish(out_dir, info, "failed", error=str(e))
+            raise ScenarioError(
+                f"--dask {dask}: no Dask scheduler answered within {DASK_CONNECT_TIMEOUT_S} s"
+                f" ({type(e).__name__}); check the address and that `dask scheduler` runs there"
+            ) from None
+        with client:
             futures = {client.submit(_task, texts[p], base, r, pure=False): (p, r) for p, r in todo}
             from distributed import as_completed as dask_completed
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from schedlab.outputs import RUN_INFO, OutputFolderError
-from schedlab.scenario import Scenario
+from schedlab.scenario import Scenario, ScenarioError
 from schedlab.sweep import run_sweep
 
 SMALL = """
@@ -147,3 +147,66 @@ def test_a_referenced_file_is_part_of_the_fingerprint(tmp_path):
     first = fingerprint(determinants(data, tmp_path))
     (tmp_path / "sizes.csv").write_text("size_bytes,probability\n200,1\n")
     assert fingerprint(determinants(data, tmp_path)) != first
+
+
+def test_non_utf8_scenario_is_exit_2_naming_file_and_line(tmp_path, cli):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(SMALL.encode().replace(b'name = "small"', b'name = "sm\xe9ll"'))
+    result = cli("validate", str(path))
+    assert result.returncode == 2
+    assert f"{path}:2: byte 0xe9" in result.stderr.replace("\n", "")
+
+
+def test_out_under_a_file_is_exit_2(small, tmp_path, cli):
+    (tmp_path / "afile").write_text("x")
+    base = tmp_path / "base.toml"
+    base.write_text(SMALL.split("[sweep]")[0])
+    result = cli("run", str(base), "--out", str(tmp_path / "afile" / "out"))
+    assert result.returncode == 2, result.stderr
+    assert "cannot be created" in result.stderr or "not a folder" in result.stderr
+
+
+def test_run_rejects_a_bad_sweep_like_validate(small, tmp_path, cli):
+    small.write_text(SMALL.replace("[sweep.zip]", '[sweep.zip]\n"run.seed" = [1, 2, 3]'))
+    assert cli("validate", str(small)).returncode == 2
+    result = cli("run", str(small), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert "same length" in result.stderr
+    small.write_text(SMALL + '\n[report]\ntitel = "x"\n')
+    result = cli("run", str(small), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2 and "titel" in result.stderr
+
+
+def test_negative_workers_is_exit_2(small, tmp_path, cli):
+    result = cli("sweep", str(small), "--out", str(tmp_path / "o"), "--workers", "-3")
+    assert result.returncode == 2
+    assert "workers = -3" in result.stderr
+
+
+def test_unreachable_dask_names_address_and_wait(small, tmp_path, monkeypatch):
+    import schedlab.sweep as sweep_module
+
+    monkeypatch.setattr(sweep_module, "DASK_CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(ScenarioError) as e:
+        run_sweep(Scenario.from_toml(small), tmp_path / "o", dask="tcp://127.0.0.1:9", representative=False)
+    assert "--dask tcp://127.0.0.1:9: no Dask scheduler answered within 1 s" in str(e.value)
+    assert json.loads((tmp_path / "o" / RUN_INFO).read_text())["status"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.add_source(0, "bottleneck", {"model": "cbr", "rate_pps": 1}), "must be a list of link names"),
+        (lambda s: s.add_source(0, ["bottleneck"], None), "add_source(arrivals=None): must be a table"),
+        (lambda s: s.add_link("l", "1Mbit", 3), "add_link(scheduler=3): must be a table"),
+    ],
+)
+def test_python_api_argument_errors_name_the_argument(call, message):
+    with pytest.raises(ScenarioError) as e:
+        call(Scenario.new(duration="1s"))
+    assert message in str(e.value)
+
+
+def test_add_link_accepts_the_kind_alone():
+    s = Scenario.new(duration="1s").add_link("l", "1Mbit", "drr")
+    assert s.data["link"][0]["scheduler"] == {"kind": "drr"}
