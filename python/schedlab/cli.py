@@ -143,22 +143,32 @@ def run(
     out_dir: Path = typer.Option(..., "--out", "-o", help="Output folder (summary.json, flows.csv, timeseries.csv)."),
     report: bool = typer.Option(False, "--report", help="Also write report.html and figures."),
     as_json: bool = typer.Option(False, "--json", help="Print summary.json on stdout."),
+    force: bool = typer.Option(
+        False, "--force", help="Clear --out first if it holds other results (else they are never overwritten)."
+    ),
 ) -> None:
     """Simulate a scenario (all replications) and write its results.
 
+    --out must be empty or hold results of the same scenario (run-info.json has its
+    fingerprint); --force clears it.
+
     Example: schedlab run experiments/examples/single_bottleneck.toml --out out/single --report
     """
-    from schedlab.api import Results, run_summary
+    from schedlab.api import Results, run_into
+    from schedlab.api import validate as validate_scenario
     from schedlab.scenario import ScenarioError
 
     s = _load_scenario(scenario)
-    if s.sweep is not None:
-        err.print("note: the scenario has a [sweep]; `run` simulates its base values (use `schedlab sweep`).")
-    from schedlab.sweep import progress_printer
-
-    out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        summary = run_summary(s, out_dir, progress=progress_printer(label="replications"))
+        validate_scenario(s)  # the same checks as `validate`, [sweep] and [report] included
+        if s.sweep is not None:
+            err.print(
+                "note: the scenario has a \\[sweep]; `run` simulates its base values (use `schedlab sweep`).",
+                highlight=False,
+            )
+        from schedlab.sweep import progress_printer
+
+        summary = run_into(s, out_dir, progress=progress_printer(label="replications"), force=force)
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
@@ -183,12 +193,18 @@ def sweep(
         None, "--dask", envvar="DASK_SCHEDULER_ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786."
     ),
     workers: int = typer.Option(None, "--workers", help="Local worker processes (default: one per core)."),
-    resume: bool = typer.Option(False, "--resume", help="Skip points already finished in --out."),
+    resume: bool = typer.Option(
+        False, "--resume", help="Reuse the tasks finished in --out whose fingerprint matches; run the others."
+    ),
+    force: bool = typer.Option(False, "--force", help="Clear --out first if it holds other results."),
     ci: str = typer.Option("student_t", "--ci", help="Confidence interval: student_t or normal (1.96 sigma/sqrt n)."),
     report: bool = typer.Option(False, "--report", help="Also write report.html and figures."),
     as_json: bool = typer.Option(False, "--json", help="Print the merged table as JSON records."),
 ) -> None:
     """Run every point of a scenario's [sweep] times every replication, in parallel.
+
+    --out must be empty or hold results of the same scenario (run-info.json has its
+    fingerprint); --force clears it; --resume reuses the points whose fingerprint matches.
 
     Example: schedlab sweep experiments/thesis/fig5_1_5_2_exponential.toml --out out/fig5_1 --report
     """
@@ -201,7 +217,11 @@ def sweep(
     try:
         if s.sweep is None:
             _fail_input(f"{scenario}: no [sweep] table (use `schedlab run` for a single point)")
-        result = run_sweep(s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer())
+        if resume and force:
+            _fail_input("--resume and --force: choose one (--force clears the finished points)")
+        result = run_sweep(
+            s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer(), force=force
+        )
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
