@@ -278,6 +278,7 @@ def reproduce_command(
         None, "--dask", envvar="DASK_SCHEDULER_ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786."
     ),
     workers: int = typer.Option(None, "--workers", help="Local worker processes (default: one per core)."),
+    force: bool = typer.Option(False, "--force", help="Clear run folders in --out that hold other results."),
 ) -> None:
     """Reproduce the papers' figures and tables: data, the figure as the paper draws it, and
     verdict.json (each claim: the paper's value and source, ours with its 95% CI, a verdict).
@@ -285,6 +286,7 @@ def reproduce_command(
     Example: schedlab reproduce dwcs fig1 --out out/repro --quick
     """
     from schedlab import reproduce as rp
+    from schedlab.scenario import ScenarioError
 
     try:
         papers = rp.registry()
@@ -315,9 +317,9 @@ def reproduce_command(
 
     try:
         outcomes = rp.reproduce(
-            chosen, out_dir, quick=quick, dask=dask, workers=workers, papers=papers, progress=progress
+            chosen, out_dir, quick=quick, dask=dask, workers=workers, papers=papers, progress=progress, force=force
         )
-    except (schedlab.InputError, rp.ReproduceError) as e:
+    except (schedlab.InputError, rp.ReproduceError, ScenarioError) as e:
         _fail_input(str(e))
         return
     table = Table(title=f"Verdicts -> {out_dir / 'reproduction.html'}")

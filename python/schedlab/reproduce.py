@@ -512,8 +512,13 @@ def reproduce(
     workers: int | None = None,
     papers: list[Paper] | None = None,
     progress: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> list[Outcome]:
-    """Run ``results`` into ``out_dir`` (see the module docs); writes ``reproduction.html``."""
+    """Run ``results`` into ``out_dir`` (see the module docs); writes ``reproduction.html``.
+    Runs already in ``out_dir`` are reused where their fingerprints match (the sweep's
+    resume); a run folder holding another scenario's results is refused
+    (:class:`schedlab.outputs.OutputFolderError`) unless ``force`` clears it."""
+    from schedlab.outputs import OutputFolderError
     from schedlab.sweep import run_sweep
 
     papers = papers or registry()
@@ -537,7 +542,9 @@ def reproduce(
             if key not in runs:
                 scenario = scenario_for(result, quick)
                 run_dir = out_dir / result.paper / "_runs" / (result.scenario.stem + ("_quick" if quick else ""))
-                sweep = run_sweep(scenario, run_dir, dask=dask, workers=workers, representative=False)
+                sweep = run_sweep(
+                    scenario, run_dir, dask=dask, workers=workers, representative=False, resume=not force, force=force
+                )
                 if sweep.failures:
                     raise ReproduceError(f"{len(sweep.failures)} task(s) failed: {sweep.failures[0]['error']}")
                 runs[key] = (scenario, sweep)
@@ -548,6 +555,8 @@ def reproduce(
             claims = [evaluate_claim(c, sweep.replications, x_key, values[result.paper]) for c in result.claims]
             outcome = Outcome(result, claims, folder)
             outcome.figure = draw_figure(result, scenario, sweep.table, values[result.paper], folder)
+        except OutputFolderError:
+            raise
         except (ReproduceError, ScenarioError, KeyError, ValueError) as e:
             outcome = Outcome(result, [], folder, error=f"{type(e).__name__}: {e}")
         outcome.wall_time_s = time.time() - started
