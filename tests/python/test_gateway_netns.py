@@ -146,8 +146,8 @@ def test_exactly_once_under_overload_and_malformed_frames_counted(tmp_path):
     assert total["malformed"]["bad_ip_header"] == 10
     # Forwarding continued around the malformed frames: about 0.5 s + drain at 2 Mbit/s.
     assert total["sent_packets"] >= 100
-    assert len(result["flows"]) == 2
-    assert {f["key"] for f in result["flows"]} == {
+    # (IPv6 packets of the namespaces' own, e.g. MLD reports, may add flows of their own.)
+    assert {f["key"] for f in result["flows"] if f["key"].startswith("udp")} == {
         "udp 198.18.0.1:5001 > 198.18.0.2:9000",
         "udp 198.18.0.1:5002 > 198.18.0.2:9000",
     }

@@ -2,7 +2,8 @@
 //! reason why it is not scheduled.
 //!
 //! * Parsing uses `etherparse` (IPv4 with options, IPv6 with extension headers, UDP, TCP).
-//!   Frames that are not IP (ARP, anything else) are [`Frame::NonIp`] and pass unscheduled.
+//!   Frames that are not IP (ARP, anything else) and IPv6 neighbour discovery (ICMPv6 types
+//!   133–137) are [`Frame::NonIp`] and pass unscheduled.
 //!   Frames whose IP or transport headers are inconsistent (truncated, bad lengths, bad
 //!   version or header length) are [`Frame::Malformed`] with a [`MalformedReason`].
 //! * Classification: the first [`Rule`] that matches gives the flow id (and optionally the
@@ -130,7 +131,7 @@ impl MalformedReason {
 pub enum Frame {
     /// An IP packet to schedule.
     Ip(IpPacket),
-    /// Not IP (ARP, LLDP, …): passes unscheduled.
+    /// Not IP (ARP, LLDP, …) or IPv6 neighbour discovery: passes unscheduled.
     NonIp,
     /// An IP frame that cannot be parsed: dropped and counted.
     Malformed(MalformedReason),
@@ -204,6 +205,14 @@ pub fn parse_frame(frame: &[u8]) -> Frame {
         }
         Some(NetSlice::Arp(_)) | None => return Frame::NonIp,
     };
+    // Neighbour discovery (router/neighbour solicitation and advertisement, redirect) is
+    // the IPv6 counterpart of ARP: it passes unscheduled so that address resolution through
+    // the gateway never waits behind, or is dropped by, a full queue.
+    if let Some(TransportSlice::Icmpv6(icmp)) = &sliced.transport {
+        if (133..=137).contains(&icmp.type_u8()) {
+            return Frame::NonIp;
+        }
+    }
     let (source_port, destination_port) = match &sliced.transport {
         Some(TransportSlice::Udp(udp)) => (udp.source_port(), udp.destination_port()),
         Some(TransportSlice::Tcp(tcp)) => (tcp.source_port(), tcp.destination_port()),
@@ -579,6 +588,27 @@ mod tests {
         let mut version = udp4(1, 10);
         version[14] = 0x55;
         assert!(matches!(parse_frame(&version), Frame::Malformed(_)));
+    }
+
+    #[test]
+    fn neighbour_discovery_passes_but_other_icmpv6_is_scheduled() {
+        let icmp6 = |kind: u8| {
+            let mut frame = Vec::new();
+            PacketBuilder::ethernet2(MAC_A, MAC_B)
+                .ipv6(
+                    [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                    [0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                    255,
+                )
+                .icmpv6_raw(kind, 0, [0; 4])
+                .write(&mut frame, &[0u8; 16])
+                .unwrap();
+            parse_frame(&frame)
+        };
+        assert_eq!(icmp6(133), Frame::NonIp);
+        assert_eq!(icmp6(135), Frame::NonIp);
+        let Frame::Ip(echo) = icmp6(128) else { panic!() };
+        assert_eq!(echo.key.protocol, 58);
     }
 
     #[test]
