@@ -753,34 +753,15 @@ impl<'s> Engine<'s> {
             .deadline
             .or(source.deadline)
             .map(|d| now.saturating_add(d));
-        let flow = source.flow;
         let first_link = source.path[0] as usize;
-        let measured = self.measuring;
-        let id = self.slab.insert(Slot {
-            entry: now,
-            source: index as u32,
-            hop: 0,
-            measured,
-            kind: OPEN_LOOP,
-            seq: 0,
-            len: 0,
-        })?;
-        self.packets += 1;
-        if measured {
-            self.flows[index].on_sent(emission.size, now - generated);
-            if self.live_classes {
-                let c = self.class_slot(class);
-                self.classes[c].1.on_sent(emission.size, now - generated);
-            }
-        }
-        let packet = Packet {
-            id,
-            flow,
+        let packet = self.new_packet(
+            index,
+            emission.size,
             class,
-            size: emission.size,
-            arrival: now,
             deadline,
-        };
+            (OPEN_LOOP, 0, 0),
+            now - generated,
+        )?;
         if self.packets == self.packet_budget {
             self.arrivals.clear(index);
             self.end_window(now);
@@ -789,6 +770,47 @@ impl<'s> Engine<'s> {
         }
         self.arrive(first_link, packet);
         Ok(())
+    }
+
+    /// A packet of source `index` enters the network now: its slot (`kind`, `seq`, `len` for
+    /// TCP), the packet count and the sent statistics (`shaping`: time spent in the shaper).
+    #[inline(always)]
+    fn new_packet(
+        &mut self,
+        index: usize,
+        size: u32,
+        class: u8,
+        deadline: Option<TimeNs>,
+        (kind, seq, len): (u8, u64, u32),
+        shaping: TimeNs,
+    ) -> Result<Packet, ScenarioError> {
+        let now = self.now;
+        let measured = self.measuring;
+        let id = self.slab.insert(Slot {
+            entry: now,
+            source: index as u32,
+            hop: 0,
+            measured,
+            kind,
+            seq,
+            len,
+        })?;
+        self.packets += 1;
+        if measured {
+            self.flows[index].on_sent(size, shaping);
+            if self.live_classes {
+                let c = self.class_slot(class);
+                self.classes[c].1.on_sent(size, shaping);
+            }
+        }
+        Ok(Packet {
+            id,
+            flow: self.sources[index].flow,
+            class,
+            size,
+            arrival: now,
+            deadline,
+        })
     }
 
     /// `packet` reaches link `l` at `now`.
@@ -992,33 +1014,10 @@ impl<'s> Engine<'s> {
             };
             let size = segment.len + tcp.header;
             let class = source.class;
-            let flow = source.flow;
             let deadline = source.deadline.map(|d| now.saturating_add(d));
-            let measured = self.measuring;
-            let id = self.slab.insert(Slot {
-                entry: now,
-                source: s as u32,
-                hop: 0,
-                measured,
-                kind: TCP_DATA,
-                seq: segment.seq,
-                len: segment.len,
-            })?;
-            self.packets += 1;
-            if measured {
-                self.flows[s].on_sent(size, 0);
-            }
-            self.arrive(
-                first_link,
-                Packet {
-                    id,
-                    flow,
-                    class,
-                    size,
-                    arrival: now,
-                    deadline,
-                },
-            );
+            let packet =
+                self.new_packet(s, size, class, deadline, (TCP_DATA, segment.seq, segment.len), 0)?;
+            self.arrive(first_link, packet);
             if self.packets == self.packet_budget {
                 self.end_window(now);
                 break;
