@@ -19,7 +19,8 @@ sharing a scenario share one run), then writes ``DIR/<paper>/<result>/``: ``data
 sweep table: mean and 95% CI per point and flow), ``replications.csv``, ``figure.png``/``.svg``
 drawn as the paper draws it (the paper's numbers as markers where it gives them) and
 ``verdict.json``. ``DIR/reproduction.html`` shows every result at a glance, then each figure
-with its claims; ``DIR/reproduction.md`` is the same verdict table in Markdown.
+with its claims; ``DIR/reproduction.md`` is the same verdict table in Markdown. Both cover
+every result whose ``verdict.json`` is in ``DIR``, from this call or an earlier one.
 
 Claims (``[[result.claim]]``): ``id``, ``statement`` (the paper's), ``source`` (section and
 page), ``check`` and its keys, and optionally ``explanation`` (why ours differs, shown with
@@ -562,9 +563,34 @@ def reproduce(
         outcome.wall_time_s = time.time() - started
         _write_verdict(outcome, quick)
         outcomes.append(outcome)
-    write_html(outcomes, out_dir, quick)
-    write_markdown(outcomes, out_dir, quick)
+    everything = _with_earlier(outcomes, papers, out_dir)
+    write_html(everything, out_dir, quick)
+    write_markdown(everything, out_dir, quick)
     return outcomes
+
+
+def _with_earlier(outcomes: list[Outcome], papers: list[Paper], out_dir: Path) -> list[Outcome]:
+    """This call's outcomes plus those an earlier call left in ``out_dir`` (its
+    ``verdict.json`` files), in registry order, so that the pages cover every result run
+    into the folder."""
+    fresh = {(o.result.paper, o.result.id): o for o in outcomes}
+    merged = []
+    for paper in papers:
+        for result in paper.results:
+            key = (paper.id, result.id)
+            if key in fresh:
+                merged.append(fresh[key])
+                continue
+            folder = out_dir / paper.id / result.id
+            try:
+                doc = json.loads((folder / "verdict.json").read_text())
+            except (OSError, ValueError):
+                continue
+            figure = folder / "figure.png"
+            merged.append(
+                Outcome(result, doc.get("claims", []), folder, figure if figure.exists() else None, doc.get("error"))
+            )
+    return merged
 
 
 # --------------------------------------------------------------------------- figures

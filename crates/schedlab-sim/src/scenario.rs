@@ -38,7 +38,8 @@ use schedlab_core::{
 
 use crate::tcp::TcpConfig;
 use crate::traffic::{
-    stationary_distribution, ArrivalModel, FrameType, MpegModel, PeriodDist, SizeDist, SizeShape, Spacing,
+    stationary_distribution, ArrivalModel, Fragmentation, FrameType, MpegModel, PeriodDist, SizeDist,
+    SizeShape, Spacing,
 };
 
 /// How long a run lasts.
@@ -146,6 +147,9 @@ pub struct SourceConfig {
     /// The transport (TCP), if the source is closed-loop: then `arrivals` and `size` describe
     /// the application's writes (bytes), not packets.
     pub transport: Option<TransportConfig>,
+    /// IP fragmentation of the model's units into packets of at most `mtu` bytes (`mtu`,
+    /// `fragment_header`); `None`: every unit is one packet.
+    pub fragmentation: Option<Fragmentation>,
 }
 
 /// A closed-loop source's transport and the return path of its acknowledgements.
@@ -172,10 +176,15 @@ impl SourceConfig {
         if let Some(transport) = &self.transport {
             return transport.tcp.max_packet();
         }
-        self.arrivals
+        let largest_unit = self
+            .arrivals
             .own_max_size()
             .or_else(|| self.size.as_ref().map(|s| s.max()))
-            .unwrap_or(0)
+            .unwrap_or(0);
+        match self.fragmentation {
+            Some(f) => f.max_packet(largest_unit),
+            None => largest_unit,
+        }
     }
 }
 
@@ -258,6 +267,7 @@ impl Scenario {
                 "model": model_name(&s.arrivals),
                 "max_packet_bytes": s.max_packet(),
                 "transport": s.transport.as_ref().map(|_| "tcp"),
+                "mtu": s.fragmentation.map(|f| f.mtu),
             })).collect::<Vec<_>>(),
         })
     }
@@ -326,6 +336,8 @@ const SOURCE_KEYS: &[&str] = &[
     "transport",
     "ack_path",
     "ack_delay",
+    "mtu",
+    "fragment_header",
 ];
 
 /// A number (integer or float) that must be finite and `> 0`.
@@ -737,9 +749,35 @@ fn parse_source(
         }
     }
     let deadline = r.duration("deadline")?;
+    let mtu = size_u32(&mut r, "mtu", 1)?;
+    let fragment_header = size_u32(&mut r, "fragment_header", 0)?;
+    let fragmentation = match (mtu, fragment_header) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(r.error(
+                "fragment_header",
+                "applies to fragments only: give the source an mtu too",
+            ))
+        }
+        (Some(mtu), header) => {
+            let header = header.unwrap_or(Fragmentation::DEFAULT_HEADER);
+            if header >= mtu {
+                return Err(r.error(
+                    "mtu",
+                    format!(
+                        "must exceed the fragment header ({header} bytes) so that a fragment carries data"
+                    ),
+                ));
+            }
+            Some(Fragmentation { mtu, header })
+        }
+    };
     let transport = parse_transport(&mut r, &path, links, &arrivals)?;
     if transport.is_some() && r.has("shaper") {
         return Err(r.error("shaper", "a TCP source is paced by its window; remove the shaper"));
+    }
+    if transport.is_some() && fragmentation.is_some() {
+        return Err(r.error("mtu", "a TCP source sends segments of mss bytes; remove mtu"));
     }
     let mut source = SourceConfig {
         flow,
@@ -754,6 +792,7 @@ fn parse_source(
         stop,
         deadline,
         transport,
+        fragmentation,
     };
     if let Some(t) = r.table("shaper")? {
         let shaper_path = join_path(&path, "shaper");
