@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import schedlab
+from schedlab import realnet
 
 app = typer.Typer(
     name="schedlab",
@@ -280,6 +281,83 @@ def report_command(
     out.print(str(path), highlight=False)
 
 
+@app.command(name="reproduce")
+def reproduce_command(
+    paper: str = typer.Argument(None, help="Paper id: zhang, wang, dwcs, ewrr or vd."),
+    results: list[str] = typer.Argument(
+        None, help="Result ids as the paper numbers them (fig5.1, tab5.2); default all."
+    ),
+    out_dir: Path = typer.Option(None, "--out", "-o", help="Output folder (PAPER/RESULT/, reproduction.html)."),
+    everything: bool = typer.Option(False, "--all", help="Every expressible result of every paper."),
+    quick: bool = typer.Option(False, "--quick", help="Shorter runs and two replications (a smoke test)."),
+    listing: bool = typer.Option(False, "--list", help="List every result of the five papers and its status."),
+    as_json: bool = typer.Option(False, "--json", help="With --list: one JSON object per result."),
+    dask: str = typer.Option(
+        None, "--dask", envvar="DASK_SCHEDULER_ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786."
+    ),
+    workers: int = typer.Option(None, "--workers", help="Local worker processes (default: one per core)."),
+    force: bool = typer.Option(False, "--force", help="Clear run folders in --out that hold other results."),
+) -> None:
+    """Reproduce the papers' figures and tables: data, the figure as the paper draws it, and
+    verdict.json (each claim: the paper's value and source, ours with its 95% CI, a verdict).
+
+    Example: schedlab reproduce dwcs fig1 --out out/repro --quick
+    """
+    from schedlab import reproduce as rp
+    from schedlab.scenario import ScenarioError
+
+    try:
+        papers = rp.registry()
+        if listing:
+            entries = [r.listing() for p in papers for r in p.results]
+            if as_json:
+                print(json.dumps(entries, indent=2))
+                return
+            table = Table(title="Results of the five papers (schedlab reproduce PAPER RESULT --out DIR)")
+            for column in ("paper", "result", "title", "status"):
+                table.add_column(column)
+            for e in entries:
+                table.add_row(e["paper"], e["result"], e["title"], e["status"])
+            out.print(table)
+            return
+        chosen = rp.select(papers, paper, results or [], everything)
+        if out_dir is None:
+            _fail_input("--out DIR is required to run results")
+            return
+    except rp.ReproduceError as e:
+        _fail_input(str(e))
+        return
+    runnable = [r for r in chosen if r.needs is None]
+    err.print(f"{len(chosen)} result(s), {len(runnable)} to run -> {out_dir}" + (" (quick)" if quick else ""))
+
+    def progress(message: str) -> None:
+        err.print(f"[dim]{escape(message)}[/]", highlight=False)
+
+    try:
+        outcomes = rp.reproduce(
+            chosen, out_dir, quick=quick, dask=dask, workers=workers, papers=papers, progress=progress, force=force
+        )
+    except (schedlab.InputError, rp.ReproduceError, ScenarioError) as e:
+        _fail_input(str(e))
+        return
+    table = Table(title=f"Verdicts -> {out_dir / 'reproduction.html'}")
+    for column in ("paper", "result", "match", "trend", "mismatch", "not expr.", "error"):
+        table.add_column(column)
+    failed = False
+    for o in outcomes:
+        counts = {v: sum(1 for c in o.claims if c["verdict"] == v) for v in rp.VERDICTS}
+        failed |= o.error is not None
+        table.add_row(
+            o.result.paper,
+            o.result.id,
+            *(str(counts[v]) for v in rp.VERDICTS),
+            escape(o.error or ""),
+        )
+    out.print(table)
+    if failed:
+        raise typer.Exit(1)
+
+
 @app.command(name="list")
 def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """List the scheduling disciplines, traffic models and packet-size distributions with
@@ -320,6 +398,9 @@ def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print a
                 )
             if entry["example"]:
                 out.print(escape(f"  e.g. {entry['example']}"), highlight=False)
+
+
+realnet.register(app)
 
 
 def main() -> None:
