@@ -484,7 +484,9 @@ impl<'s> Engine<'s> {
 
     fn run(&mut self, watch: &mut dyn FnMut(f64) -> bool) -> Result<(), ScenarioError> {
         loop {
-            if self.events % crate::watch::POLL_EVERY == 0 && self.events > 0 && !watch(self.fraction_done())
+            if self.events > 0
+                && self.events.is_multiple_of(crate::watch::POLL_EVERY)
+                && !watch(self.fraction_done())
             {
                 return Err(ScenarioError::Interrupted);
             }

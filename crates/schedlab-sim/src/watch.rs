@@ -28,7 +28,6 @@ pub struct Progress {
 mod tests {
     use std::path::Path;
 
-    use super::*;
     use crate::ScenarioError;
 
     const SCENARIO: &str = r#"
