@@ -224,6 +224,13 @@ pub fn build(config: &ReplayConfig) -> Result<(GatewayConfig, AnyScheduler, Clas
 pub fn bottleneck(scenario: &Scenario) -> Result<usize, ConfigError> {
     let mut found = None;
     for (index, source) in scenario.sources.iter().enumerate() {
+        if source.transport.is_some() {
+            return Err(ConfigError::new(
+                format!("source[{index}].transport"),
+                "tcp",
+                "measured runs send open-loop UDP traffic only; TCP sources run in the simulator",
+            ));
+        }
         let last = *source.path.last().ok_or_else(|| {
             ConfigError::new(
                 format!("source[{index}].path"),

@@ -259,6 +259,7 @@ pub fn measured_results(
                 .map(|(i, q)| if i == bottleneck { q } else { 0 })
                 .collect(),
             discipline_counters: counters,
+            tcp: (0..n).map(|_| None).collect(),
             window_start: warmup,
             window_end: duration,
             end_time: last_receive.max(duration),
