@@ -91,7 +91,13 @@ fn validate_scenario(
 /// Runs a scenario and returns `summary.json` as a string; writes every output table to
 /// `out_dir` when given. `replication` runs only that replication (0-based), with the same
 /// random streams as in a full run. The GIL is released while the simulation runs.
-/// `progress`, when given, is called as `progress(done, total)` with replications finished.
+/// `progress`, when given, is called as `progress(done, total)`: with whole numbers before
+/// the first replication and after each one, and with a fraction (replications done plus the
+/// simulated fraction of the current one) at most every 0.2 s in between.
+///
+/// Python signal handlers (Ctrl-C, SIGTERM) run while the simulation runs: the simulator
+/// checks for them every few thousand events (`schedlab_sim::watch`), stops, writes nothing
+/// and re-raises the handler's exception (`KeyboardInterrupt` for Ctrl-C).
 #[pyfunction]
 #[pyo3(signature = (text, base_dir, out_dir=None, replication=None, file=None, progress=None))]
 fn run_scenario(
@@ -103,29 +109,71 @@ fn run_scenario(
     file: Option<String>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let results = py
-        .detach(|| {
-            let scenario = schedlab_sim::validate_scenario_text(&text, &base_dir)?;
-            match (replication, progress) {
-                (Some(r), _) => schedlab_sim::run_scenario_replication(&scenario, r),
-                (None, None) => schedlab_sim::run_scenario(&scenario),
-                (None, Some(callback)) => {
-                    // Reported between replications; an error in the callback is not the
-                    // simulation's, so it is ignored (the bar is cosmetic).
-                    let mut report = |done: u32, total: u32| {
-                        Python::attach(|py| {
-                            let _ = callback.call1(py, (done, total));
-                        })
-                    };
-                    schedlab_sim::run_scenario_with_progress(&scenario, &mut report)
-                }
-            }
-        })
-        .map_err(|e| scenario_error(e, file.as_deref(), &text))?;
+    let mut watcher = SignalWatcher::new(progress);
+    let results = py.detach(|| {
+        let scenario = schedlab_sim::validate_scenario_text(&text, &base_dir)?;
+        schedlab_sim::run_scenario_watched(&scenario, replication, &mut |p| watcher.poll(p))
+    });
+    let results = match results {
+        Ok(results) => results,
+        Err(schedlab_sim::ScenarioError::Interrupted) => return Err(watcher.into_error()),
+        Err(e) => return Err(scenario_error(e, file.as_deref(), &text)),
+    };
     if let Some(dir) = out_dir {
         py.detach(|| write_results(&results, &dir)).map_err(input_error)?;
     }
     Ok(results.summary().to_string())
+}
+
+/// Polled by a long run with the GIL released: runs Python's signal handlers (keeping the
+/// exception one of them raises, which stops the run) and reports progress to a Python
+/// callback — whole units always, fractions at most every [`FRACTION_EVERY`].
+struct SignalWatcher {
+    progress: Option<Py<PyAny>>,
+    error: Option<PyErr>,
+    last_fraction: std::time::Instant,
+}
+
+/// Least wall time between two fractional progress reports.
+const FRACTION_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+impl SignalWatcher {
+    fn new(progress: Option<Py<PyAny>>) -> SignalWatcher {
+        SignalWatcher {
+            progress,
+            error: None,
+            last_fraction: std::time::Instant::now(),
+        }
+    }
+
+    fn poll(&mut self, progress: schedlab_sim::Progress) -> bool {
+        let whole = progress.done.fract() == 0.0;
+        let report = self.progress.is_some() && (whole || self.last_fraction.elapsed() >= FRACTION_EVERY);
+        Python::attach(|py| {
+            if let Err(e) = py.check_signals() {
+                self.error = Some(e);
+                return false;
+            }
+            if report {
+                if let Some(callback) = &self.progress {
+                    self.last_fraction = std::time::Instant::now();
+                    // An error in the callback is not the run's: the bar is cosmetic.
+                    let _ = if whole {
+                        callback.call1(py, (progress.done as u64, progress.total as u64))
+                    } else {
+                        callback.call1(py, (progress.done, progress.total as u64))
+                    };
+                }
+            }
+            true
+        })
+    }
+
+    /// The exception that stopped the run.
+    fn into_error(self) -> PyErr {
+        self.error
+            .unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"))
+    }
 }
 
 fn write_results(results: &schedlab_sim::SimResults, dir: &Path) -> Result<(), InputError> {
