@@ -195,6 +195,14 @@ def run(
     from schedlab.scenario import ScenarioError
 
     s = _load_scenario(scenario)
+    if flows is not None:
+        known = {source.get("flow", index) for index, source in enumerate(s.data.get("source", []))}
+        for flow in flows:
+            if flow not in known:
+                _fail_input(
+                    f"--packets-flows = {packets_flows!r}: flow {flow} is not a flow of {scenario}"
+                    f" (flows: {', '.join(str(f) for f in sorted(known))})"
+                )
     try:
         validate_scenario(s)  # the same checks as `validate`, [sweep] and [report] included
         if s.sweep is not None:

@@ -231,9 +231,9 @@ mod tests {
         assert_eq!(
             text,
             "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome\n\
-             1,0,100,0.001,0.0015,0.0025,sent\n\
-             3,0,200,0.002,,0.002,dropped\n\
-             1,1,300,0.003,0.003,0.0031,lost\n"
+             1,0,100,0.001000000,0.001500000,0.002500000,sent\n\
+             3,0,200,0.002000000,,0.002000000,dropped\n\
+             1,1,300,0.003000000,0.003000000,0.003100000,lost\n"
         );
         assert!(!path.with_extension("csv.partial").exists());
         std::fs::remove_dir_all(&dir).unwrap();
