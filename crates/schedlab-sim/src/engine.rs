@@ -317,7 +317,8 @@ impl<'s> Engine<'s> {
             seeds.push(stream_seed(run.seed, replication as u64, index as u64));
             let rng = source_rng(run.seed, replication as u64, index as u64);
             sources.push(SourceState {
-                generator: Generator::new(&source.arrivals, source.size.clone(), source.start, rng),
+                generator: Generator::new(&source.arrivals, source.size.clone(), source.start, rng)
+                    .with_fragmentation(source.fragmentation),
                 shaper: source.shaper.map(|s| TokenBucket::new(s.sigma, s.rho)),
                 pending: Emission {
                     time: 0,

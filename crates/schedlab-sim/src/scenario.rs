@@ -37,7 +37,8 @@ use schedlab_core::{
 };
 
 use crate::traffic::{
-    stationary_distribution, ArrivalModel, FrameType, MpegModel, PeriodDist, SizeDist, SizeShape, Spacing,
+    stationary_distribution, ArrivalModel, Fragmentation, FrameType, MpegModel, PeriodDist, SizeDist,
+    SizeShape, Spacing,
 };
 
 /// How long a run lasts.
@@ -139,15 +140,23 @@ pub struct SourceConfig {
     pub stop: Option<TimeNs>,
     /// Relative deadline stamped on every packet, ns.
     pub deadline: Option<TimeNs>,
+    /// IP fragmentation of the model's units into packets of at most `mtu` bytes (`mtu`,
+    /// `fragment_header`); `None`: every unit is one packet.
+    pub fragmentation: Option<Fragmentation>,
 }
 
 impl SourceConfig {
     /// The largest packet the source can send.
     pub fn max_packet(&self) -> u64 {
-        self.arrivals
+        let largest_unit = self
+            .arrivals
             .own_max_size()
             .or_else(|| self.size.as_ref().map(|s| s.max()))
-            .unwrap_or(0)
+            .unwrap_or(0);
+        match self.fragmentation {
+            Some(f) => f.max_packet(largest_unit),
+            None => largest_unit,
+        }
     }
 }
 
@@ -228,6 +237,7 @@ impl Scenario {
                 "path": s.path.iter().map(|&l| self.links[l].name.as_str()).collect::<Vec<_>>(),
                 "model": model_name(&s.arrivals),
                 "max_packet_bytes": s.max_packet(),
+                "mtu": s.fragmentation.map(|f| f.mtu),
             })).collect::<Vec<_>>(),
         })
     }
@@ -273,7 +283,19 @@ const RUN_KEYS: &[&str] = &[
 ];
 const LINK_KEYS: &[&str] = &["name", "rate", "delay", "buffer", "buffer_packets", "scheduler"];
 const SOURCE_KEYS: &[&str] = &[
-    "flow", "name", "class", "path", "arrivals", "size", "params", "shaper", "start", "stop", "deadline",
+    "flow",
+    "name",
+    "class",
+    "path",
+    "arrivals",
+    "size",
+    "params",
+    "shaper",
+    "start",
+    "stop",
+    "deadline",
+    "mtu",
+    "fragment_header",
 ];
 
 /// A number (integer or float) that must be finite and `> 0`.
@@ -621,6 +643,29 @@ fn parse_source(
         }
     }
     let deadline = r.duration("deadline")?;
+    let mtu = size_u32(&mut r, "mtu", 1)?;
+    let fragment_header = size_u32(&mut r, "fragment_header", 0)?;
+    let fragmentation = match (mtu, fragment_header) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(r.error(
+                "fragment_header",
+                "applies to fragments only: give the source an mtu too",
+            ))
+        }
+        (Some(mtu), header) => {
+            let header = header.unwrap_or(Fragmentation::DEFAULT_HEADER);
+            if header >= mtu {
+                return Err(r.error(
+                    "mtu",
+                    format!(
+                        "must exceed the fragment header ({header} bytes) so that a fragment carries data"
+                    ),
+                ));
+            }
+            Some(Fragmentation { mtu, header })
+        }
+    };
     let mut source = SourceConfig {
         flow,
         name,
@@ -633,6 +678,7 @@ fn parse_source(
         start,
         stop,
         deadline,
+        fragmentation,
     };
     if let Some(t) = r.table("shaper")? {
         let shaper_path = join_path(&path, "shaper");
