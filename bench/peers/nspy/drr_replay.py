@@ -39,7 +39,7 @@ class Recorder:
 
 
 def feed(env, server, times, flows, sizes):
-    for packet_id, (t, flow, size) in enumerate(zip(times, flows, sizes)):
+    for packet_id, (t, flow, size) in enumerate(zip(times, flows, sizes, strict=False)):
         if t > env.now:
             yield env.timeout(t - env.now)
         server.put(Packet(env.now, size, packet_id, flow_id=flow))
@@ -78,7 +78,7 @@ def main(argv=None):
     env = simpy.Environment()
     server = cls(env, args.rate_bps, {f: q for f, q in enumerate(quanta)}, mtu_bytes=min(quanta))
     used = [server.quantum[f] for f in range(len(quanta))]
-    if any(abs(a - b) > 1e-9 * b for a, b in zip(used, quanta)):
+    if any(abs(a - b) > 1e-9 * b for a, b in zip(used, quanta, strict=False)):
         sys.exit(f"drr_replay.py: ns.py chose quanta {used}, not {quanta}")
     recorder = Recorder(env)
     server.out = recorder
@@ -97,8 +97,7 @@ def main(argv=None):
             out.write("flow,seq,arrival_s,departure_s,size_bytes\n")
             for packet_id, departure in recorder.departures:
                 out.write(
-                    f"{flows[packet_id]},{seq_of[packet_id]},{times[packet_id]!r},"
-                    f"{departure!r},{sizes[packet_id]}\n"
+                    f"{flows[packet_id]},{seq_of[packet_id]},{times[packet_id]!r},{departure!r},{sizes[packet_id]}\n"
                 )
     summary = {
         "delivered": len(recorder.departures),

@@ -13,8 +13,8 @@ instants. Standard library only; one random stream per flow (seed x 1,000,003 + 
 
 import argparse
 import heapq
-import random
 import os
+import random
 import sys
 
 
@@ -59,7 +59,6 @@ def main(argv=None):
         out.write("time_s,flow,size_bytes\n")
         for time_ns, flow, size in heapq.merge(*streams):
             out.write(f"{time_ns // 1_000_000_000}.{time_ns % 1_000_000_000:09d},{flow},{size}\n")
-
 
     os.replace(args.out + ".partial", args.out)
 
