@@ -24,9 +24,11 @@ every result whose ``verdict.json`` is in ``DIR``, from this call or an earlier 
 
 Claims (``[[result.claim]]``): ``id``, ``statement`` (the paper's), ``source`` (section and
 page), ``check`` and its keys, and optionally ``explanation`` (why ours differs, shown with
-any verdict other than ``match``). A *selection* is a table
+any verdict other than ``match``) or ``needs`` (the claim is ``not_expressible`` until a
+missing component exists, while the result's other claims are checked). A *selection* is a table
 ``{ metric = "…", flow = 0 | flows = [..] | class = 1, where = {key = value}, x = value,
-aggregate = "sum" | "mean" }``; it is evaluated per replication and then averaged with a 95%
+aggregate = "sum" | "mean" }``, or ``{ table = "links", link = 2, metric = "lc_service", … }``
+for a link's columns (utilisation, the discipline's counters); it is evaluated per replication and then averaged with a 95%
 confidence interval, so that derived values (shares, ratios) get an honest interval. Checks:
 
 ``compare``
@@ -47,6 +49,12 @@ confidence interval, so that derived values (shares, ratios) get an honest inter
 ``below``
     ``ours`` × ``factor`` ≤ ``than``: ``match``; ``ours`` < ``than`` only: ``trend``;
     otherwise ``mismatch`` (e.g. "two orders of magnitude lower": ``factor = 100``).
+``converges``
+    for results with ``timeseries = true`` (replication 0 of every point is run again for
+    its per-bin throughput, ``table = "series"``): the start of the first bin from which every
+    later bin of each flow in ``targets_bps`` (``{ flow = bit/s }``) stays within ±``scale``
+    (default 0.2) of its target, compared with ``paper`` (seconds) within ``tolerance_abs``
+    (with ``upper_bound = true``: at most ``paper`` + ``tolerance_abs``, for "within 0.3 s").
 """
 
 from __future__ import annotations
@@ -71,8 +79,8 @@ from schedlab.stats import mean_ci95
 #: The papers, in the order of their seeds: (paper id, experiments folder).
 PAPERS = (("zhang", "thesis"), ("wang", "wang"), ("dwcs", "dwcs"), ("ewrr", "ewrr"), ("vd", "vd"))
 VERDICTS = ("match", "trend", "mismatch", "not_expressible")
-CHECKS = ("compare", "ratio", "order", "shape", "below")
-_RESULT_KEYS = {"id", "title", "scenario", "needs", "quick", "figure", "claim", "note"}
+CHECKS = ("compare", "ratio", "order", "shape", "below", "converges")
+_RESULT_KEYS = {"id", "title", "scenario", "needs", "quick", "figure", "claim", "note", "timeseries"}
 _CLAIM_KEYS = {
     "id",
     "statement",
@@ -92,8 +100,11 @@ _CLAIM_KEYS = {
     "factor",
     "explanation",
     "statistic",
+    "needs",
+    "targets_bps",
+    "upper_bound",
 }
-_SELECTION_KEYS = {"metric", "flow", "flows", "class", "where", "x", "aggregate"}
+_SELECTION_KEYS = {"metric", "table", "flow", "flows", "class", "link", "where", "x", "aggregate"}
 
 
 class ReproduceError(ValueError):
@@ -120,6 +131,7 @@ class Result:
     figure: dict
     claims: list[dict]
     note: str = ""
+    timeseries: bool = False
 
     @property
     def status(self) -> str:
@@ -182,6 +194,8 @@ def _check_selection(selection, where: str) -> None:
     if not isinstance(selection, dict) or "metric" not in selection:
         raise ReproduceError(f"{where} = {selection!r}: must be a table with a metric")
     _check_keys(selection, _SELECTION_KEYS, where)
+    if selection.get("table", "flows") not in ("flows", "links", "series"):
+        raise ReproduceError(f"{where}.table = {selection['table']!r}: use flows, links or series")
     if selection.get("aggregate", "sum") not in ("sum", "mean"):
         raise ReproduceError(f"{where}.aggregate = {selection['aggregate']!r}: use sum or mean")
 
@@ -192,10 +206,18 @@ def _check_claim(claim: dict, values: dict, where: str) -> None:
         if not isinstance(claim.get(key), str) or not claim[key]:
             raise ReproduceError(f"{where}.{key} = {claim.get(key)!r}: required text")
     check = claim["check"]
+    if "needs" in claim:
+        return  # evaluated as not_expressible: nothing else to check
     if check not in CHECKS:
         raise ReproduceError(f"{where}.check = {check!r}: unknown; known: {', '.join(CHECKS)}")
-    if check in ("compare", "ratio", "shape", "below"):
+    if check in ("compare", "ratio", "shape", "below", "converges"):
         _check_selection(claim.get("ours"), f"{where}.ours")
+    if check == "converges":
+        targets = claim.get("targets_bps")
+        if not isinstance(targets, dict) or not targets:
+            raise ReproduceError(f"{where}.targets_bps = {targets!r}: a table flow = bit/s, e.g. {{ 1 = 2.5e6 }}")
+        if claim.get("paper") not in values:
+            raise ReproduceError(f"{where}.paper = {claim.get('paper')!r}: not a key of paper_values.csv")
     if check == "ratio":
         _check_selection(claim.get("over"), f"{where}.over")
     if check == "below":
@@ -261,6 +283,7 @@ def load_paper(paper_id: str, folder: Path) -> Paper:
                 dict(entry.get("figure", {})),
                 list(claims),
                 str(entry.get("note", "")),
+                bool(entry.get("timeseries", False)),
             )
         )
     return paper
@@ -309,14 +332,40 @@ def scenario_for(result: Result, quick: bool) -> Scenario:
     return scenario
 
 
+def _time_series(scenario: Scenario, run_dir: Path) -> pd.DataFrame:
+    """Replication 0 of every point run again with its output tables, for the per-bin
+    throughput (``timeseries.csv``) of results that are about the transient (EWRR figures
+    12-14); one row per point × bin × flow with the point's swept values."""
+    from schedlab.api import run_summary
+
+    frames = []
+    for point in scenario.points():
+        target = run_dir / "series" / f"p{point.index:04d}"
+        target.mkdir(parents=True, exist_ok=True)
+        run_summary(point.scenario, target, replication=0)
+        frame = pd.read_csv(target / "timeseries.csv")
+        frame["point"] = point.index
+        for key, value in point.values.items():
+            frame[key] = value
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 def _run_key(result: Result, quick: bool) -> str:
     overrides = json.dumps(result.quick, sort_keys=True) if quick else ""
     return f"{result.scenario}|{overrides}"
 
 
-def _selection_values(replications: pd.DataFrame, selection: dict, x_key: str | None) -> pd.Series:
-    """One value per replication (indexed by replication) of a selection."""
-    frame = replications
+def _selection_values(replications, selection: dict, x_key: str | None) -> pd.Series:
+    """One value per replication (indexed by replication) of a selection. ``replications`` is
+    the per-replication flow table, or a dict of them by ``table`` (``flows``, ``links``)."""
+    table = selection.get("table", "flows")
+    if isinstance(replications, dict):
+        frame = replications.get(table, pd.DataFrame())
+    elif table == "flows":
+        frame = replications
+    else:
+        raise ReproduceError(f"table = {table!r}: this result has no per-link results")
     for key, value in selection.get("where", {}).items():
         if key not in frame.columns:
             raise ReproduceError(f"where: {key!r} is not a swept key of this result's scenario")
@@ -331,6 +380,8 @@ def _selection_values(replications: pd.DataFrame, selection: dict, x_key: str | 
         frame = frame[frame["flow"].isin(selection["flows"])]
     if "class" in selection:
         frame = frame[frame["class"] == selection["class"]]
+    if "link" in selection:
+        frame = frame[frame["link"] == selection["link"]]
     metric = selection["metric"]
     if metric not in frame.columns:
         raise ReproduceError(f"metric = {metric!r}: not a column of the results")
@@ -367,7 +418,10 @@ def _shape_holds(series: list[float], shape: str, tolerance: float) -> bool:
 def _along_x(replications: pd.DataFrame, selection: dict, x_key: str | None) -> list[tuple]:
     if x_key is None:
         raise ReproduceError("a shape check needs a scenario with a swept x")
-    xs = sorted(set(replications[x_key].dropna()))
+    frame = replications.get(selection.get("table", "flows")) if isinstance(replications, dict) else replications
+    if frame is None or x_key not in frame.columns:
+        raise ReproduceError(f"x = {x_key!r}: not a column of this result's {selection.get('table', 'flows')}")
+    xs = sorted(set(frame[x_key].dropna()))
     pairs = []
     for x in xs:
         values = _selection_values(replications, {**selection, "x": x}, x_key)
@@ -375,9 +429,21 @@ def _along_x(replications: pd.DataFrame, selection: dict, x_key: str | None) -> 
     return pairs
 
 
-def evaluate_claim(claim: dict, replications: pd.DataFrame, x_key: str | None, values: dict) -> dict:
-    """One entry of ``verdict.json``."""
+def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -> dict:
+    """One entry of ``verdict.json``. A claim with ``needs`` (a component schedlab lacks for
+    this one claim of an otherwise expressible result) is ``not_expressible``."""
     check = claim["check"]
+    if "needs" in claim:
+        return {
+            "id": claim["id"],
+            "statement": claim["statement"],
+            "source": claim["source"],
+            "check": check,
+            "paper": None,
+            "ours": None,
+            "verdict": "not_expressible",
+            "why": f"schedlab cannot check this claim yet: it needs {claim['needs']}",
+        }
     scale = float(claim.get("scale", 1.0))
     tolerance = float(claim.get("tolerance", 0.0))
     out = {
@@ -431,6 +497,22 @@ def evaluate_claim(claim: dict, replications: pd.DataFrame, x_key: str | None, v
         ok = _shape_holds([p[1] for p in pairs], shape, tolerance)
         verdict = "match" if ok else "mismatch"
         why = f"ours is {'' if ok else 'not '}{shape} along x"
+    elif check == "converges":
+        stat = _convergence(replications, claim, x_key)
+        out["ours"] = stat
+        target = out["paper"]["value"]
+        slack = max(tolerance * abs(target), float(claim.get("tolerance_abs", 0.0)))
+        if claim.get("upper_bound"):
+            within = stat["value"] <= target + slack
+            rule = f"at most {target:g} s (+{slack:g})"
+        else:
+            within = abs(stat["value"] - target) <= slack
+            rule = f"{target:g} ± {slack:g} s"
+        verdict = "match" if within else "mismatch"
+        why = (
+            f"ours converges at {stat['value']:.2g} s (every later bin within ±{stat['band']:.0%} of each class's"
+            f" share): {'' if within else 'not '}{rule}"
+        )
     else:  # below
         statistic = claim.get("statistic", "mean")
         a = _stat(_selection_values(replications, claim["ours"], x_key) * scale, statistic)
@@ -449,6 +531,38 @@ def evaluate_claim(claim: dict, replications: pd.DataFrame, x_key: str | None, v
     if verdict != "match" and claim.get("explanation"):
         out["explanation"] = claim["explanation"]
     return out
+
+
+def _convergence(frames, claim: dict, x_key: str | None) -> dict:
+    """The convergence time of a per-bin throughput series (``table = "series"``): the start
+    of the first time bin from which every later bin of every flow in ``targets_bps`` lies
+    within ±``band`` (default 20%) of that flow's target; the run's end if none does."""
+    selection = claim["ours"]
+    frame = frames.get("series") if isinstance(frames, dict) else None
+    if frame is None or frame.empty:
+        raise ReproduceError("a converges check needs the result's time series (timeseries = true)")
+    if "x" in selection:
+        frame = frame[frame[x_key] == selection["x"]]
+    for key, value in selection.get("where", {}).items():
+        frame = frame[frame[key] == value]
+    band = float(claim.get("scale", 0.2))
+    starts = sorted(set(frame["time_s"]))
+    if not starts:
+        raise ReproduceError(f"selection {selection!r}: selects no time bins")
+    converged_at = None
+    for start in reversed(starts):
+        later = frame[frame["time_s"] >= start]
+        ok = True
+        for flow, target in claim["targets_bps"].items():
+            rows = later[later["flow"] == int(flow)][selection["metric"]]
+            if rows.empty or ((rows - target).abs() > band * target).any():
+                ok = False
+                break
+        if not ok:
+            break
+        converged_at = start
+    end = float(frame["bin_end_s"].max()) if "bin_end_s" in frame.columns else starts[-1]
+    return {"value": end if converged_at is None else float(converged_at), "ci95": None, "band": band}
 
 
 def _not_expressible(result: Result) -> list[dict]:
@@ -548,14 +662,20 @@ def reproduce(
                 )
                 if sweep.failures:
                     raise ReproduceError(f"{len(sweep.failures)} task(s) failed: {sweep.failures[0]['error']}")
-                runs[key] = (scenario, sweep)
-            scenario, sweep = runs[key]
+                series = _time_series(scenario, run_dir) if result.timeseries else pd.DataFrame()
+                runs[key] = (scenario, sweep, series)
+            scenario, sweep, series = runs[key]
             x_key = scenario.sweep.x if scenario.sweep else None
             sweep.table.to_csv(folder / "data.csv", index=False)
             sweep.replications.to_csv(folder / "replications.csv", index=False)
-            claims = [evaluate_claim(c, sweep.replications, x_key, values[result.paper]) for c in result.claims]
+            sweep.links.to_csv(folder / "data_links.csv", index=False)
+            frames = {"flows": sweep.replications, "links": sweep.link_replications, "series": series}
+            if not series.empty:
+                series.to_csv(folder / "timeseries.csv", index=False)
+            claims = [evaluate_claim(c, frames, x_key, values[result.paper]) for c in result.claims]
             outcome = Outcome(result, claims, folder)
-            outcome.figure = draw_figure(result, scenario, sweep.table, values[result.paper], folder)
+            table = {"links": sweep.links, "series": series}.get(result.figure.get("table"), sweep.table)
+            outcome.figure = draw_figure(result, scenario, table, values[result.paper], folder)
         except OutputFolderError:
             raise
         except (ReproduceError, ScenarioError, KeyError, ValueError) as e:
@@ -600,7 +720,8 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     """The result's figure as the paper draws it (``[result.figure]``): ``y`` (a metric)
     against the swept ``x`` (or per flow as bars when the scenario has no sweep), one curve
     per flow in ``flows`` (default all) and per value of ``series``, restricted by ``where``;
-    ``scale``, ``x_label``, ``y_label``, ``log_y``; ``paper = [keys…]`` with ``paper_x``
+    ``scale``, ``x_label``, ``y_label``, ``log_y``; ``table = "links"`` (with ``links =
+    [..]``) draws per-link columns such as a discipline's counters, and ``y`` may list several; ``paper = [keys…]`` with ``paper_x``
     draws the paper's numbers as markers; ``theory = true`` adds the scenario's
     ``[[report.theory]]`` overlays, labelled as the approximations they are."""
     import matplotlib
@@ -615,18 +736,24 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     if not spec or table.empty:
         return None
     metric = spec.get("y", "delay_mean_s")
-    if metric not in table.columns:
-        raise ReproduceError(f"{result.paper} {result.id}: figure.y = {metric!r}: not a column of the results")
+    for name in metric if isinstance(metric, list) else [metric]:
+        if name not in table.columns:
+            raise ReproduceError(f"{result.paper} {result.id}: figure.y = {name!r}: not a column of the results")
     scale = float(spec.get("scale", 1.0))
     frame = table
     for key, value in spec.get("where", {}).items():
         frame = frame[frame[key] == value]
+    key = "link" if spec.get("table") == "links" else "flow"
     if "flows" in spec:
         frame = frame[frame["flow"].isin(spec["flows"])]
+    if "links" in spec:
+        frame = frame[frame["link"].isin(spec["links"])]
+    metrics = spec["y"] if isinstance(spec.get("y"), list) else [metric]
     x_key = spec.get("x", scenario.sweep.x if scenario.sweep else None)
     series_key = spec.get("series")
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     if x_key is None:
+        metric = metrics[0]
         labels = [_flow_label(r) for _, r in frame.iterrows()]
         err = frame.get(f"{metric}_ci95")
         ax.bar(labels, frame[metric] * scale, yerr=None if err is None else err.fillna(0) * scale, capsize=3)
@@ -634,19 +761,22 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     else:
         groups = [(None, frame)] if not series_key else list(frame.groupby(series_key, sort=False))
         for series, rows in groups:
-            for _flow, flow_rows in rows.groupby("flow"):
-                flow_rows = flow_rows.sort_values(x_key)
-                err = flow_rows.get(f"{metric}_ci95")
-                label = _flow_label(flow_rows.iloc[0]) + ("" if series is None else f", {series}")
-                ax.errorbar(
-                    flow_rows[x_key],
-                    flow_rows[metric] * scale,
-                    yerr=None if err is None else err.fillna(0) * scale,
-                    marker="o",
-                    markersize=4,
-                    capsize=3,
-                    label=label,
-                )
+            for _id, id_rows in rows.groupby(key):
+                id_rows = id_rows.sort_values(x_key)
+                for name in metrics:
+                    err = id_rows.get(f"{name}_ci95")
+                    label = _flow_label(id_rows.iloc[0]) if key == "flow" else f"link {_id}"
+                    label += "" if len(metrics) == 1 else f" {name}"
+                    label += "" if series is None else f", {series}"
+                    ax.errorbar(
+                        id_rows[x_key],
+                        id_rows[name] * scale,
+                        yerr=None if err is None else err.fillna(0) * scale,
+                        marker="o",
+                        markersize=4,
+                        capsize=3,
+                        label=label,
+                    )
         if spec.get("theory"):
             for index, overlay in enumerate(scenario.data.get("report", {}).get("theory", [])):
                 pairs = []
@@ -674,7 +804,7 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
         xs = spec.get("paper_x", list(range(len(paper_keys))))
         ys = [values[k]["value"] for k in paper_keys]
         ax.plot(xs, ys, linestyle="none", marker="x", markersize=8, color="red", label="paper")
-    ax.set_ylabel(spec.get("y_label", metric))
+    ax.set_ylabel(spec.get("y_label", ", ".join(metrics)))
     if spec.get("log_y"):
         ax.set_yscale("log")
     ax.set_title(f"{result.paper} {result.id}: {result.title}", fontsize=9)

@@ -36,6 +36,7 @@ use schedlab_core::{
     MAX_FLOW_ID,
 };
 
+use crate::tcp::TcpConfig;
 use crate::traffic::{
     stationary_distribution, ArrivalModel, Fragmentation, FrameType, MpegModel, PeriodDist, SizeDist,
     SizeShape, Spacing,
@@ -92,6 +93,9 @@ pub struct LinkConfig {
     pub scheduler: toml::Table,
     /// Per-flow parameters of the flows crossing this link.
     pub flows: FlowTable,
+    /// Probability that a packet is lost after its transmission on this link (`loss`, in
+    /// [0, 1)), independently of every other packet.
+    pub loss: f64,
 }
 
 impl LinkConfig {
@@ -140,14 +144,38 @@ pub struct SourceConfig {
     pub stop: Option<TimeNs>,
     /// Relative deadline stamped on every packet, ns.
     pub deadline: Option<TimeNs>,
+    /// The transport (TCP), if the source is closed-loop: then `arrivals` and `size` describe
+    /// the application's writes (bytes), not packets.
+    pub transport: Option<TransportConfig>,
     /// IP fragmentation of the model's units into packets of at most `mtu` bytes (`mtu`,
     /// `fragment_header`); `None`: every unit is one packet.
     pub fragmentation: Option<Fragmentation>,
 }
 
+/// A closed-loop source's transport and the return path of its acknowledgements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransportConfig {
+    /// TCP parameters.
+    pub tcp: TcpConfig,
+    /// How ACKs travel back.
+    pub ack_return: AckReturn,
+}
+
+/// How a TCP receiver's acknowledgements reach the sender.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AckReturn {
+    /// Over these links (indices), in order, as packets of `header` bytes.
+    Path(Vec<usize>),
+    /// After this fixed delay, ns, without crossing any link.
+    Delay(TimeNs),
+}
+
 impl SourceConfig {
     /// The largest packet the source can send.
     pub fn max_packet(&self) -> u64 {
+        if let Some(transport) = &self.transport {
+            return transport.tcp.max_packet();
+        }
         let largest_unit = self
             .arrivals
             .own_max_size()
@@ -187,6 +215,9 @@ pub enum ScenarioError {
     /// The run could not complete (e.g. more packets in flight than the simulator can track).
     #[error("simulation failed: {0}")]
     Run(String),
+    /// The run was stopped by its watcher (Ctrl-C, SIGTERM) before it finished.
+    #[error("interrupted before the run finished")]
+    Interrupted,
 }
 
 impl ScenarioError {
@@ -203,6 +234,7 @@ impl ScenarioError {
                 path: file.to_string(),
                 message,
             },
+            ScenarioError::Interrupted => crate::InputError::Interrupted,
         }
     }
 }
@@ -228,6 +260,7 @@ impl Scenario {
                 "name": l.name,
                 "rate_bps": l.rate.bits_per_second(),
                 "delay_s": l.delay as f64 / 1e9,
+                "loss": l.loss,
                 "scheduler": l.scheduler.get("kind").and_then(|k| k.as_str()),
             })).collect::<Vec<_>>(),
             "flows": self.sources.iter().map(|s| json!({
@@ -237,6 +270,7 @@ impl Scenario {
                 "path": s.path.iter().map(|&l| self.links[l].name.as_str()).collect::<Vec<_>>(),
                 "model": model_name(&s.arrivals),
                 "max_packet_bytes": s.max_packet(),
+                "transport": s.transport.as_ref().map(|_| "tcp"),
                 "mtu": s.fragmentation.map(|f| f.mtu),
             })).collect::<Vec<_>>(),
         })
@@ -255,6 +289,7 @@ fn model_name(model: &ArrivalModel) -> &'static str {
         ArrivalModel::Mmpp { .. } => "mmpp",
         ArrivalModel::Mpeg(_) => "mpeg",
         ArrivalModel::Trace { .. } => "trace",
+        ArrivalModel::Bulk => "bulk",
     }
 }
 
@@ -281,7 +316,15 @@ const RUN_KEYS: &[&str] = &[
     "ci",
     "drain",
 ];
-const LINK_KEYS: &[&str] = &["name", "rate", "delay", "buffer", "buffer_packets", "scheduler"];
+const LINK_KEYS: &[&str] = &[
+    "name",
+    "rate",
+    "delay",
+    "buffer",
+    "buffer_packets",
+    "scheduler",
+    "loss",
+];
 const SOURCE_KEYS: &[&str] = &[
     "flow",
     "name",
@@ -294,6 +337,9 @@ const SOURCE_KEYS: &[&str] = &[
     "start",
     "stop",
     "deadline",
+    "transport",
+    "ack_path",
+    "ack_delay",
     "mtu",
     "fragment_header",
 ];
@@ -407,7 +453,11 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         sources.push(source);
     }
     for (index, source) in sources.iter().enumerate() {
-        for &link in &source.path {
+        let ack_links = match source.transport.as_ref().map(|t| &t.ack_return) {
+            Some(AckReturn::Path(links)) => links.as_slice(),
+            _ => &[],
+        };
+        for &link in source.path.iter().chain(ack_links) {
             links[link]
                 .flows
                 .set(source.flow, source.params, format!("source[{index}].params"));
@@ -518,6 +568,10 @@ fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result
         return Err(r.error("buffer", "must be at least 1 byte"));
     }
     let buffer_packets = r.integer("buffer_packets", 1, i64::MAX)?;
+    let loss = r.float("loss", 0.0, 1.0)?.unwrap_or(0.0);
+    if loss >= 1.0 {
+        return Err(r.error("loss", "must be a probability below 1"));
+    }
     let mut scheduler = match r.table("scheduler")? {
         Some(t) => t.clone(),
         None => {
@@ -549,6 +603,7 @@ fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result
         delay,
         scheduler,
         flows,
+        loss,
     })
 }
 
@@ -556,30 +611,12 @@ fn r_string(r: &mut TableReader<'_>, key: &'static str) -> Result<Option<String>
     Ok(r.string(key)?.map(str::to_string))
 }
 
-fn parse_source(
-    table: &toml::Table,
-    index: usize,
-    links: &[LinkConfig],
-    base_dir: &Path,
-    run: &RunConfig,
-) -> Result<SourceConfig, ConfigError> {
-    let path = format!("source[{index}]");
-    let mut r = TableReader::new(table, path.clone());
-    let flow = r
-        .integer("flow", 0, MAX_FLOW_ID as i64)?
-        .map(|f| f as FlowId)
-        .unwrap_or(index as FlowId);
-    let name = r_string(&mut r, "name")?.unwrap_or_else(|| format!("flow{flow}"));
-    let class = r.integer("class", 0, 255)?.unwrap_or(0) as u8;
-    let hops = match array(&mut r, "path")? {
-        Some(a) if !a.is_empty() => a,
-        Some(_) => return Err(r.error("path", "must name at least one link")),
-        None => return Err(r.error("path", "is required: the links the flow crosses, in order")),
-    };
+/// The link indices of a path (`source.path`, `source.ack_path`) at `key_path`.
+fn link_route(hops: &[toml::Value], key_path: &str, links: &[LinkConfig]) -> Result<Vec<usize>, ConfigError> {
     let link_names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
     let mut route = Vec::with_capacity(hops.len());
     for (hop, value) in hops.iter().enumerate() {
-        let hop_path = format!("{path}.path[{hop}]");
+        let hop_path = format!("{key_path}[{hop}]");
         let toml::Value::String(link_name) = value else {
             return Err(ConfigError::new(
                 hop_path,
@@ -603,6 +640,79 @@ fn parse_source(
         }
         route.push(link);
     }
+    Ok(route)
+}
+
+/// A source's `transport`, `ack_path` and `ack_delay` keys.
+fn parse_transport(
+    r: &mut TableReader<'_>,
+    path: &str,
+    links: &[LinkConfig],
+    arrivals: &ArrivalModel,
+) -> Result<Option<TransportConfig>, ConfigError> {
+    let transport = r.table("transport")?;
+    let ack_path = array(r, "ack_path")?;
+    let ack_delay = r.duration("ack_delay")?;
+    let Some(transport) = transport else {
+        if matches!(arrivals, ArrivalModel::Bulk) {
+            return Err(r.error(
+                "arrivals",
+                "model \"bulk\" needs a transport, e.g. transport = { kind = \"tcp\" }",
+            ));
+        }
+        for key in ["ack_path", "ack_delay"] {
+            if r.has(key) {
+                return Err(r.error(key, "applies to sources with a transport (TCP) only"));
+            }
+        }
+        return Ok(None);
+    };
+    let tcp = TcpConfig::from_table(transport, &join_path(path, "transport"))?;
+    if matches!(arrivals, ArrivalModel::Trace { .. }) {
+        return Err(r.error(
+            "arrivals",
+            "a TCP source's arrivals are application writes; trace replay is not one",
+        ));
+    }
+    let ack_return = match (ack_path, ack_delay) {
+        (Some(_), Some(_)) => return Err(r.error("ack_delay", "give either ack_path or ack_delay, not both")),
+        (Some(hops), None) if !hops.is_empty() => {
+            AckReturn::Path(link_route(hops, &join_path(path, "ack_path"), links)?)
+        }
+        (Some(_), None) => return Err(r.error("ack_path", "must name at least one link")),
+        (None, Some(delay)) => AckReturn::Delay(delay),
+        (None, None) => {
+            return Err(r.error(
+                "ack_path",
+                "is required for a TCP source: the links ACKs cross (e.g. [\"reverse\"]), or give \
+                 ack_delay = \"20ms\"",
+            ))
+        }
+    };
+    Ok(Some(TransportConfig { tcp, ack_return }))
+}
+
+fn parse_source(
+    table: &toml::Table,
+    index: usize,
+    links: &[LinkConfig],
+    base_dir: &Path,
+    run: &RunConfig,
+) -> Result<SourceConfig, ConfigError> {
+    let path = format!("source[{index}]");
+    let mut r = TableReader::new(table, path.clone());
+    let flow = r
+        .integer("flow", 0, MAX_FLOW_ID as i64)?
+        .map(|f| f as FlowId)
+        .unwrap_or(index as FlowId);
+    let name = r_string(&mut r, "name")?.unwrap_or_else(|| format!("flow{flow}"));
+    let class = r.integer("class", 0, 255)?.unwrap_or(0) as u8;
+    let hops = match array(&mut r, "path")? {
+        Some(a) if !a.is_empty() => a,
+        Some(_) => return Err(r.error("path", "must name at least one link")),
+        None => return Err(r.error("path", "is required: the links the flow crosses, in order")),
+    };
+    let route = link_route(hops, &join_path(&path, "path"), links)?;
     let arrivals_table = match r.table("arrivals")? {
         Some(t) => t,
         None => {
@@ -666,6 +776,13 @@ fn parse_source(
             Some(Fragmentation { mtu, header })
         }
     };
+    let transport = parse_transport(&mut r, &path, links, &arrivals)?;
+    if transport.is_some() && r.has("shaper") {
+        return Err(r.error("shaper", "a TCP source is paced by its window; remove the shaper"));
+    }
+    if transport.is_some() && fragmentation.is_some() {
+        return Err(r.error("mtu", "a TCP source sends segments of mss bytes; remove mtu"));
+    }
     let mut source = SourceConfig {
         flow,
         name,
@@ -678,6 +795,7 @@ fn parse_source(
         start,
         stop,
         deadline,
+        transport,
         fragmentation,
     };
     if let Some(t) = r.table("shaper")? {
@@ -721,7 +839,7 @@ fn period(r: &mut TableReader<'_>, key: &'static str) -> Result<f64, ConfigError
     }
 }
 
-const MODELS: &str = "cbr, poisson, on_off, pareto_on_off, mmpp, mpeg, trace";
+const MODELS: &str = "cbr, poisson, on_off, pareto_on_off, mmpp, mpeg, trace, bulk (TCP sources)";
 
 fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<ArrivalModel, ConfigError> {
     let mut r = TableReader::new(table, path);
@@ -790,6 +908,7 @@ fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<Ar
             &["model", "gop", "gop_per_s", "i_size", "p_size", "b_size"],
         ),
         "trace" => (parse_trace(&mut r, path, base_dir)?, &["model", "file", "flow"]),
+        "bulk" => (ArrivalModel::Bulk, &["model"]),
         _ => return Err(r.error("model", format!("unknown arrival model; known: {MODELS}"))),
     };
     r.finish_with(accepted)?;

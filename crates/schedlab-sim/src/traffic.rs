@@ -417,13 +417,19 @@ pub enum ArrivalModel {
         /// The packets, sorted by time.
         packets: Arc<Vec<TracePacket>>,
     },
+    /// A bulk application behind a transport (TCP): always has data, so it emits nothing on
+    /// its own; the transport decides when segments leave.
+    Bulk,
 }
 
 impl ArrivalModel {
     /// Whether the model draws sizes from the source's `size` distribution (false for MPEG and
     /// trace replay, which carry their own sizes).
     pub fn needs_size(&self) -> bool {
-        !matches!(self, ArrivalModel::Mpeg(_) | ArrivalModel::Trace { .. })
+        !matches!(
+            self,
+            ArrivalModel::Mpeg(_) | ArrivalModel::Trace { .. } | ArrivalModel::Bulk
+        )
     }
 
     /// The largest packet the model itself produces (MPEG, trace), if it sets sizes.
@@ -538,6 +544,8 @@ enum State {
         packets: Arc<Vec<TracePacket>>,
         index: usize,
     },
+    /// No emissions (bulk applications).
+    Silent,
 }
 
 /// Fragmentation of a source's units (frames) into MTU-sized packets, as IP fragments them.
@@ -678,6 +686,7 @@ impl Generator {
                 packets: packets.clone(),
                 index: 0,
             },
+            ArrivalModel::Bulk => State::Silent,
         };
         Generator {
             rng,
@@ -820,6 +829,7 @@ impl Generator {
                     deadline: packet.deadline,
                 })
             }
+            State::Silent => None,
         }
     }
 }
