@@ -42,11 +42,4 @@ run() { # seed duration -> packets on stdout
 echo "# schedlab: drr quantum=${quantum} B, n=${flows}, load=${load}, duration=${duration} s" \
     "(~${packets} packets), ${reps} run(s)" >&2
 emit_header >&2
-for seed in $(seq 1 "$reps"); do
-    run "$seed" 0.001 >/dev/null
-    setup=$(time_wall "$work/time.txt")
-    setup_cpu=$(time_cpu "$work/time.txt")
-    carried=$(run "$seed" "$duration")
-    emit schedlab drr "$flows" "$carried" "$(time_wall "$work/time.txt")" "$setup" \
-        "$(time_cpu "$work/time.txt")" "$setup_cpu" "" "$(time_rss_mb "$work/time.txt")"
-done
+measure_runs schedlab drr "$flows" "$reps" "$duration" run "$work/time.txt"

@@ -7,6 +7,10 @@
 # * timed OUT CMD…      runs CMD under `/usr/bin/time -v -o OUT`.
 # * time_wall OUT / time_rss_mb OUT   wall seconds and peak RSS (MB) from that file.
 # * time_cpu OUT        user + system CPU seconds from that file.
+# * measure_runs PEER SCHED FLOWS REPS DURATION RUN_FN TIME_FILE   for seeds 1..REPS: runs
+#                       `RUN_FN SEED 0.001` (the set-up: 1 ms of traffic) and `RUN_FN SEED
+#                       DURATION`, each of which prints "PACKETS [EVENTS]" and leaves the
+#                       /usr/bin/time output in TIME_FILE, and emits one line per seed.
 # * emit PEER SCHED FLOWS PACKETS WALL SETUP CPU SETUP_CPU EVENTS RSS_MB   prints the line
 #     peer,scheduler,flows,packets,wall_s,setup_s,cpu_s,setup_cpu_s,packets_per_s,
 #     packets_per_cpu_s,events_per_s,peak_rss_mb
@@ -88,6 +92,20 @@ emit() {
         eps = (e == "") ? "" : sprintf("%.0f", e / run)
         printf "%s,%s,%d,%d,%.2f,%.2f,%.2f,%.2f,%.0f,%.0f,%s,%s\n", p, s, f, n, w, u, c, uc,
             n / run, n / run_cpu, eps, r }'
+}
+
+measure_runs() {
+    local peer=$1 sched=$2 flows=$3 reps=$4 duration=$5 run_fn=$6 time_file=$7
+    local seed setup setup_cpu out packets events
+    for seed in $(seq 1 "$reps"); do
+        "$run_fn" "$seed" 0.001 >/dev/null
+        setup=$(time_wall "$time_file")
+        setup_cpu=$(time_cpu "$time_file")
+        out=$("$run_fn" "$seed" "$duration")
+        read -r packets events <<<"$out"
+        emit "$peer" "$sched" "$flows" "$packets" "$(time_wall "$time_file")" "$setup" \
+            "$(time_cpu "$time_file")" "$setup_cpu" "${events:-}" "$(time_rss_mb "$time_file")"
+    done
 }
 
 # The header of the machine-readable lines (scripts print it on stderr).

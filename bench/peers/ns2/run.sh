@@ -41,11 +41,4 @@ run() { # seed duration -> delivered packets on stdout, /usr/bin/time output in 
 echo "# ns2: Queue/DRR quantum=${quantum} B, n=${flows}, load=${load}, duration=${duration} s" \
     "(~${packets} packets), ${reps} run(s)" >&2
 emit_header >&2
-for seed in $(seq 1 "$reps"); do
-    run "$seed" 0.001 >/dev/null
-    setup=$(time_wall "$work/time.txt")
-    setup_cpu=$(time_cpu "$work/time.txt")
-    delivered=$(run "$seed" "$duration")
-    emit ns2 DRR "$flows" "$delivered" "$(time_wall "$work/time.txt")" "$setup" \
-        "$(time_cpu "$work/time.txt")" "$setup_cpu" "" "$(time_rss_mb "$work/time.txt")"
-done
+measure_runs ns2 DRR "$flows" "$reps" "$duration" run "$work/time.txt"

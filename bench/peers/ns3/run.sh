@@ -47,11 +47,4 @@ run() { # seed duration -> "delivered events" on stdout
 echo "# ns3: FqCoDel (CoDel off) quantum=${quantum} B, n=${flows}, load=${load}," \
     "duration=${duration} s (~${packets} packets), ${reps} run(s)" >&2
 emit_header >&2
-for seed in $(seq 1 "$reps"); do
-    run "$seed" 0.001 >/dev/null
-    setup=$(time_wall "$work/time.txt")
-    setup_cpu=$(time_cpu "$work/time.txt")
-    read -r delivered events < <(run "$seed" "$duration")
-    emit ns3 fqcodel-noaqm "$flows" "$delivered" "$(time_wall "$work/time.txt")" "$setup" \
-        "$(time_cpu "$work/time.txt")" "$setup_cpu" "$events" "$(time_rss_mb "$work/time.txt")"
-done
+measure_runs ns3 fqcodel-noaqm "$flows" "$reps" "$duration" run "$work/time.txt"

@@ -59,7 +59,7 @@
 //!   paper's rule for stale timestamps. Timestamps are compared with wrapping arithmetic.
 
 use crate::config::{ConfigError, FlowTable, TableReader};
-use crate::counters::{Counters, DropReason, Dropped};
+use crate::counters::{Counters, Dropped};
 use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
@@ -467,14 +467,7 @@ impl Scheduler for Qfq {
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
         let flow = packet.flow;
         if flow <= MAX_FLOW_ID && packet.size > self.mtu {
-            self.queues.counters.record_arrival(&packet);
-            self.queues
-                .counters
-                .record_drop(&packet, DropReason::InvalidPacket, false);
-            drops.push(Dropped {
-                packet,
-                reason: DropReason::InvalidPacket,
-            });
+            self.queues.counters.refuse_invalid_packet(packet, drops);
             return;
         }
         if flow <= MAX_FLOW_ID {
@@ -584,6 +577,7 @@ impl Scheduler for Qfq {
 mod tests {
     use super::*;
     use crate::config::BufferLimit;
+    use crate::counters::DropReason;
     use crate::testkit;
 
     fn qfq(weights: &[(FlowId, u32)], limit: BufferLimit) -> Qfq {
@@ -654,19 +648,9 @@ mod tests {
     /// 10, 9 go (the newest filed first within a slot) until V = 300 passes 256.
     #[test]
     fn wf2q_example_interleaves() {
-        let weights: Vec<(FlowId, u32)> = std::iter::once((1, 10)).chain((2..=11).map(|f| (f, 1))).collect();
-        let mut packets = Vec::new();
-        for _ in 0..11 {
-            packets.push(Packet::new(packets.len() as u64, 1, 1000, 0));
-        }
-        for flow in 2..=11 {
-            packets.push(Packet::new(packets.len() as u64, flow, 1000, 0));
-        }
+        let (weights, packets) = testkit::wf2q_example();
         let mut s = qfq(&weights, BufferLimit::UNLIMITED);
-        let order: Vec<FlowId> = testkit::send_order(&mut s, &packets)
-            .iter()
-            .map(|id| packets[*id as usize].flow)
-            .collect();
+        let order = testkit::flows_in_send_order(&mut s, &packets);
         let longest_run = order
             .chunk_by(|a, b| a == b && *a == 1)
             .filter(|run| run[0] == 1)
