@@ -72,6 +72,8 @@ disciplines! {
     Stfq => stfq::Stfq,
     Wfq => wfq::Wfq,
     Wf2qPlus => wf2q_plus::Wf2qPlus,
+    Srr => srr::Srr,
+    Aliquem => aliquem::Aliquem,
 }
 
 impl Scheduler for AnyScheduler {

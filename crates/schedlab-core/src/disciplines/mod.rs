@@ -1,6 +1,7 @@
 //! One file per discipline. Each file's header cites the paper and section it implements and
 //! maps the paper's pseudo-code names to the code's.
 
+pub mod aliquem;
 pub mod drr;
 pub mod drr_plus;
 pub mod drr_plusplus;
@@ -9,6 +10,7 @@ pub mod ewrr;
 pub mod fifo;
 pub mod priority;
 pub mod scfq;
+pub mod srr;
 pub mod stfq;
 pub mod vd;
 pub mod virtual_clock;
