@@ -38,6 +38,7 @@ const CASES: &[(&str, &str)] = &[
     ("stfq", "kind = \"stfq\""),
     ("wfq", "kind = \"wfq\""),
     ("wf2q_plus", "kind = \"wf2q_plus\""),
+    ("qfq", "kind = \"qfq\""),
     ("srr", "kind = \"srr\"\nquantum = 1500"),
     ("aliquem", "kind = \"aliquem\"\nquantum = 1500\nscaling = 5"),
 ];

@@ -202,6 +202,11 @@ const CASES: &[Case] = &[
         flow: all_params,
     },
     Case {
+        id: "qfq",
+        scheduler: "kind = \"qfq\"",
+        flow: all_params,
+    },
+    Case {
         id: "srr",
         scheduler: "kind = \"srr\"\nquantum = 1500",
         flow: all_params,

@@ -9,6 +9,7 @@ pub mod dwcs;
 pub mod ewrr;
 pub mod fifo;
 pub mod priority;
+pub mod qfq;
 pub mod scfq;
 pub mod srr;
 pub mod stfq;
