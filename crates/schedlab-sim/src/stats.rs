@@ -285,7 +285,7 @@ impl Jitter {
 }
 
 /// Accumulated statistics of one flow or one class over the measurement window.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Accumulator {
     /// Packets that entered the network in the window.
     pub sent: u64,
@@ -311,25 +311,6 @@ pub struct Accumulator {
     pub jitter: Jitter,
     /// Sum of shaping delays of the packets sent, ns.
     pub shaper_delay_sum: u128,
-}
-
-impl Default for Accumulator {
-    fn default() -> Self {
-        Accumulator {
-            sent: 0,
-            sent_bytes: 0,
-            received: 0,
-            received_bytes: 0,
-            dropped: [0; 4],
-            dropped_bytes: 0,
-            lost: 0,
-            delay_sum: 0,
-            delay_max: 0,
-            delay: DelayHistogram::new(),
-            jitter: Jitter::default(),
-            shaper_delay_sum: 0,
-        }
-    }
 }
 
 impl Accumulator {
