@@ -211,7 +211,7 @@ pub struct Accumulator {
     /// Their bytes.
     pub received_bytes: u64,
     /// Of those, packets dropped, by [`DropReason`] order.
-    pub dropped: [u64; 4],
+    pub dropped: [u64; DropReason::COUNT],
     /// Bytes dropped.
     pub dropped_bytes: u64,
     /// Sum of one-way delays, ns.
@@ -233,7 +233,7 @@ impl Default for Accumulator {
             sent_bytes: 0,
             received: 0,
             received_bytes: 0,
-            dropped: [0; 4],
+            dropped: [0; DropReason::COUNT],
             dropped_bytes: 0,
             delay_sum: 0,
             delay_max: 0,
