@@ -1,4 +1,5 @@
-//! Class queues served in a changing priority order, with the CPU-usage bookkeeping of paper
+//! Class queues served in a changing priority order (and [`ShareScheduler`], the scheduler
+//! both policies are), with the CPU-usage bookkeeping of paper
 //! 001's share-based CPU policies: the shared building block of
 //! [`crate::disciplines::dynamic_priority`] and [`crate::disciplines::adaptive`].
 //!
@@ -24,41 +25,58 @@
 //! Complexity: O(1) enqueue; dequeue O(classes) to find the first non-empty class in `order`;
 //! a wake-up O(classes²) (three classes in the paper).
 
+use std::marker::PhantomData;
+
 use crate::config::{BufferLimit, ConfigError, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
+use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{Packet, MAX_FLOW_ID};
 use crate::pool::{ListEnds, PooledLists};
+use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
 
 /// Parts per million of a share.
 const PPM: f64 = 1_000_000.0;
 
-/// Reads `share = [0.4, 0.3, 0.3]`: one fraction in (0, 1] per class, summing to 1; returns
-/// the shares in parts per million.
-pub fn read_share(reader: &mut TableReader<'_>) -> Result<Vec<u64>, ConfigError> {
-    let rule = "must be an array of fractions in (0, 1], one per class (0 = highest), summing to 1, e.g. [0.4, 0.3, 0.3]";
-    let Some(value) = reader.value("share") else {
-        return Err(reader.error("share", format!("is required: {rule}")));
+/// Reads `key` as an array of fractions in (0, 1], one per class (class 0 first, at most 256),
+/// summing to 1 (within 10⁻⁶), e.g. `share = [0.4, 0.3, 0.3]`, `link_share = [0.5, 0.3, 0.2]`.
+pub fn read_fractions<'a>(
+    reader: &mut TableReader<'a>,
+    key: &'a str,
+    example: &str,
+) -> Result<Vec<f64>, ConfigError> {
+    let rule = format!(
+        "must be an array of fractions in (0, 1], one per class (0 = highest), summing to 1, e.g. {example}"
+    );
+    let Some(value) = reader.value(key) else {
+        return Err(reader.error(key, format!("is required: {rule}")));
     };
     let toml::Value::Array(items) = value else {
-        return Err(reader.error("share", rule));
+        return Err(reader.error(key, rule));
     };
-    let mut shares = Vec::with_capacity(items.len());
+    let mut fractions = Vec::with_capacity(items.len());
     for item in items {
-        let share = match item {
+        let fraction = match item {
             toml::Value::Float(f) => *f,
             toml::Value::Integer(i) => *i as f64,
             _ => f64::NAN,
         };
-        if !(share > 0.0 && share <= 1.0) {
-            return Err(reader.error("share", rule));
+        if !(fraction > 0.0 && fraction <= 1.0) {
+            return Err(reader.error(key, rule));
         }
-        shares.push(share);
+        fractions.push(fraction);
     }
-    let sum: f64 = shares.iter().sum();
-    if shares.is_empty() || shares.len() > 256 || (sum - 1.0).abs() > 1e-6 {
-        return Err(reader.error("share", rule));
+    let sum: f64 = fractions.iter().sum();
+    if fractions.is_empty() || fractions.len() > 256 || (sum - 1.0).abs() > 1e-6 {
+        return Err(reader.error(key, rule));
     }
+    Ok(fractions)
+}
+
+/// Reads `share = [0.4, 0.3, 0.3]` ([`read_fractions`]); returns the shares in parts per
+/// million.
+pub fn read_share(reader: &mut TableReader<'_>) -> Result<Vec<u64>, ConfigError> {
+    let shares = read_fractions(reader, "share", "[0.4, 0.3, 0.3]")?;
     Ok(shares.iter().map(|s| ((s * PPM).round() as u64).max(1)).collect())
 }
 
@@ -265,6 +283,194 @@ impl ClassShare {
     /// Per-flow counters.
     pub fn counters(&self) -> &Counters {
         &self.counters
+    }
+}
+
+/// A share-based CPU policy: what its periodic scheduler does at a wake-up.
+pub trait SharePolicy: Clone + std::fmt::Debug {
+    /// The discipline's self-description.
+    const INFO: DisciplineInfo;
+    /// The wake-up at `now`: re-order `queues`, maybe change the interval, then
+    /// [`ClassShare::sleep`].
+    fn wake_up(queues: &mut ClassShare, now: TimeNs);
+}
+
+/// The scheduler keys of every share-based policy.
+pub const SHARE_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "share",
+        unit: "fractions, one per class",
+        default: "required",
+        description: "Share[i]: the proportion of CPU time for class i (0 = Gold), summing to 1",
+    },
+    ParamInfo {
+        name: "interval",
+        unit: "duration",
+        default: "required",
+        description: "the periodic scheduler's initial interval",
+    },
+    ParamInfo {
+        name: "min_interval",
+        unit: "duration",
+        default: "interval / 64",
+        description: "lower bound when the interval is halved",
+    },
+    ParamInfo {
+        name: "max_interval",
+        unit: "duration",
+        default: "interval * 64",
+        description: "upper bound when the interval is doubled",
+    },
+];
+
+/// Parameters of a share-based policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShareConfig {
+    /// `Share[i]`, parts per million, one per class.
+    pub share: Vec<u64>,
+    /// Initial, minimum and maximum scheduling interval, ns.
+    pub intervals: (TimeNs, TimeNs, TimeNs),
+}
+
+/// A share-based CPU scheduler: [`ClassShare`] driven by policy `P` at every wake-up.
+#[derive(Clone, Debug)]
+pub struct ShareScheduler<P> {
+    pub(crate) queues: ClassShare,
+    policy: PhantomData<P>,
+}
+
+impl<P: SharePolicy> ShareScheduler<P> {
+    /// The current priority order of the classes (index 0 = highest).
+    pub fn order(&self) -> &[u8] {
+        &self.queues.order
+    }
+
+    /// The current scheduling interval, ns.
+    pub fn interval(&self) -> TimeNs {
+        self.queues.interval
+    }
+
+    /// The queues and usage counters.
+    pub fn queues(&self) -> &ClassShare {
+        &self.queues
+    }
+}
+
+impl<P: SharePolicy> Discipline for ShareScheduler<P> {
+    type Config = ShareConfig;
+    const INFO: DisciplineInfo = P::INFO;
+
+    fn read_config(reader: &mut TableReader<'_>) -> Result<ShareConfig, ConfigError> {
+        Ok(ShareConfig {
+            share: read_share(reader)?,
+            intervals: read_intervals(reader)?,
+        })
+    }
+
+    fn build(config: ShareConfig, context: &BuildContext<'_>) -> Result<Self, ConfigError> {
+        require_tail_drop(&Self::INFO, &context.limit)?;
+        Ok(ShareScheduler {
+            queues: ClassShare::new(config.share, config.intervals, context.limit),
+            policy: PhantomData,
+        })
+    }
+}
+
+impl<P: SharePolicy> Scheduler for ShareScheduler<P> {
+    fn id(&self) -> &'static str {
+        P::INFO.id
+    }
+
+    fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
+        self.queues.enqueue(packet, drops);
+    }
+
+    fn dequeue(&mut self, now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
+        if self.queues.due(now) {
+            P::wake_up(&mut self.queues, now);
+        }
+        self.queues.dequeue()
+    }
+
+    fn peek(&mut self, now: TimeNs) -> Option<Packet> {
+        if self.queues.due(now) {
+            P::wake_up(&mut self.queues, now);
+        }
+        self.queues.peek()
+    }
+
+    fn counters(&self) -> &Counters {
+        self.queues.counters()
+    }
+
+    fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("wakeups", self.queues.wakeups),
+            ("interval_ns", self.queues.interval),
+        ]
+    }
+}
+
+/// Test helpers shared by the share-based policies' tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use crate::testkit;
+
+    /// Policy `P` on the test link with `share` (parts per million), `intervals` and `limit`.
+    pub fn build<P: SharePolicy>(
+        share: &[u64],
+        intervals: (TimeNs, TimeNs, TimeNs),
+        limit: BufferLimit,
+    ) -> ShareScheduler<P> {
+        testkit::build_with::<ShareScheduler<P>>(
+            ShareConfig {
+                share: share.to_vec(),
+                intervals,
+            },
+            [],
+            limit,
+        )
+    }
+
+    /// A 100-byte packet of `class` (its flow = its class) at time 0.
+    pub fn packet(id: u64, class: u8) -> Packet {
+        Packet {
+            class,
+            ..Packet::new(id, class as u32, 100, 0)
+        }
+    }
+
+    /// Ten packets of each of classes 0, 1, 2 at time 0, interleaved; returns the classes of
+    /// the send order on the test link.
+    pub fn ten_of_each_class_order<P: SharePolicy>(s: &mut ShareScheduler<P>) -> Vec<u8> {
+        let mut packets = Vec::new();
+        for k in 0..10u64 {
+            for class in 0..3u8 {
+                packets.push(packet(k * 3 + class as u64, class));
+            }
+        }
+        let order = testkit::send_order(s, &packets);
+        order.iter().map(|&id| (id % 3) as u8).collect()
+    }
+
+    /// The invariants of every discipline, and `order` stays a permutation, for Share
+    /// 40/30/30 % and the given interval bounds and byte buffer.
+    pub fn check_invariants<P: SharePolicy>(
+        trace: &[Packet],
+        intervals: (TimeNs, TimeNs, TimeNs),
+        bytes: u64,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let limit = BufferLimit {
+            bytes: Some(bytes),
+            ..BufferLimit::UNLIMITED
+        };
+        let mut s = build::<P>(&[400_000, 300_000, 300_000], intervals, limit);
+        testkit::check_invariants(&mut s, trace, true)?;
+        let mut order = s.order().to_vec();
+        order.sort_unstable();
+        proptest::prop_assert_eq!(order, vec![0, 1, 2]);
+        Ok(())
     }
 }
 

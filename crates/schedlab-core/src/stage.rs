@@ -55,6 +55,7 @@
 //! * Time sums are in integer nanoseconds: a group's virtual queue is kept as the time at which
 //!   it empties, and a packet adds its serialisation time at the group's rate (rounded up).
 
+use crate::class_share::read_fractions;
 use crate::config::{ConfigError, TableReader};
 use crate::packet::Packet;
 use crate::time::{Rate, TimeNs};
@@ -123,32 +124,7 @@ impl LinkDropPolicyKind {
         let kind = match r.string("kind")? {
             Some("default_link") => LinkDropPolicyKind::DefaultLink,
             Some("fixed_link") => {
-                let Some(value) = r.value("link_share") else {
-                    return Err(r.error(
-                        "link_share",
-                        "is required: the fraction of the link per class, e.g. [0.5, 0.3, 0.2]",
-                    ));
-                };
-                let rule = "must be an array of fractions in (0, 1], one per class, summing to 1";
-                let toml::Value::Array(items) = value else {
-                    return Err(r.error("link_share", rule));
-                };
-                let mut link_share = Vec::with_capacity(items.len());
-                for item in items {
-                    let share = match item {
-                        toml::Value::Float(f) => *f,
-                        toml::Value::Integer(i) => *i as f64,
-                        _ => f64::NAN,
-                    };
-                    if !(share > 0.0 && share <= 1.0) {
-                        return Err(r.error("link_share", rule));
-                    }
-                    link_share.push(share);
-                }
-                let sum: f64 = link_share.iter().sum();
-                if link_share.is_empty() || link_share.len() > 256 || (sum - 1.0).abs() > 1e-6 {
-                    return Err(r.error("link_share", rule));
-                }
+                let link_share = read_fractions(&mut r, "link_share", "[0.5, 0.3, 0.2]")?;
                 LinkDropPolicyKind::FixedLink { link_share }
             }
             Some("dynamic_link") => {

@@ -989,7 +989,8 @@ mod tests {
         for (i, (rate_kbit, delay_us, buffer)) in links.iter().enumerate() {
             text += &format!(
                 "[[link]]\nname = \"l{i}\"\nrate = \"{rate_kbit}kbit\"\ndelay = \"{delay_us}us\"\n\
-                 buffer = {buffer}\nscheduler = {{ kind = \"{kind}\" }}\n"
+                 buffer = {buffer}\nscheduler = {{ kind = \"{kind}\"{} }}\n",
+                required_parameters(kind)
             );
         }
         for (i, (from, hops, model, rate, size)) in sources.iter().enumerate() {
@@ -1011,6 +1012,15 @@ mod tests {
             );
         }
         text
+    }
+
+    /// The scheduler keys a discipline cannot do without (the CPU-share policies' `share` and
+    /// `interval`), as `, key = value` text.
+    fn required_parameters(kind: &str) -> &'static str {
+        match kind {
+            "dynamic_priority" | "adaptive" => ", share = [0.4, 0.3, 0.3], interval = \"10ms\"",
+            _ => "",
+        }
     }
 
     proptest! {

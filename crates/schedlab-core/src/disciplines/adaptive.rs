@@ -46,61 +46,29 @@
 //! * A class beyond the `share` vector is queued with the last class; `buffer` /
 //!   `buffer_packets` bound the shared backlog with tail drop.
 
-use crate::class_share::{read_intervals, read_share, ClassShare};
-use crate::config::{ConfigError, TableReader};
-use crate::counters::{Counters, Dropped};
-use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo, ParamInfo};
-use crate::packet::Packet;
-use crate::scheduler::Scheduler;
+use crate::class_share::{ClassShare, SharePolicy, ShareScheduler, SHARE_PARAMS};
+use crate::discipline::DisciplineInfo;
 use crate::time::TimeNs;
 
-/// Parameters of [`Adaptive`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AdaptiveConfig {
-    /// `Share[i]`, parts per million, one per class.
-    pub share: Vec<u64>,
-    /// Initial, minimum and maximum scheduling interval, ns.
-    pub intervals: (TimeNs, TimeNs, TimeNs),
-}
-
 /// The Adaptive CPU scheduler of paper 001.
-#[derive(Clone, Debug)]
-pub struct Adaptive {
-    queues: ClassShare,
-}
+pub type Adaptive = ShareScheduler<AdaptivePolicy>;
 
-/// The scheduler keys shared by `adaptive` and `dynamic_priority`.
-pub(crate) const SHARE_PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        name: "share",
-        unit: "fractions, one per class",
-        default: "required",
-        description: "Share[i]: the proportion of CPU time for class i (0 = Gold), summing to 1",
-    },
-    ParamInfo {
-        name: "interval",
-        unit: "duration",
-        default: "required",
-        description: "the periodic scheduler's initial interval",
-    },
-    ParamInfo {
-        name: "min_interval",
-        unit: "duration",
-        default: "interval / 64",
-        description: "lower bound when the interval is halved",
-    },
-    ParamInfo {
-        name: "max_interval",
-        unit: "duration",
-        default: "interval * 64",
-        description: "upper bound when the interval is doubled",
-    },
-];
+/// Figure 2's wake-up.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AdaptivePolicy;
 
-impl Adaptive {
-    /// The scheduler's wake-up at `now` (figure 2).
-    fn wake_up(&mut self, now: TimeNs) {
-        let q = &mut self.queues;
+impl SharePolicy for AdaptivePolicy {
+    const INFO: DisciplineInfo = DisciplineInfo {
+        id: "adaptive",
+        name: "Adaptive (CPU share)",
+        citation: "Wang, Lung, Majumdar, Effective Fair Share Resource Management Algorithms in Support of QoS, §3.2.2.2, fig. 2",
+        summary: "Class queues in strict priority; a periodic scheduler ranks them by CPU usage / Share and doubles or halves its interval when the top group's GCU / Share leaves [0.9, 1.1]. Work conserving.",
+        scheduler_params: SHARE_PARAMS,
+        flow_params: &[],
+        per_flow_queues: false,
+    };
+
+    fn wake_up(q: &mut ClassShare, now: TimeNs) {
         let top = q.order[0] as usize;
         let mut order = std::mem::take(&mut q.order);
         order.sort_unstable_by(|&a, &b| q.compare_ratio(a as usize, b as usize));
@@ -118,104 +86,17 @@ impl Adaptive {
         }
         q.sleep(now);
     }
-
-    /// The current priority order of the classes (index 0 = highest).
-    pub fn order(&self) -> &[u8] {
-        &self.queues.order
-    }
-
-    /// The current scheduling interval, ns.
-    pub fn interval(&self) -> TimeNs {
-        self.queues.interval
-    }
-}
-
-impl Discipline for Adaptive {
-    type Config = AdaptiveConfig;
-    const INFO: DisciplineInfo = DisciplineInfo {
-        id: "adaptive",
-        name: "Adaptive (CPU share)",
-        citation: "Wang, Lung, Majumdar, Effective Fair Share Resource Management Algorithms in Support of QoS, §3.2.2.2, fig. 2",
-        summary: "Class queues in strict priority; a periodic scheduler ranks them by CPU usage / Share and doubles or halves its interval when the top group's GCU / Share leaves [0.9, 1.1]. Work conserving.",
-        scheduler_params: SHARE_PARAMS,
-        flow_params: &[],
-        per_flow_queues: false,
-    };
-
-    fn read_config(reader: &mut TableReader<'_>) -> Result<AdaptiveConfig, ConfigError> {
-        Ok(AdaptiveConfig {
-            share: read_share(reader)?,
-            intervals: read_intervals(reader)?,
-        })
-    }
-
-    fn build(config: AdaptiveConfig, context: &BuildContext<'_>) -> Result<Adaptive, ConfigError> {
-        require_tail_drop(&Self::INFO, &context.limit)?;
-        Ok(Adaptive {
-            queues: ClassShare::new(config.share, config.intervals, context.limit),
-        })
-    }
-}
-
-impl Scheduler for Adaptive {
-    fn id(&self) -> &'static str {
-        Self::INFO.id
-    }
-
-    fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
-        self.queues.enqueue(packet, drops);
-    }
-
-    fn dequeue(&mut self, now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
-        if self.queues.due(now) {
-            self.wake_up(now);
-        }
-        self.queues.dequeue()
-    }
-
-    fn peek(&mut self, now: TimeNs) -> Option<Packet> {
-        if self.queues.due(now) {
-            self.wake_up(now);
-        }
-        self.queues.peek()
-    }
-
-    fn counters(&self) -> &Counters {
-        self.queues.counters()
-    }
-
-    fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            ("wakeups", self.queues.wakeups),
-            ("interval_ns", self.queues.interval),
-        ]
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::class_share::testing::{self, packet};
     use crate::config::BufferLimit;
     use crate::disciplines::priority::{Priority, PriorityConfig};
+    use crate::packet::Packet;
+    use crate::scheduler::Scheduler;
     use crate::testkit;
-
-    fn adaptive(share: &[u64], intervals: (TimeNs, TimeNs, TimeNs)) -> Adaptive {
-        testkit::build_with::<Adaptive>(
-            AdaptiveConfig {
-                share: share.to_vec(),
-                intervals,
-            },
-            [],
-            BufferLimit::UNLIMITED,
-        )
-    }
-
-    fn packet(id: u64, class: u8) -> Packet {
-        Packet {
-            class,
-            ..Packet::new(id, class as u32, 100, 0)
-        }
-    }
 
     /// Hand-derived from figure 2. Share 40/30/30 %, interval 1 ms; 100-byte packets take
     /// 100 µs on the test link. Ten packets of each class are queued at time 0.
@@ -230,15 +111,12 @@ mod tests {
     ///   → ratios 25, 16.7, 10 → order (2, 1, 0) again; Bronze's GCU 3/3 → 125 µs.
     #[test]
     fn figure_2_hand_derived_order() {
-        let mut s = adaptive(&[400_000, 300_000, 300_000], (1_000_000, 1, u64::MAX));
-        let mut packets = Vec::new();
-        for k in 0..10u64 {
-            for class in 0..3u8 {
-                packets.push(packet(k * 3 + class as u64, class));
-            }
-        }
-        let order = testkit::send_order(&mut s, &packets);
-        let classes: Vec<u8> = order.iter().map(|&id| (id % 3) as u8).collect();
+        let mut s = testing::build::<AdaptivePolicy>(
+            &[400_000, 300_000, 300_000],
+            (1_000_000, 1, u64::MAX),
+            BufferLimit::UNLIMITED,
+        );
+        let classes = testing::ten_of_each_class_order(&mut s);
         let expected: Vec<u8> = [vec![0u8; 10], vec![1; 5], vec![2; 3]].concat();
         assert_eq!(&classes[..18], &expected[..]);
         assert_eq!(s.queues.usage.iter().sum::<u64>(), 30);
@@ -249,7 +127,11 @@ mod tests {
     /// keeps the interval; below 0.9 doubles it.
     #[test]
     fn interval_doubles_below_and_stays_inside_the_band() {
-        let mut s = adaptive(&[500_000, 500_000], (1000, 10, 100_000));
+        let mut s = testing::build::<AdaptivePolicy>(
+            &[500_000, 500_000],
+            (1000, 10, 100_000),
+            BufferLimit::UNLIMITED,
+        );
         let mut drops = Vec::new();
         // Period 1: Gold 1 packet, Silver 1 packet (GCU of Gold = 0.5 = Share → unchanged).
         s.enqueue(packet(0, 0), 0, &mut drops);
@@ -272,7 +154,7 @@ mod tests {
     fn degenerates_to_fixed_priority_when_the_interval_exceeds_the_run() {
         proptest::proptest!(|(trace in testkit::arb_trace(6, 200))| {
             let trace: Vec<Packet> = trace.into_iter().map(|p| Packet { class: (p.flow % 3) as u8, ..p }).collect();
-            let mut s = adaptive(&[400_000, 300_000, 300_000], (u64::MAX / 4, 1, u64::MAX));
+            let mut s = testing::build::<AdaptivePolicy>(&[400_000, 300_000, 300_000], (u64::MAX / 4, 1, u64::MAX), BufferLimit::UNLIMITED);
             let mut p = testkit::build_with::<Priority>(PriorityConfig, [], BufferLimit::UNLIMITED);
             proptest::prop_assert_eq!(testkit::send_order(&mut s, &trace), testkit::send_order(&mut p, &trace));
         });
@@ -303,16 +185,7 @@ mod tests {
         /// order stays a permutation.
         #[test]
         fn invariants(trace in testkit::arb_trace(6, 300), interval in 1_000u64..5_000_000, bytes in 1500u64..20_000) {
-            let limit = BufferLimit { bytes: Some(bytes), ..BufferLimit::UNLIMITED };
-            let mut s = testkit::build_with::<Adaptive>(
-                AdaptiveConfig { share: vec![400_000, 300_000, 300_000], intervals: (interval, 1, interval * 64) },
-                [],
-                limit,
-            );
-            testkit::check_invariants(&mut s, &trace, true)?;
-            let mut order = s.order().to_vec();
-            order.sort_unstable();
-            proptest::prop_assert_eq!(order, vec![0, 1, 2]);
+            testing::check_invariants::<AdaptivePolicy>(&trace, (interval, 1, interval * 64), bytes)?;
         }
     }
 }

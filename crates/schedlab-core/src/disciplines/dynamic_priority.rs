@@ -52,34 +52,29 @@
 //! * The scheduler wakes up at the first decision at or after its due time and sleeps its
 //!   interval from then; a class beyond `share` is queued with the last class.
 
-use crate::class_share::{read_intervals, read_share, ClassShare};
-use crate::config::{ConfigError, TableReader};
-use crate::counters::{Counters, Dropped};
-use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo};
-use crate::disciplines::adaptive::SHARE_PARAMS;
-use crate::packet::Packet;
-use crate::scheduler::Scheduler;
+use crate::class_share::{ClassShare, SharePolicy, ShareScheduler, SHARE_PARAMS};
+use crate::discipline::DisciplineInfo;
 use crate::time::TimeNs;
 
-/// Parameters of [`DynamicPriority`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DynamicPriorityConfig {
-    /// `Share[i]`, parts per million, one per class.
-    pub share: Vec<u64>,
-    /// Initial, minimum and maximum scheduling interval, ns.
-    pub intervals: (TimeNs, TimeNs, TimeNs),
-}
-
 /// The Dynamic-Priority CPU scheduler of paper 001.
-#[derive(Clone, Debug)]
-pub struct DynamicPriority {
-    queues: ClassShare,
-}
+pub type DynamicPriority = ShareScheduler<DynamicPriorityPolicy>;
 
-impl DynamicPriority {
-    /// The scheduler's wake-up at `now` (figure 1).
-    fn wake_up(&mut self, now: TimeNs) {
-        let q = &mut self.queues;
+/// Figure 1's wake-up.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DynamicPriorityPolicy;
+
+impl SharePolicy for DynamicPriorityPolicy {
+    const INFO: DisciplineInfo = DisciplineInfo {
+        id: "dynamic_priority",
+        name: "Dynamic-Priority (CPU share)",
+        citation: "Wang, Lung, Majumdar, Effective Fair Share Resource Management Algorithms in Support of QoS, §3.2.2.1, fig. 1",
+        summary: "Class queues in strict priority; a periodic scheduler raises the queue with the smallest CPU usage / Share (or an idle period's other queue) to the top, and a second one while the first is over its Share. Work conserving.",
+        scheduler_params: SHARE_PARAMS,
+        flow_params: &[],
+        per_flow_queues: false,
+    };
+
+    fn wake_up(q: &mut ClassShare, now: TimeNs) {
         let classes = q.classes();
         let scheduled = q.order[0] as usize;
         let others = || (0..classes).filter(move |&c| c != scheduled);
@@ -105,106 +100,15 @@ impl DynamicPriority {
         q.raise(chosen, second);
         q.sleep(now);
     }
-
-    /// The current priority order of the classes (index 0 = highest).
-    pub fn order(&self) -> &[u8] {
-        &self.queues.order
-    }
-
-    /// The current scheduling interval, ns.
-    pub fn interval(&self) -> TimeNs {
-        self.queues.interval
-    }
-}
-
-impl Discipline for DynamicPriority {
-    type Config = DynamicPriorityConfig;
-    const INFO: DisciplineInfo = DisciplineInfo {
-        id: "dynamic_priority",
-        name: "Dynamic-Priority (CPU share)",
-        citation: "Wang, Lung, Majumdar, Effective Fair Share Resource Management Algorithms in Support of QoS, §3.2.2.1, fig. 1",
-        summary: "Class queues in strict priority; a periodic scheduler raises the queue with the smallest CPU usage / Share (or an idle period's other queue) to the top, and a second one while the first is over its Share. Work conserving.",
-        scheduler_params: SHARE_PARAMS,
-        flow_params: &[],
-        per_flow_queues: false,
-    };
-
-    fn read_config(reader: &mut TableReader<'_>) -> Result<DynamicPriorityConfig, ConfigError> {
-        Ok(DynamicPriorityConfig {
-            share: read_share(reader)?,
-            intervals: read_intervals(reader)?,
-        })
-    }
-
-    fn build(
-        config: DynamicPriorityConfig,
-        context: &BuildContext<'_>,
-    ) -> Result<DynamicPriority, ConfigError> {
-        require_tail_drop(&Self::INFO, &context.limit)?;
-        Ok(DynamicPriority {
-            queues: ClassShare::new(config.share, config.intervals, context.limit),
-        })
-    }
-}
-
-impl Scheduler for DynamicPriority {
-    fn id(&self) -> &'static str {
-        Self::INFO.id
-    }
-
-    fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
-        self.queues.enqueue(packet, drops);
-    }
-
-    fn dequeue(&mut self, now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
-        if self.queues.due(now) {
-            self.wake_up(now);
-        }
-        self.queues.dequeue()
-    }
-
-    fn peek(&mut self, now: TimeNs) -> Option<Packet> {
-        if self.queues.due(now) {
-            self.wake_up(now);
-        }
-        self.queues.peek()
-    }
-
-    fn counters(&self) -> &Counters {
-        self.queues.counters()
-    }
-
-    fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            ("wakeups", self.queues.wakeups),
-            ("interval_ns", self.queues.interval),
-        ]
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::class_share::testing::{self, packet};
     use crate::config::BufferLimit;
+    use crate::scheduler::Scheduler;
     use crate::testkit;
-
-    fn dynamic(share: &[u64], intervals: (TimeNs, TimeNs, TimeNs)) -> DynamicPriority {
-        testkit::build_with::<DynamicPriority>(
-            DynamicPriorityConfig {
-                share: share.to_vec(),
-                intervals,
-            },
-            [],
-            BufferLimit::UNLIMITED,
-        )
-    }
-
-    fn packet(id: u64, class: u8) -> Packet {
-        Packet {
-            class,
-            ..Packet::new(id, class as u32, 100, 0)
-        }
-    }
 
     /// Hand-derived from figure 1, Share 50/30/20 % (the paper's example), interval 1 ms,
     /// min 250 µs; 100-byte packets take 100 µs on the test link; ten packets of each class
@@ -218,15 +122,12 @@ mod tests {
     /// * All 30 served: Gold ×10, Silver ×10, Bronze ×10 in that order.
     #[test]
     fn figure_1_hand_derived_order() {
-        let mut s = dynamic(&[500_000, 300_000, 200_000], (1_000_000, 250_000, 1_000_000));
-        let mut packets = Vec::new();
-        for k in 0..10u64 {
-            for class in 0..3u8 {
-                packets.push(packet(k * 3 + class as u64, class));
-            }
-        }
-        let order = testkit::send_order(&mut s, &packets);
-        let classes: Vec<u8> = order.iter().map(|&id| (id % 3) as u8).collect();
+        let mut s = testing::build::<DynamicPriorityPolicy>(
+            &[500_000, 300_000, 200_000],
+            (1_000_000, 250_000, 1_000_000),
+            BufferLimit::UNLIMITED,
+        );
+        let classes = testing::ten_of_each_class_order(&mut s);
         let expected: Vec<u8> = [vec![0u8; 10], vec![1; 10], vec![2; 10]].concat();
         assert_eq!(classes, expected);
         assert_eq!(s.interval(), 1_000_000);
@@ -240,7 +141,11 @@ mod tests {
     /// consumed and Bronze did not → exactly one idle → Bronze is chosen.
     #[test]
     fn idle_scheduled_queue_gives_the_cpu_to_the_other_idle_queue() {
-        let mut s = dynamic(&[500_000, 300_000, 200_000], (1000, 100, 1000));
+        let mut s = testing::build::<DynamicPriorityPolicy>(
+            &[500_000, 300_000, 200_000],
+            (1000, 100, 1000),
+            BufferLimit::UNLIMITED,
+        );
         let mut drops = Vec::new();
         for id in 0..30 {
             s.enqueue(packet(id, 0), 0, &mut drops);
@@ -270,15 +175,19 @@ mod tests {
     ///   smaller ratio of Gold (0) and Silver (1/0.45) → Gold raised second: order (2, 0, 1).
     #[test]
     fn a_chosen_queue_over_its_share_raises_a_second_and_halves_the_interval() {
-        let mut s = dynamic(&[100_000, 450_000, 450_000], (1000, 100, 1000));
+        let mut s = testing::build::<DynamicPriorityPolicy>(
+            &[100_000, 450_000, 450_000],
+            (1000, 100, 1000),
+            BufferLimit::UNLIMITED,
+        );
         s.queues.usage = vec![3, 13, 13];
         s.queues.period_usage = vec![1, 0, 0];
-        s.wake_up(1000);
+        DynamicPriorityPolicy::wake_up(&mut s.queues, 1000);
         assert_eq!(s.order(), &[1, 0, 2]);
         assert_eq!(s.interval(), 1000);
         s.queues.usage = vec![0, 1, 10];
         s.queues.period_usage = vec![5, 0, 0];
-        s.wake_up(2000);
+        DynamicPriorityPolicy::wake_up(&mut s.queues, 2000);
         assert_eq!(s.order(), &[2, 0, 1]);
         assert_eq!(s.interval(), 500);
     }
@@ -287,16 +196,7 @@ mod tests {
         /// Exactly once, FIFO per flow, work conservation; the order stays a permutation.
         #[test]
         fn invariants(trace in testkit::arb_trace(6, 300), interval in 1_000u64..5_000_000, bytes in 1500u64..20_000) {
-            let limit = BufferLimit { bytes: Some(bytes), ..BufferLimit::UNLIMITED };
-            let mut s = testkit::build_with::<DynamicPriority>(
-                DynamicPriorityConfig { share: vec![400_000, 300_000, 300_000], intervals: (interval, interval / 64 + 1, interval) },
-                [],
-                limit,
-            );
-            testkit::check_invariants(&mut s, &trace, true)?;
-            let mut order = s.order().to_vec();
-            order.sort_unstable();
-            proptest::prop_assert_eq!(order, vec![0, 1, 2]);
+            testing::check_invariants::<DynamicPriorityPolicy>(&trace, (interval, interval / 64 + 1, interval), bytes)?;
         }
     }
 }
