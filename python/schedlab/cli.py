@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import schedlab
+from schedlab import realnet
 
 app = typer.Typer(
     name="schedlab",
@@ -380,6 +381,9 @@ def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print a
                 )
             if entry["example"]:
                 out.print(escape(f"  e.g. {entry['example']}"), highlight=False)
+
+
+realnet.register(app)
 
 
 def main() -> None:

@@ -19,13 +19,16 @@ sharing a scenario share one run), then writes ``DIR/<paper>/<result>/``: ``data
 sweep table: mean and 95% CI per point and flow), ``replications.csv``, ``figure.png``/``.svg``
 drawn as the paper draws it (the paper's numbers as markers where it gives them) and
 ``verdict.json``. ``DIR/reproduction.html`` shows every result at a glance, then each figure
-with its claims; ``DIR/reproduction.md`` is the same verdict table in Markdown.
+with its claims; ``DIR/reproduction.md`` is the same verdict table in Markdown. Both cover
+every result whose ``verdict.json`` is in ``DIR``, from this call or an earlier one.
 
 Claims (``[[result.claim]]``): ``id``, ``statement`` (the paper's), ``source`` (section and
 page), ``check`` and its keys, and optionally ``explanation`` (why ours differs, shown with
-any verdict other than ``match``). A *selection* is a table
+any verdict other than ``match``) or ``needs`` (the claim is ``not_expressible`` until a
+missing component exists, while the result's other claims are checked). A *selection* is a table
 ``{ metric = "…", flow = 0 | flows = [..] | class = 1, where = {key = value}, x = value,
-aggregate = "sum" | "mean" }``; it is evaluated per replication and then averaged with a 95%
+aggregate = "sum" | "mean" }``, or ``{ table = "links", link = 2, metric = "lc_service", … }``
+for a link's columns (utilisation, the discipline's counters); it is evaluated per replication and then averaged with a 95%
 confidence interval, so that derived values (shares, ratios) get an honest interval. Checks:
 
 ``compare``
@@ -91,8 +94,9 @@ _CLAIM_KEYS = {
     "factor",
     "explanation",
     "statistic",
+    "needs",
 }
-_SELECTION_KEYS = {"metric", "flow", "flows", "class", "where", "x", "aggregate"}
+_SELECTION_KEYS = {"metric", "table", "flow", "flows", "class", "link", "where", "x", "aggregate"}
 
 
 class ReproduceError(ValueError):
@@ -181,6 +185,8 @@ def _check_selection(selection, where: str) -> None:
     if not isinstance(selection, dict) or "metric" not in selection:
         raise ReproduceError(f"{where} = {selection!r}: must be a table with a metric")
     _check_keys(selection, _SELECTION_KEYS, where)
+    if selection.get("table", "flows") not in ("flows", "links"):
+        raise ReproduceError(f"{where}.table = {selection['table']!r}: use flows or links")
     if selection.get("aggregate", "sum") not in ("sum", "mean"):
         raise ReproduceError(f"{where}.aggregate = {selection['aggregate']!r}: use sum or mean")
 
@@ -191,6 +197,8 @@ def _check_claim(claim: dict, values: dict, where: str) -> None:
         if not isinstance(claim.get(key), str) or not claim[key]:
             raise ReproduceError(f"{where}.{key} = {claim.get(key)!r}: required text")
     check = claim["check"]
+    if "needs" in claim:
+        return  # evaluated as not_expressible: nothing else to check
     if check not in CHECKS:
         raise ReproduceError(f"{where}.check = {check!r}: unknown; known: {', '.join(CHECKS)}")
     if check in ("compare", "ratio", "shape", "below"):
@@ -313,9 +321,16 @@ def _run_key(result: Result, quick: bool) -> str:
     return f"{result.scenario}|{overrides}"
 
 
-def _selection_values(replications: pd.DataFrame, selection: dict, x_key: str | None) -> pd.Series:
-    """One value per replication (indexed by replication) of a selection."""
-    frame = replications
+def _selection_values(replications, selection: dict, x_key: str | None) -> pd.Series:
+    """One value per replication (indexed by replication) of a selection. ``replications`` is
+    the per-replication flow table, or a dict of them by ``table`` (``flows``, ``links``)."""
+    table = selection.get("table", "flows")
+    if isinstance(replications, dict):
+        frame = replications.get(table, pd.DataFrame())
+    elif table == "flows":
+        frame = replications
+    else:
+        raise ReproduceError(f"table = {table!r}: this result has no per-link results")
     for key, value in selection.get("where", {}).items():
         if key not in frame.columns:
             raise ReproduceError(f"where: {key!r} is not a swept key of this result's scenario")
@@ -330,6 +345,8 @@ def _selection_values(replications: pd.DataFrame, selection: dict, x_key: str | 
         frame = frame[frame["flow"].isin(selection["flows"])]
     if "class" in selection:
         frame = frame[frame["class"] == selection["class"]]
+    if "link" in selection:
+        frame = frame[frame["link"] == selection["link"]]
     metric = selection["metric"]
     if metric not in frame.columns:
         raise ReproduceError(f"metric = {metric!r}: not a column of the results")
@@ -366,7 +383,10 @@ def _shape_holds(series: list[float], shape: str, tolerance: float) -> bool:
 def _along_x(replications: pd.DataFrame, selection: dict, x_key: str | None) -> list[tuple]:
     if x_key is None:
         raise ReproduceError("a shape check needs a scenario with a swept x")
-    xs = sorted(set(replications[x_key].dropna()))
+    frame = replications.get(selection.get("table", "flows")) if isinstance(replications, dict) else replications
+    if frame is None or x_key not in frame.columns:
+        raise ReproduceError(f"x = {x_key!r}: not a column of this result's {selection.get('table', 'flows')}")
+    xs = sorted(set(frame[x_key].dropna()))
     pairs = []
     for x in xs:
         values = _selection_values(replications, {**selection, "x": x}, x_key)
@@ -374,9 +394,21 @@ def _along_x(replications: pd.DataFrame, selection: dict, x_key: str | None) -> 
     return pairs
 
 
-def evaluate_claim(claim: dict, replications: pd.DataFrame, x_key: str | None, values: dict) -> dict:
-    """One entry of ``verdict.json``."""
+def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -> dict:
+    """One entry of ``verdict.json``. A claim with ``needs`` (a component schedlab lacks for
+    this one claim of an otherwise expressible result) is ``not_expressible``."""
     check = claim["check"]
+    if "needs" in claim:
+        return {
+            "id": claim["id"],
+            "statement": claim["statement"],
+            "source": claim["source"],
+            "check": check,
+            "paper": None,
+            "ours": None,
+            "verdict": "not_expressible",
+            "why": f"schedlab cannot check this claim yet: it needs {claim['needs']}",
+        }
     scale = float(claim.get("scale", 1.0))
     tolerance = float(claim.get("tolerance", 0.0))
     out = {
@@ -552,9 +584,12 @@ def reproduce(
             x_key = scenario.sweep.x if scenario.sweep else None
             sweep.table.to_csv(folder / "data.csv", index=False)
             sweep.replications.to_csv(folder / "replications.csv", index=False)
-            claims = [evaluate_claim(c, sweep.replications, x_key, values[result.paper]) for c in result.claims]
+            sweep.links.to_csv(folder / "data_links.csv", index=False)
+            frames = {"flows": sweep.replications, "links": sweep.link_replications}
+            claims = [evaluate_claim(c, frames, x_key, values[result.paper]) for c in result.claims]
             outcome = Outcome(result, claims, folder)
-            outcome.figure = draw_figure(result, scenario, sweep.table, values[result.paper], folder)
+            table = sweep.links if result.figure.get("table") == "links" else sweep.table
+            outcome.figure = draw_figure(result, scenario, table, values[result.paper], folder)
         except OutputFolderError:
             raise
         except (ReproduceError, ScenarioError, KeyError, ValueError) as e:
@@ -562,9 +597,34 @@ def reproduce(
         outcome.wall_time_s = time.time() - started
         _write_verdict(outcome, quick)
         outcomes.append(outcome)
-    write_html(outcomes, out_dir, quick)
-    write_markdown(outcomes, out_dir, quick)
+    everything = _with_earlier(outcomes, papers, out_dir)
+    write_html(everything, out_dir, quick)
+    write_markdown(everything, out_dir, quick)
     return outcomes
+
+
+def _with_earlier(outcomes: list[Outcome], papers: list[Paper], out_dir: Path) -> list[Outcome]:
+    """This call's outcomes plus those an earlier call left in ``out_dir`` (its
+    ``verdict.json`` files), in registry order, so that the pages cover every result run
+    into the folder."""
+    fresh = {(o.result.paper, o.result.id): o for o in outcomes}
+    merged = []
+    for paper in papers:
+        for result in paper.results:
+            key = (paper.id, result.id)
+            if key in fresh:
+                merged.append(fresh[key])
+                continue
+            folder = out_dir / paper.id / result.id
+            try:
+                doc = json.loads((folder / "verdict.json").read_text())
+            except (OSError, ValueError):
+                continue
+            figure = folder / "figure.png"
+            merged.append(
+                Outcome(result, doc.get("claims", []), folder, figure if figure.exists() else None, doc.get("error"))
+            )
+    return merged
 
 
 # --------------------------------------------------------------------------- figures
@@ -574,7 +634,8 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     """The result's figure as the paper draws it (``[result.figure]``): ``y`` (a metric)
     against the swept ``x`` (or per flow as bars when the scenario has no sweep), one curve
     per flow in ``flows`` (default all) and per value of ``series``, restricted by ``where``;
-    ``scale``, ``x_label``, ``y_label``, ``log_y``; ``paper = [keys…]`` with ``paper_x``
+    ``scale``, ``x_label``, ``y_label``, ``log_y``; ``table = "links"`` (with ``links =
+    [..]``) draws per-link columns such as a discipline's counters, and ``y`` may list several; ``paper = [keys…]`` with ``paper_x``
     draws the paper's numbers as markers; ``theory = true`` adds the scenario's
     ``[[report.theory]]`` overlays, labelled as the approximations they are."""
     import matplotlib
@@ -589,18 +650,24 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     if not spec or table.empty:
         return None
     metric = spec.get("y", "delay_mean_s")
-    if metric not in table.columns:
-        raise ReproduceError(f"{result.paper} {result.id}: figure.y = {metric!r}: not a column of the results")
+    for name in metric if isinstance(metric, list) else [metric]:
+        if name not in table.columns:
+            raise ReproduceError(f"{result.paper} {result.id}: figure.y = {name!r}: not a column of the results")
     scale = float(spec.get("scale", 1.0))
     frame = table
     for key, value in spec.get("where", {}).items():
         frame = frame[frame[key] == value]
+    key = "link" if spec.get("table") == "links" else "flow"
     if "flows" in spec:
         frame = frame[frame["flow"].isin(spec["flows"])]
+    if "links" in spec:
+        frame = frame[frame["link"].isin(spec["links"])]
+    metrics = spec["y"] if isinstance(spec.get("y"), list) else [metric]
     x_key = spec.get("x", scenario.sweep.x if scenario.sweep else None)
     series_key = spec.get("series")
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     if x_key is None:
+        metric = metrics[0]
         labels = [_flow_label(r) for _, r in frame.iterrows()]
         err = frame.get(f"{metric}_ci95")
         ax.bar(labels, frame[metric] * scale, yerr=None if err is None else err.fillna(0) * scale, capsize=3)
@@ -608,19 +675,22 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     else:
         groups = [(None, frame)] if not series_key else list(frame.groupby(series_key, sort=False))
         for series, rows in groups:
-            for _flow, flow_rows in rows.groupby("flow"):
-                flow_rows = flow_rows.sort_values(x_key)
-                err = flow_rows.get(f"{metric}_ci95")
-                label = _flow_label(flow_rows.iloc[0]) + ("" if series is None else f", {series}")
-                ax.errorbar(
-                    flow_rows[x_key],
-                    flow_rows[metric] * scale,
-                    yerr=None if err is None else err.fillna(0) * scale,
-                    marker="o",
-                    markersize=4,
-                    capsize=3,
-                    label=label,
-                )
+            for _id, id_rows in rows.groupby(key):
+                id_rows = id_rows.sort_values(x_key)
+                for name in metrics:
+                    err = id_rows.get(f"{name}_ci95")
+                    label = _flow_label(id_rows.iloc[0]) if key == "flow" else f"link {_id}"
+                    label += "" if len(metrics) == 1 else f" {name}"
+                    label += "" if series is None else f", {series}"
+                    ax.errorbar(
+                        id_rows[x_key],
+                        id_rows[name] * scale,
+                        yerr=None if err is None else err.fillna(0) * scale,
+                        marker="o",
+                        markersize=4,
+                        capsize=3,
+                        label=label,
+                    )
         if spec.get("theory"):
             for index, overlay in enumerate(scenario.data.get("report", {}).get("theory", [])):
                 pairs = []
@@ -648,7 +718,7 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
         xs = spec.get("paper_x", list(range(len(paper_keys))))
         ys = [values[k]["value"] for k in paper_keys]
         ax.plot(xs, ys, linestyle="none", marker="x", markersize=8, color="red", label="paper")
-    ax.set_ylabel(spec.get("y_label", metric))
+    ax.set_ylabel(spec.get("y_label", ", ".join(metrics)))
     if spec.get("log_y"):
         ax.set_yscale("log")
     ax.set_title(f"{result.paper} {result.id}: {result.title}", fontsize=9)

@@ -9,6 +9,8 @@ Output folder layout:
 * ``sweep_replications.csv`` — one row per point × replication × flow;
 * ``sweep.csv`` — one row per point × flow: every metric's mean over replications and its
   95% CI half-width (``<metric>_ci95``);
+* ``sweep_links_replications.csv`` and ``sweep_links.csv`` — the same per link (utilisation,
+  queue, drops and the discipline's own counters such as DRR++'s ``lc_service``);
 * ``sweep.json`` — the scenario, the swept keys, the x and series keys, failed points with
   their errors;
 * ``run-info.json`` — the sweep's fingerprint, status and wall time (:mod:`schedlab.outputs`).
@@ -36,7 +38,7 @@ from schedlab.theory import validate_report
 DASK_CONNECT_TIMEOUT_S = 10
 
 #: Per-flow keys of a replication summary that are identifiers, not metrics.
-ID_COLUMNS = ("flow", "class", "replication", "point")
+ID_COLUMNS = ("flow", "class", "replication", "point", "link")
 
 
 def _task(text: str, base_dir: str, replication: int) -> dict:
@@ -55,6 +57,9 @@ class SweepResult:
     replications: pd.DataFrame
     failures: list[dict] = field(default_factory=list)
     skipped: int = 0
+    #: Per link: mean and CI per point (``links``) and one row per point × replication.
+    links: pd.DataFrame = field(default_factory=pd.DataFrame)
+    link_replications: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _task_path(out_dir: Path, point: int, replication: int) -> Path:
@@ -164,6 +169,7 @@ def run_sweep(
 
     # Merge every finished task (this run's and resumed ones).
     rows = []
+    link_rows = []
     failed = {(f["point"], f["replication"]) for f in failures}
     for point in points:
         for r in range(scenario.replications):
@@ -178,10 +184,20 @@ def run_sweep(
                 row.update({_short(k): v for k, v in point.values.items()})
                 row.update({k: v for k, v in flow.items() if not isinstance(v, (dict, list))})
                 rows.append(row)
+            for link in summary.get("links", []):
+                row = {"point": point.index, "replication": r}
+                row.update({_short(k): v for k, v in point.values.items()})
+                row.update({k: v for k, v in link.items() if not isinstance(v, (dict, list))})
+                row.update(link.get("discipline_counters") or {})
+                link_rows.append(row)
     replications = pd.DataFrame(rows)
     table = aggregate(replications, list(points[0].values), ci=ci)
     replications.to_csv(out_dir / "sweep_replications.csv", index=False)
     table.to_csv(out_dir / "sweep.csv", index=False)
+    link_replications = pd.DataFrame(link_rows)
+    links = aggregate(link_replications, list(points[0].values), ci=ci, key="link")
+    link_replications.to_csv(out_dir / "sweep_links_replications.csv", index=False)
+    links.to_csv(out_dir / "sweep_links.csv", index=False)
     meta = {
         "scenario": scenario.rust_source()[0],
         "name": scenario.name,
@@ -198,7 +214,7 @@ def run_sweep(
         meta["representative"] = _representative_runs(scenario, points, sweep, out_dir, failed)
     (out_dir / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))
     outputs.finish(out_dir, info, "complete", resumed_tasks=skipped, failed_tasks=len(failures))
-    return SweepResult(out_dir, table, replications, failures, skipped)
+    return SweepResult(out_dir, table, replications, failures, skipped, links, link_replications)
 
 
 def _read_point(path: Path) -> dict:
@@ -249,11 +265,12 @@ def _sort_key(value):
     return (0, value) if isinstance(value, (int, float)) else (1, str(value))
 
 
-def aggregate(replications: pd.DataFrame, swept_keys, ci: str = "student_t") -> pd.DataFrame:
-    """Mean and 95% CI half-width over replications, per point and flow."""
+def aggregate(replications: pd.DataFrame, swept_keys, ci: str = "student_t", key: str = "flow") -> pd.DataFrame:
+    """Mean and 95% CI half-width over replications, per point and ``key`` (``flow`` or
+    ``link``)."""
     if replications.empty:
         return pd.DataFrame()
-    keys = ["point", *swept_keys, "flow"]
+    keys = ["point", *swept_keys, key]
     labels = [c for c in ("name", "class") if c in replications.columns and c not in keys]
     metrics = [
         c

@@ -36,6 +36,20 @@ def test_registry_covers_every_paper_with_unique_result_ids(cli):
     assert "gateway" in by_key[("vd", "fig7")]["status"]
 
 
+def test_every_registered_scenario_validates():
+    """Each expressible result's scenario (and every point of its sweep) passes the Rust
+    validator, so a change to the scenario format cannot silently break a reproduction."""
+    from schedlab.api import validate
+
+    results = [r for p in rp.registry() for r in p.results if r.needs is None]
+    assert len(results) >= 15
+    for result in results:
+        info = validate(result.scenario)
+        assert info["flows"], result.id
+        quick = rp.scenario_for(result, quick=True)
+        assert quick.replications <= 2
+
+
 def _verdicts(path):
     doc = json.loads(path.read_text())
     assert set(doc) >= {"paper", "result", "title", "status", "claims", "quick"}
@@ -53,10 +67,13 @@ def test_quick_run_known_good_claims_match(cli, tmp_path):
         assert result.returncode == 0, result.stderr + result.stdout
     doc, claims = _verdicts(out / "dwcs" / "fig1" / "verdict.json")
     assert doc["quick"] is True and doc["error"] is None
-    for claim in ("share_s1", "share_s2", "share_s3", "loss_s2", "loss_s3"):
+    for claim in ("share_s1", "share_s2", "share_s3", "loss_s2", "loss_s3", "no_violations"):
         assert claims[claim]["verdict"] == "match", claims[claim]
     assert claims["share_s1"]["ours"]["value"] == pytest.approx(0.5, abs=0.005)
     assert claims["share_s1"]["paper"]["source"].startswith("§3, figure 1")
+    links = pd.read_csv(out / "dwcs" / "fig1" / "data_links.csv")
+    assert links["loss_tolerance_violations"].tolist() == [0]
+    assert links["deadlines_missed"].iloc[0] > 0
     _, claims = _verdicts(out / "ewrr" / "fig7" / "verdict.json")
     assert claims["ratio_4"]["verdict"] == "match"
     assert claims["ratio_4"]["ours"]["value"] == pytest.approx(4.0, rel=0.02)
@@ -225,6 +242,26 @@ def test_ci_statistic_is_the_thesis_normal_half_width():
     out = rp.evaluate_claim(claim, frame, X, VALUES)
     assert out["ours"]["value"] == pytest.approx(1.96 * 0.01 / math.sqrt(3))
     assert out["verdict"] == "mismatch"
+
+
+def test_link_selection_reads_the_link_table():
+    links = pd.DataFrame(
+        [
+            {"replication": r, X: x, "link": link, "lc_service": 100 * link + x + r}
+            for r in range(2)
+            for x in (5, 10)
+            for link in (0, 2)
+        ]
+    )
+    frames = {"flows": _replications(), "links": links}
+    values = rp._selection_values(frames, {"table": "links", "link": 2, "metric": "lc_service", "x": 10}, X)
+    assert values.tolist() == [210, 211]
+    claim = _claim(check="shape", ours={"table": "links", "link": 0, "metric": "lc_service"}, shape="increasing")
+    assert rp.evaluate_claim(claim, frames, X, VALUES)["ours"]["values"] == [5.5, 10.5]
+    with pytest.raises(rp.ReproduceError, match="no per-link results"):
+        rp._selection_values(_replications(), {"table": "links", "metric": "lc_service"}, X)
+    needs = rp.evaluate_claim(_claim(check="below", needs="a counter"), frames, X, VALUES)
+    assert needs["verdict"] == "not_expressible" and "a counter" in needs["why"]
 
 
 def test_selection_errors_name_the_problem():

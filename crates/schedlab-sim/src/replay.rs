@@ -13,6 +13,7 @@
 //! [[flow]]                  # optional: per-flow overrides; id = the trace's flow label
 //! id = 3
 //! weight = 2
+//! [gateway]                 # optional: read by `schedlab gateway` only (rules, delay)
 //! ```
 //! Link semantics are those of [`schedlab_core::run_link`]. The output CSV has one row per
 //! input packet, in input order: `flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome`.
@@ -22,8 +23,8 @@ use std::path::Path;
 
 use schedlab_core::config::TableReader;
 use schedlab_core::{
-    build_scheduler, format_seconds, run_link, ConfigError, FlowParams, FlowTable, Outcome, Rate, Scheduler,
-    FLOW_PARAM_KEYS_WITH_ID,
+    build_scheduler, format_seconds, run_link, AnyScheduler, ConfigError, FlowId, FlowParams, FlowTable,
+    Outcome, Rate, Scheduler, FLOW_PARAM_KEYS_WITH_ID,
 };
 
 use crate::error::InputError;
@@ -40,6 +41,9 @@ pub struct ReplayConfig {
     pub defaults: FlowParams,
     /// `[[flow]]` overrides: (label, parameters, index in the file).
     pub flows: Vec<(u64, FlowParams, usize)>,
+    /// The `[gateway]` table, if any: read by `schedlab gateway` (classification rules,
+    /// propagation delay); replay ignores it so that one file configures both.
+    pub gateway: Option<toml::Table>,
     text: String,
     file: String,
 }
@@ -122,15 +126,43 @@ impl ReplayConfig {
                 ))
             }
         }
-        top.finish_with(&["link", "scheduler", "flow_defaults", "flow"])?;
+        let gateway = top.table("gateway")?.cloned();
+        top.finish_with(&["link", "scheduler", "flow_defaults", "flow", "gateway"])?;
         Ok(ReplayConfig {
             rate,
             scheduler,
             defaults,
             flows,
+            gateway,
             text: String::new(),
             file: String::new(),
         })
+    }
+
+    /// A configuration error located in this configuration's file (file and line).
+    pub fn error(&self, error: ConfigError) -> InputError {
+        InputError::config(&self.file, &self.text, error)
+    }
+
+    /// Builds the `[scheduler]` with the `[flow_defaults]` and `[[flow]]` parameters;
+    /// `id_of(label)` maps a `[[flow]]` id (label) to the scheduler's flow id, or `None` for
+    /// a label the driver has not seen (its parameters are still validated, under an unused
+    /// id after `first_unused`).
+    pub fn build_scheduler(
+        &self,
+        id_of: impl Fn(u64) -> Option<FlowId>,
+        first_unused: FlowId,
+    ) -> Result<AnyScheduler, InputError> {
+        let mut table = FlowTable::uniform(self.defaults);
+        let mut extra = first_unused;
+        for (label, params, index) in &self.flows {
+            let id = id_of(*label).unwrap_or_else(|| {
+                extra += 1;
+                extra - 1
+            });
+            table.set(id, *params, format!("flow[{index}]"));
+        }
+        build_scheduler(&self.scheduler, "scheduler", &table, self.rate).map_err(|e| self.error(e))
     }
 }
 
@@ -185,18 +217,8 @@ pub struct Replay {
 
 /// Replays `trace` under `config`.
 pub fn replay(config: &ReplayConfig, trace: &Trace) -> Result<Replay, InputError> {
-    let mut table = FlowTable::uniform(config.defaults);
-    let mut extra = trace.labels.len() as u32;
-    for (label, params, index) in &config.flows {
-        // Flows configured but absent from the trace still get validated.
-        let id = trace.id_of(*label).unwrap_or_else(|| {
-            extra += 1;
-            extra - 1
-        });
-        table.set(id, *params, format!("flow[{index}]"));
-    }
-    let mut scheduler = build_scheduler(&config.scheduler, "scheduler", &table, config.rate)
-        .map_err(|e| InputError::config(&config.file, &config.text, e))?;
+    // Flows configured but absent from the trace still get validated.
+    let mut scheduler = config.build_scheduler(|label| trace.id_of(label), trace.labels.len() as FlowId)?;
     let run = run_link(&mut scheduler, config.rate, &trace.packets).map_err(|e| InputError::Io {
         path: "trace".into(),
         message: e.to_string(),

@@ -36,8 +36,10 @@ use schedlab_core::{
     LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
 };
 
+use crate::tcp::TcpConfig;
 use crate::traffic::{
-    stationary_distribution, ArrivalModel, FrameType, MpegModel, PeriodDist, SizeDist, SizeShape, Spacing,
+    stationary_distribution, ArrivalModel, Fragmentation, FrameType, MpegModel, PeriodDist, SizeDist,
+    SizeShape, Spacing,
 };
 
 /// How long a run lasts.
@@ -100,6 +102,9 @@ pub struct LinkConfig {
     pub scheduler: toml::Table,
     /// Per-flow parameters of the flows crossing this link.
     pub flows: FlowTable,
+    /// Probability that a packet is lost after its transmission on this link (`loss`, in
+    /// [0, 1)), independently of every other packet.
+    pub loss: f64,
 }
 
 impl LinkConfig {
@@ -175,15 +180,47 @@ pub struct SourceConfig {
     pub stop: Option<TimeNs>,
     /// Relative deadline stamped on every packet, ns.
     pub deadline: Option<TimeNs>,
+    /// The transport (TCP), if the source is closed-loop: then `arrivals` and `size` describe
+    /// the application's writes (bytes), not packets.
+    pub transport: Option<TransportConfig>,
+    /// IP fragmentation of the model's units into packets of at most `mtu` bytes (`mtu`,
+    /// `fragment_header`); `None`: every unit is one packet.
+    pub fragmentation: Option<Fragmentation>,
+}
+
+/// A closed-loop source's transport and the return path of its acknowledgements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransportConfig {
+    /// TCP parameters.
+    pub tcp: TcpConfig,
+    /// How ACKs travel back.
+    pub ack_return: AckReturn,
+}
+
+/// How a TCP receiver's acknowledgements reach the sender.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AckReturn {
+    /// Over these links (indices), in order, as packets of `header` bytes.
+    Path(Vec<usize>),
+    /// After this fixed delay, ns, without crossing any link.
+    Delay(TimeNs),
 }
 
 impl SourceConfig {
     /// The largest packet the source can send.
     pub fn max_packet(&self) -> u64 {
-        self.arrivals
+        if let Some(transport) = &self.transport {
+            return transport.tcp.max_packet();
+        }
+        let largest_unit = self
+            .arrivals
             .own_max_size()
             .or_else(|| self.size.as_ref().map(|s| s.max()))
-            .unwrap_or(0)
+            .unwrap_or(0);
+        match self.fragmentation {
+            Some(f) => f.max_packet(largest_unit),
+            None => largest_unit,
+        }
     }
 }
 
@@ -266,6 +303,7 @@ impl Scenario {
                 "rate_bps": l.rate.map(|r| r.bits_per_second()),
                 "service_s": (l.service.per_packet > 0).then(|| l.service.per_packet as f64 / 1e9),
                 "delay_s": l.delay as f64 / 1e9,
+                "loss": l.loss,
                 "scheduler": l.scheduler.get("kind").and_then(|k| k.as_str()),
             })).collect::<Vec<_>>(),
             "flows": self.sources.iter().map(|s| json!({
@@ -275,6 +313,8 @@ impl Scenario {
                 "path": s.path.iter().map(|&l| self.links[l].name.as_str()).collect::<Vec<_>>(),
                 "model": model_name(&s.arrivals),
                 "max_packet_bytes": s.max_packet(),
+                "transport": s.transport.as_ref().map(|_| "tcp"),
+                "mtu": s.fragmentation.map(|f| f.mtu),
             })).collect::<Vec<_>>(),
         })
     }
@@ -292,6 +332,7 @@ fn model_name(model: &ArrivalModel) -> &'static str {
         ArrivalModel::Mmpp { .. } => "mmpp",
         ArrivalModel::Mpeg(_) => "mpeg",
         ArrivalModel::Trace { .. } => "trace",
+        ArrivalModel::Bulk => "bulk",
     }
 }
 
@@ -329,9 +370,25 @@ const LINK_KEYS: &[&str] = &[
     "scheduler",
     "max_sojourn",
     "drop_policy",
+    "loss",
 ];
 const SOURCE_KEYS: &[&str] = &[
-    "flow", "name", "class", "path", "arrivals", "size", "params", "shaper", "start", "stop", "deadline",
+    "flow",
+    "name",
+    "class",
+    "path",
+    "arrivals",
+    "size",
+    "params",
+    "shaper",
+    "start",
+    "stop",
+    "deadline",
+    "transport",
+    "ack_path",
+    "ack_delay",
+    "mtu",
+    "fragment_header",
 ];
 
 /// A number (integer or float) that must be finite and `> 0`.
@@ -447,7 +504,11 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         sources.push(source);
     }
     for (index, source) in sources.iter().enumerate() {
-        for &link in &source.path {
+        let ack_links = match source.transport.as_ref().map(|t| &t.ack_return) {
+            Some(AckReturn::Path(links)) => links.as_slice(),
+            _ => &[],
+        };
+        for &link in source.path.iter().chain(ack_links) {
             links[link]
                 .flows
                 .set(source.flow, source.params, format!("source[{index}].params"));
@@ -641,6 +702,10 @@ fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result
         }
     };
     let buffer_packets = r.integer("buffer_packets", 1, i64::MAX)?;
+    let loss = r.float("loss", 0.0, 1.0)?.unwrap_or(0.0);
+    if loss >= 1.0 {
+        return Err(r.error("loss", "must be a probability below 1"));
+    }
     let mut scheduler = match r.table("scheduler")? {
         Some(t) => t.clone(),
         None => {
@@ -676,11 +741,93 @@ fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result
         delay,
         scheduler,
         flows,
+        loss,
     })
 }
 
 fn r_string(r: &mut TableReader<'_>, key: &'static str) -> Result<Option<String>, ConfigError> {
     Ok(r.string(key)?.map(str::to_string))
+}
+
+/// The link indices of a path (`source.path`, `source.ack_path`) at `key_path`.
+fn link_route(hops: &[toml::Value], key_path: &str, links: &[LinkConfig]) -> Result<Vec<usize>, ConfigError> {
+    let link_names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
+    let mut route = Vec::with_capacity(hops.len());
+    for (hop, value) in hops.iter().enumerate() {
+        let hop_path = format!("{key_path}[{hop}]");
+        let toml::Value::String(link_name) = value else {
+            return Err(ConfigError::new(
+                hop_path,
+                value.to_string(),
+                "must be a link name",
+            ));
+        };
+        let Some(link) = links.iter().position(|l| &l.name == link_name) else {
+            return Err(ConfigError::new(
+                hop_path,
+                value.to_string(),
+                format!("no link has this name (links: {})", link_names.join(", ")),
+            ));
+        };
+        if route.contains(&link) {
+            return Err(ConfigError::new(
+                hop_path,
+                value.to_string(),
+                "a path crosses each link once",
+            ));
+        }
+        route.push(link);
+    }
+    Ok(route)
+}
+
+/// A source's `transport`, `ack_path` and `ack_delay` keys.
+fn parse_transport(
+    r: &mut TableReader<'_>,
+    path: &str,
+    links: &[LinkConfig],
+    arrivals: &ArrivalModel,
+) -> Result<Option<TransportConfig>, ConfigError> {
+    let transport = r.table("transport")?;
+    let ack_path = array(r, "ack_path")?;
+    let ack_delay = r.duration("ack_delay")?;
+    let Some(transport) = transport else {
+        if matches!(arrivals, ArrivalModel::Bulk) {
+            return Err(r.error(
+                "arrivals",
+                "model \"bulk\" needs a transport, e.g. transport = { kind = \"tcp\" }",
+            ));
+        }
+        for key in ["ack_path", "ack_delay"] {
+            if r.has(key) {
+                return Err(r.error(key, "applies to sources with a transport (TCP) only"));
+            }
+        }
+        return Ok(None);
+    };
+    let tcp = TcpConfig::from_table(transport, &join_path(path, "transport"))?;
+    if matches!(arrivals, ArrivalModel::Trace { .. }) {
+        return Err(r.error(
+            "arrivals",
+            "a TCP source's arrivals are application writes; trace replay is not one",
+        ));
+    }
+    let ack_return = match (ack_path, ack_delay) {
+        (Some(_), Some(_)) => return Err(r.error("ack_delay", "give either ack_path or ack_delay, not both")),
+        (Some(hops), None) if !hops.is_empty() => {
+            AckReturn::Path(link_route(hops, &join_path(path, "ack_path"), links)?)
+        }
+        (Some(_), None) => return Err(r.error("ack_path", "must name at least one link")),
+        (None, Some(delay)) => AckReturn::Delay(delay),
+        (None, None) => {
+            return Err(r.error(
+                "ack_path",
+                "is required for a TCP source: the links ACKs cross (e.g. [\"reverse\"]), or give \
+                 ack_delay = \"20ms\"",
+            ))
+        }
+    };
+    Ok(Some(TransportConfig { tcp, ack_return }))
 }
 
 fn parse_source(
@@ -721,33 +868,7 @@ fn parse_source(
         Some(_) => return Err(r.error("path", "must name at least one link")),
         None => return Err(r.error("path", "is required: the links the flow crosses, in order")),
     };
-    let link_names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
-    let mut route = Vec::with_capacity(hops.len());
-    for (hop, value) in hops.iter().enumerate() {
-        let hop_path = format!("{path}.path[{hop}]");
-        let toml::Value::String(link_name) = value else {
-            return Err(ConfigError::new(
-                hop_path,
-                value.to_string(),
-                "must be a link name",
-            ));
-        };
-        let Some(link) = links.iter().position(|l| &l.name == link_name) else {
-            return Err(ConfigError::new(
-                hop_path,
-                value.to_string(),
-                format!("no link has this name (links: {})", link_names.join(", ")),
-            ));
-        };
-        if route.contains(&link) {
-            return Err(ConfigError::new(
-                hop_path,
-                value.to_string(),
-                "a path crosses each link once",
-            ));
-        }
-        route.push(link);
-    }
+    let route = link_route(hops, &join_path(&path, "path"), links)?;
     let arrivals_table = match r.table("arrivals")? {
         Some(t) => t,
         None => {
@@ -788,6 +909,36 @@ fn parse_source(
         }
     }
     let deadline = r.duration("deadline")?;
+    let mtu = size_u32(&mut r, "mtu", 1)?;
+    let fragment_header = size_u32(&mut r, "fragment_header", 0)?;
+    let fragmentation = match (mtu, fragment_header) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(r.error(
+                "fragment_header",
+                "applies to fragments only: give the source an mtu too",
+            ))
+        }
+        (Some(mtu), header) => {
+            let header = header.unwrap_or(Fragmentation::DEFAULT_HEADER);
+            if header >= mtu {
+                return Err(r.error(
+                    "mtu",
+                    format!(
+                        "must exceed the fragment header ({header} bytes) so that a fragment carries data"
+                    ),
+                ));
+            }
+            Some(Fragmentation { mtu, header })
+        }
+    };
+    let transport = parse_transport(&mut r, &path, links, &arrivals)?;
+    if transport.is_some() && r.has("shaper") {
+        return Err(r.error("shaper", "a TCP source is paced by its window; remove the shaper"));
+    }
+    if transport.is_some() && fragmentation.is_some() {
+        return Err(r.error("mtu", "a TCP source sends segments of mss bytes; remove mtu"));
+    }
     let mut source = SourceConfig {
         flow,
         name,
@@ -800,6 +951,8 @@ fn parse_source(
         start,
         stop,
         deadline,
+        transport,
+        fragmentation,
     };
     if let Some(t) = r.table("shaper")? {
         let shaper_path = join_path(&path, "shaper");
@@ -842,7 +995,7 @@ fn period(r: &mut TableReader<'_>, key: &'static str) -> Result<f64, ConfigError
     }
 }
 
-const MODELS: &str = "cbr, poisson, on_off, pareto_on_off, mmpp, mpeg, trace";
+const MODELS: &str = "cbr, poisson, on_off, pareto_on_off, mmpp, mpeg, trace, bulk (TCP sources)";
 
 fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<ArrivalModel, ConfigError> {
     let mut r = TableReader::new(table, path);
@@ -911,6 +1064,7 @@ fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<Ar
             &["model", "gop", "gop_per_s", "i_size", "p_size", "b_size"],
         ),
         "trace" => (parse_trace(&mut r, path, base_dir)?, &["model", "file", "flow"]),
+        "bulk" => (ArrivalModel::Bulk, &["model"]),
         _ => return Err(r.error("model", format!("unknown arrival model; known: {MODELS}"))),
     };
     r.finish_with(accepted)?;
