@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -34,6 +35,19 @@ out = Console() if sys.stdout.isatty() else Console(width=160)
 def _fail_input(message: str) -> None:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+@contextmanager
+def _interruptible():
+    """Ctrl-C (exit 130) and SIGTERM (exit 143) inside the block end the command with a
+    message instead of click's "Aborted!" (exit 1)."""
+    from schedlab.interrupts import exit_status
+
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        err.print("interrupted: files written so far are marked partial (*.partial, run-info.json status)")
+        raise typer.Exit(exit_status(e)) from None
 
 
 def _print_flows(title: str, flows: list[dict]) -> None:
@@ -90,7 +104,8 @@ def replay(
     Example: schedlab replay --config experiments/replay/drr.toml --trace trace.csv --out dep.csv --summary
     """
     try:
-        result = schedlab.replay(str(config), str(trace), str(out_path))
+        with _interruptible():
+            result = schedlab.replay(str(config), str(trace), str(out_path))
     except schedlab.InputError as e:
         _fail_input(str(e))
         return
@@ -169,7 +184,8 @@ def run(
             )
         from schedlab.sweep import progress_printer
 
-        summary = run_into(s, out_dir, progress=progress_printer(label="replications"), force=force)
+        with _interruptible():
+            summary = run_into(s, out_dir, progress=progress_printer(label="replications"), force=force)
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
@@ -220,9 +236,10 @@ def sweep(
             _fail_input(f"{scenario}: no [sweep] table (use `schedlab run` for a single point)")
         if resume and force:
             _fail_input("--resume and --force: choose one (--force clears the finished points)")
-        result = run_sweep(
-            s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer(), force=force
-        )
+        with _interruptible():
+            result = run_sweep(
+                s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer(), force=force
+            )
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
@@ -388,6 +405,9 @@ realnet.register(app)
 
 def main() -> None:
     """Entry point of the ``schedlab`` command."""
+    from schedlab.interrupts import install
+
+    install()
     try:
         app()
     except SystemExit:

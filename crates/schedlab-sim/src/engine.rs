@@ -662,8 +662,24 @@ impl<'s> Engine<'s> {
         self.arrivals.set(index, release, seq);
     }
 
-    fn run(&mut self) -> Result<(), ScenarioError> {
+    /// The fraction of this replication done: simulated time over the duration, or packets
+    /// generated over the packet budget (the drain after the window is not counted).
+    fn fraction_done(&self) -> f64 {
+        match self.scenario.run.length {
+            RunLength::Duration(d) if d > 0 => (self.now as f64 / d as f64).min(1.0),
+            RunLength::Packets(p) if p > 0 => (self.packets as f64 / p as f64).min(1.0),
+            _ => 1.0,
+        }
+    }
+
+    fn run(&mut self, watch: &mut dyn FnMut(f64) -> bool) -> Result<(), ScenarioError> {
         loop {
+            if self.events > 0
+                && self.events.is_multiple_of(crate::watch::POLL_EVERY)
+                && !watch(self.fraction_done())
+            {
+                return Err(ScenarioError::Interrupted);
+            }
             let (source, next_packet) = self.arrivals.earliest();
             let event = match self.heap.peek() {
                 Some(&event) if event.key() < next_packet => event,
@@ -1374,8 +1390,19 @@ impl<'s> Engine<'s> {
 
 /// Runs replication `replication` of `scenario`.
 pub fn run_replication(scenario: &Scenario, replication: u32) -> Result<RawReplication, ScenarioError> {
+    run_replication_watched(scenario, replication, &mut |_| true)
+}
+
+/// Runs replication `replication` of `scenario`, calling `watch(fraction done)` every
+/// [`crate::watch::POLL_EVERY`] events; when it returns false the run stops with
+/// [`ScenarioError::Interrupted`].
+pub fn run_replication_watched(
+    scenario: &Scenario,
+    replication: u32,
+    watch: &mut dyn FnMut(f64) -> bool,
+) -> Result<RawReplication, ScenarioError> {
     let (mut engine, seeds) = Engine::new(scenario, replication)?;
-    engine.run()?;
+    engine.run(watch)?;
     engine.finish(replication, seeds)
 }
 
