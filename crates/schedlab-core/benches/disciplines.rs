@@ -46,6 +46,7 @@ const CASES: &[(&str, &str)] = &[
         "adaptive",
         "kind = \"adaptive\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
     ),
+    ("qfq", "kind = \"qfq\""),
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];

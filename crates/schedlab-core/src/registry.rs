@@ -74,6 +74,7 @@ disciplines! {
     Wf2qPlus => wf2q_plus::Wf2qPlus,
     DynamicPriority => dynamic_priority::DynamicPriority,
     Adaptive => adaptive::Adaptive,
+    Qfq => qfq::Qfq,
 }
 
 impl Scheduler for AnyScheduler {

@@ -211,6 +211,11 @@ const CASES: &[Case] = &[
         scheduler: "kind = \"adaptive\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
         flow: all_params,
     },
+    Case {
+        id: "qfq",
+        scheduler: "kind = \"qfq\"",
+        flow: all_params,
+    },
 ];
 
 fn case(id: &str) -> &'static Case {

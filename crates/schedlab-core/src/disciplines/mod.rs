@@ -10,6 +10,7 @@ pub mod dynamic_priority;
 pub mod ewrr;
 pub mod fifo;
 pub mod priority;
+pub mod qfq;
 pub mod scfq;
 pub mod stfq;
 pub mod vd;
