@@ -162,19 +162,47 @@ def run(
     force: bool = typer.Option(
         False, "--force", help="Clear --out first if it holds other results (else they are never overwritten)."
     ),
+    packets: Path = typer.Option(
+        None,
+        "--packets",
+        help="Also write one row per measured packet of replication 0 to this CSV (the replay's columns).",
+    ),
+    packets_flows: str = typer.Option(
+        None, "--packets-flows", help="With --packets: only these flow ids, comma-separated (e.g. 0,2)."
+    ),
 ) -> None:
     """Simulate a scenario (all replications) and write its results.
 
     --out must be empty or hold results of the same scenario (run-info.json has its
-    fingerprint); --force clears it.
+    fingerprint); --force clears it. --packets FILE writes each measured packet of
+    replication 0 (flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome; see
+    docs/results.md), replication 0 being run once more with the same random streams.
 
     Example: schedlab run experiments/examples/single_bottleneck.toml --out out/single --report
     """
+    flows = None
+    if packets_flows is not None:
+        if packets is None:
+            _fail_input(f"--packets-flows = {packets_flows!r}: needs --packets FILE")
+        try:
+            flows = [int(f) for f in packets_flows.split(",") if f.strip()]
+        except ValueError:
+            _fail_input(f"--packets-flows = {packets_flows!r}: must be flow ids separated by commas, e.g. 0,2")
+        if not flows or any(f < 0 for f in flows):
+            _fail_input(f"--packets-flows = {packets_flows!r}: must be flow ids separated by commas, e.g. 0,2")
     from schedlab.api import Results, run_into
     from schedlab.api import validate as validate_scenario
     from schedlab.scenario import ScenarioError
 
     s = _load_scenario(scenario)
+    if flows is not None:
+        known = {source.get("flow", index) for index, source in enumerate(s.data.get("source", []))}
+        for flow in flows:
+            if flow not in known:
+                _fail_input(
+                    f"--packets-flows = {packets_flows!r}: flow {flow} is not a flow of {scenario}"
+                    f" (flows: {', '.join(str(f) for f in sorted(known))})"
+                )
     try:
         validate_scenario(s)  # the same checks as `validate`, [sweep] and [report] included
         if s.sweep is not None:
@@ -186,6 +214,12 @@ def run(
 
         with _interruptible():
             summary = run_into(s, out_dir, progress=progress_printer(label="replications"), force=force)
+            if packets is not None:
+                from schedlab import _core
+
+                text, file = s.rust_source()
+                rows = _core.write_packets(text, str(s.base_dir), str(packets), flows, file)
+                err.print(f"packets: {rows} rows of replication 0 -> {packets}", highlight=False)
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
