@@ -47,6 +47,8 @@ const CASES: &[(&str, &str)] = &[
         "kind = \"adaptive\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
     ),
     ("qfq", "kind = \"qfq\""),
+    ("srr", "kind = \"srr\"\nquantum = 1500"),
+    ("aliquem", "kind = \"aliquem\"\nquantum = 1500\nscaling = 5"),
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];

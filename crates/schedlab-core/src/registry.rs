@@ -75,6 +75,8 @@ disciplines! {
     DynamicPriority => dynamic_priority::DynamicPriority,
     Adaptive => adaptive::Adaptive,
     Qfq => qfq::Qfq,
+    Srr => srr::Srr,
+    Aliquem => aliquem::Aliquem,
 }
 
 impl Scheduler for AnyScheduler {

@@ -2,6 +2,7 @@
 //! maps the paper's pseudo-code names to the code's.
 
 pub mod adaptive;
+pub mod aliquem;
 pub mod drr;
 pub mod drr_plus;
 pub mod drr_plusplus;
@@ -12,6 +13,7 @@ pub mod fifo;
 pub mod priority;
 pub mod qfq;
 pub mod scfq;
+pub mod srr;
 pub mod stfq;
 pub mod vd;
 pub mod virtual_clock;
