@@ -125,6 +125,53 @@ fn run_scenario(
     Ok(results.summary().to_string())
 }
 
+/// Runs replication 0 of a scenario again keeping a row per measured packet of `flows` (every
+/// flow when None) and writes them to `path` with the replay's departure columns
+/// (`schedlab run --packets`). Returns the number of rows written.
+#[pyfunction]
+#[pyo3(signature = (text, base_dir, path, flows=None, file=None))]
+fn write_packets(
+    py: Python<'_>,
+    text: String,
+    base_dir: PathBuf,
+    path: PathBuf,
+    flows: Option<Vec<u32>>,
+    file: Option<String>,
+) -> PyResult<u64> {
+    let mut watcher = SignalWatcher::new(None);
+    let logged = py.detach(|| {
+        let scenario = schedlab_sim::validate_scenario_text(&text, &base_dir)?;
+        if let Some(flows) = &flows {
+            for flow in flows {
+                if !scenario.sources.iter().any(|s| s.flow == *flow) {
+                    let known: Vec<String> = scenario.sources.iter().map(|s| s.flow.to_string()).collect();
+                    return Err(schedlab_sim::ScenarioError::Config(
+                        schedlab_core::ConfigError::new(
+                            "--packets-flows",
+                            flow.to_string(),
+                            format!("no source has this flow id (flows: {})", known.join(", ")),
+                        ),
+                    ));
+                }
+            }
+        }
+        let log = schedlab_sim::packet_log::PacketLog::new(flows.as_deref());
+        let total = 1.0;
+        schedlab_sim::engine::run_replication_logged(&scenario, 0, log, &mut |fraction| {
+            watcher.poll(schedlab_sim::Progress {
+                done: fraction,
+                total,
+            })
+        })
+    });
+    let (_, log) = match logged {
+        Ok(done) => done,
+        Err(schedlab_sim::ScenarioError::Interrupted) => return Err(watcher.into_error()),
+        Err(e) => return Err(scenario_error(e, file.as_deref(), &text)),
+    };
+    py.detach(|| log.write(&path)).map_err(input_error)
+}
+
 /// Polled by a long run with the GIL released: runs Python's signal handlers (keeping the
 /// exception one of them raises, which stops the run) and reports progress to a Python
 /// callback — whole units always, fractions at most every [`FRACTION_EVERY`].
@@ -439,6 +486,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(write_packets, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration_s, m)?)?;

@@ -44,6 +44,7 @@ pub mod catalogue;
 pub mod engine;
 pub mod error;
 mod event_queue;
+pub mod packet_log;
 pub mod replay;
 pub mod results;
 pub mod scenario;
@@ -140,7 +141,7 @@ fn run_replications(
     let mut histograms: Vec<_> = scenario
         .sources
         .iter()
-        .map(|_| stats::delay_histogram())
+        .map(|_| stats::DelayHistogram::new())
         .collect();
     let mut done = Vec::new();
     for replication in replications {
