@@ -59,6 +59,14 @@ def main(argv):
         cells = [f"{estimates[(discipline, f)][0]:.0f}" if (discipline, f) in estimates else "–" for f in counts]
         rows.append(f"| `{discipline}` | " + " | ".join(cells) + " |")
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    busiest = max(float(load_before.split()[0]), float(load_after.split()[0]))
+    warning = (
+        f" **The load average ({busiest:.1f}) was above the {os.cpu_count()} cores: other jobs "
+        "shared the CPUs and their caches, so these figures are dominated by them (lines cross "
+        "and bend for no reason in the code); rerun on a quiet machine.**"
+        if busiest > (os.cpu_count() or 1)
+        else ""
+    )
     block = "\n".join(
         [
             BEGIN,
@@ -69,7 +77,7 @@ def main(argv):
             f"sizes 64–1,500 B) at {', '.join(f'{f:,}' for f in counts)} flows. Measured {when} on "
             f"{os.cpu_count()} CPUs, commit `{commit}`; load average before / after: {load_before} / "
             f"{load_after} (a shared machine: compare lines with each other, not with another run). "
-            "`dwcs_list` scans every stream per packet and stops at 16,384 flows.",
+            "`dwcs_list` scans every stream per packet and stops at 16,384 flows." + warning,
             "",
             "![ns per packet against flows, log-log](img/flow_scaling.svg)",
             "",
