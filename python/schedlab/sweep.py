@@ -72,6 +72,12 @@ def _short(key: str) -> str:
     return key
 
 
+def _cell(value):
+    """A swept value as a table cell: a swept table or list (a whole scheduler table, a source's
+    parameters) becomes its compact JSON text, so that points can be grouped and written."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")) if isinstance(value, (dict, list)) else value
+
+
 def run_sweep(
     scenario: Scenario,
     out_dir: str | Path,
@@ -195,12 +201,12 @@ def run_sweep(
                 continue  # a stale file of another scenario is never merged
             for flow in summary.get("flows", []):
                 row = {"point": point.index, "replication": r}
-                row.update({_short(k): v for k, v in point.values.items()})
+                row.update({_short(k): _cell(v) for k, v in point.values.items()})
                 row.update({k: v for k, v in flow.items() if not isinstance(v, (dict, list))})
                 rows.append(row)
             for link in summary.get("links", []):
                 row = {"point": point.index, "replication": r}
-                row.update({_short(k): v for k, v in point.values.items()})
+                row.update({_short(k): _cell(v) for k, v in point.values.items()})
                 row.update({k: v for k, v in link.items() if not isinstance(v, (dict, list))})
                 row.update(link.get("discipline_counters") or {})
                 link_rows.append(row)
