@@ -268,6 +268,13 @@ impl ClassShare {
         Some(packet)
     }
 
+    /// Takes back the usage of a dequeued packet that was not served.
+    pub fn not_served(&mut self, packet: &Packet) {
+        let class = self.class_of(packet);
+        self.usage[class] = self.usage[class].saturating_sub(1);
+        self.period_usage[class] = self.period_usage[class].saturating_sub(1);
+    }
+
     /// The packet [`ClassShare::dequeue`] would return.
     #[inline]
     pub fn peek(&self) -> Option<Packet> {
@@ -401,6 +408,10 @@ impl<P: SharePolicy> Scheduler for ShareScheduler<P> {
 
     fn counters(&self) -> &Counters {
         self.queues.counters()
+    }
+
+    fn not_served(&mut self, packet: &Packet) {
+        self.queues.not_served(packet);
     }
 
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
