@@ -514,6 +514,23 @@ mod tests {
         }
     }
 
+    /// A packet the driver did not serve (dropped for its sojourn) is not CPU usage.
+    #[test]
+    fn not_served_takes_the_usage_back() {
+        let mut s = ClassShare::new(vec![500_000, 500_000], (10, 1, 100), BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        s.enqueue(testing::packet(0, 1), &mut drops);
+        s.enqueue(testing::packet(1, 1), &mut drops);
+        let first = s.dequeue().unwrap();
+        s.not_served(&first);
+        s.dequeue().unwrap();
+        assert_eq!(
+            (s.usage.clone(), s.period_usage.clone()),
+            (vec![0, 1], vec![0, 1])
+        );
+        assert_eq!(s.counters().flow(1).unwrap().sent_packets, 2);
+    }
+
     #[test]
     fn ratios_compare_exactly_and_ties_go_to_the_lower_class() {
         let mut s = ClassShare::new(
