@@ -22,8 +22,7 @@ use std::path::Path;
 
 use schedlab_core::config::TableReader;
 use schedlab_core::{
-    build_scheduler, format_seconds, run_link, ConfigError, FlowParams, FlowTable, Outcome, Rate, Scheduler,
-    FLOW_PARAM_KEYS_WITH_ID,
+    build_scheduler, format_seconds, run_link, ConfigError, FlowTable, Outcome, Rate, Scheduler, MAX_FLOW_ID,
 };
 
 use crate::error::InputError;
@@ -37,9 +36,9 @@ pub struct ReplayConfig {
     /// The `[scheduler]` table, built once the trace's flows are known.
     pub scheduler: toml::Table,
     /// `[flow_defaults]`.
-    pub defaults: FlowParams,
-    /// `[[flow]]` overrides: (label, parameters, index in the file).
-    pub flows: Vec<(u64, FlowParams, usize)>,
+    pub defaults: toml::Table,
+    /// `[[flow]]` tables without their `id`: (label, parameters, index in the file).
+    pub flows: Vec<(u64, toml::Table, usize)>,
     text: String,
     file: String,
 }
@@ -80,10 +79,7 @@ impl ReplayConfig {
                 )
             })?
             .clone();
-        let defaults = match top.table("flow_defaults")? {
-            Some(t) => FlowParams::from_table(t, "flow_defaults")?,
-            None => FlowParams::default(),
-        };
+        let defaults = top.table("flow_defaults")?.cloned().unwrap_or_default();
         let mut flows = Vec::new();
         match top.value("flow") {
             None => {}
@@ -109,8 +105,8 @@ impl ReplayConfig {
                     if !seen.insert(id) {
                         return Err(reader.error("id", "configured twice"));
                     }
-                    let params = FlowParams::read(&mut reader)?;
-                    reader.finish_with(FLOW_PARAM_KEYS_WITH_ID)?;
+                    let mut params = t.clone();
+                    params.remove("id");
                     flows.push((id, params, index));
                 }
             }
@@ -123,14 +119,33 @@ impl ReplayConfig {
             }
         }
         top.finish_with(&["link", "scheduler", "flow_defaults", "flow"])?;
-        Ok(ReplayConfig {
+        let config = ReplayConfig {
             rate,
             scheduler,
             defaults,
             flows,
             text: String::new(),
             file: String::new(),
-        })
+        };
+        // Check the scheduler and every flow table now, before a trace is read: the flows get
+        // stand-in ids (the trace assigns the real ones).
+        build_scheduler(&config.scheduler, "scheduler", &config.flow_table(|_| None), rate)?;
+        Ok(config)
+    }
+
+    /// The flow table for a trace: the `[[flow]]` whose label `id_of` knows get that id, the
+    /// others ids after every id `id_of` may return (they are still validated).
+    fn flow_table(&self, id_of: impl Fn(u64) -> Option<u32>) -> FlowTable {
+        let mut table = FlowTable::uniform(self.defaults.clone());
+        let mut unknown = MAX_FLOW_ID - self.flows.len() as u32;
+        for (label, params, index) in &self.flows {
+            let id = id_of(*label).unwrap_or_else(|| {
+                unknown += 1;
+                unknown
+            });
+            table.set(id, params.clone(), format!("flow[{index}]"));
+        }
+        table
     }
 }
 
@@ -185,16 +200,7 @@ pub struct Replay {
 
 /// Replays `trace` under `config`.
 pub fn replay(config: &ReplayConfig, trace: &Trace) -> Result<Replay, InputError> {
-    let mut table = FlowTable::uniform(config.defaults);
-    let mut extra = trace.labels.len() as u32;
-    for (label, params, index) in &config.flows {
-        // Flows configured but absent from the trace still get validated.
-        let id = trace.id_of(*label).unwrap_or_else(|| {
-            extra += 1;
-            extra - 1
-        });
-        table.set(id, *params, format!("flow[{index}]"));
-    }
+    let table = config.flow_table(|label| trace.id_of(label));
     let mut scheduler = build_scheduler(&config.scheduler, "scheduler", &table, config.rate)
         .map_err(|e| InputError::config(&config.file, &config.text, e))?;
     let run = run_link(&mut scheduler, config.rate, &trace.packets).map_err(|e| InputError::Io {
@@ -401,13 +407,19 @@ mod tests {
                 .starts_with("c.toml:2: link.rate = \"8 furlongs\": unknown unit"),
             "{e}"
         );
+        // The scheduler and the flow tables are checked before any trace is read.
         let bad = CONFIG.replace("kind = \"drr\"", "kind = \"nope\"");
-        let config = ReplayConfig::parse(&bad, "c.toml").unwrap();
-        let e = replay(&config, &trace("time_s,flow,size_bytes\n0,1,10\n")).unwrap_err();
+        let e = ReplayConfig::parse(&bad, "c.toml").unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("c.toml:4: scheduler.kind = \"nope\": unknown discipline"),
             "{e}"
+        );
+        let bad = CONFIG.replace("quantum = 1000", "share = 2");
+        let e = ReplayConfig::parse(&bad, "c.toml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml:8: flow[0].share = 2: not a flow key of drr, which reads only quantum (another discipline's keys go in a sub-table named after it)"
         );
         let e = ReplayConfig::parse(
             "[link]\nrate = 1\n[scheduler]\nkind = \"fifo\"\n[extra]\n",

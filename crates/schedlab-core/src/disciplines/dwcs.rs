@@ -96,7 +96,7 @@
 //! * `drop_policy = "longest_queue_drop"` weighs every stream equally.
 //! * `Packet::deadline` is ignored: deadlines come from the stream parameters, as in the paper.
 
-use crate::config::{ConfigError, FlowParams, FlowTable, LossTolerance, TableReader};
+use crate::config::{ConfigError, FlowParamTable, FlowParams, LossTolerance, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
@@ -106,6 +106,56 @@ use crate::time::TimeNs;
 
 /// Loss-tolerance of flows whose parameters give none: every packet may be late.
 pub const DEFAULT_LOSS_TOLERANCE: LossTolerance = LossTolerance { x: 1, y: 1 };
+
+/// A DWCS stream's parameters (all optional; see the module docs for the defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DwcsFlowParams {
+    /// x/y (key `loss_tolerance`); `None`: [`DEFAULT_LOSS_TOLERANCE`].
+    pub loss_tolerance: Option<LossTolerance>,
+    /// interpacket_gap in ns (key `deadline_gap`); `None`: no deadlines.
+    pub deadline_gap: Option<TimeNs>,
+    /// Deadline of the first packet after an idle period, after its arrival, ns (key
+    /// `deadline_offset`); `None`: the gap.
+    pub deadline_offset: Option<TimeNs>,
+    /// Late packets are dropped (key `droppable`).
+    pub droppable: Option<bool>,
+}
+
+impl FlowParams for DwcsFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        let loss_tolerance = match reader.string("loss_tolerance")? {
+            None => None,
+            Some(text) => {
+                Some(LossTolerance::parse(text).map_err(|rule| reader.error("loss_tolerance", rule))?)
+            }
+        };
+        let deadline_gap = reader.duration("deadline_gap")?;
+        if deadline_gap == Some(0) {
+            return Err(reader.error("deadline_gap", "must be longer than zero"));
+        }
+        let params = DwcsFlowParams {
+            loss_tolerance: loss_tolerance.or(inherited.loss_tolerance),
+            deadline_gap: deadline_gap.or(inherited.deadline_gap),
+            deadline_offset: reader.duration("deadline_offset")?.or(inherited.deadline_offset),
+            droppable: reader.bool("droppable")?.or(inherited.droppable),
+        };
+        if params.deadline_gap.is_none() {
+            if params.deadline_offset.is_some() {
+                return Err(reader.error(
+                    "deadline_offset",
+                    "needs a deadline_gap (a stream without deadline_gap has no deadlines)",
+                ));
+            }
+            if params.droppable == Some(true) {
+                return Err(reader.error(
+                    "droppable",
+                    "needs a deadline_gap (a stream without deadline_gap is never late)",
+                ));
+            }
+        }
+        Ok(params)
+    }
+}
 
 /// What to do when a stream misses a deadline at current loss-tolerance 0/y' (rule (C)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -281,7 +331,7 @@ pub struct DwcsStream {
 }
 
 impl DwcsStream {
-    fn new(params: &FlowParams) -> DwcsStream {
+    fn new(params: &DwcsFlowParams) -> DwcsStream {
         let gap = params.deadline_gap.unwrap_or(0);
         DwcsStream {
             loss: LossState::new(params.loss_tolerance.unwrap_or(DEFAULT_LOSS_TOLERANCE)),
@@ -724,7 +774,7 @@ pub struct Dwcs {
     queues: FlowQueues,
     streams: Vec<Option<DwcsStream>>,
     order: Order,
-    table: FlowTable,
+    table: FlowParamTable<DwcsFlowParams>,
     config: DwcsConfig,
     /// Packets serviced so far (the scheduler cycle count for `check_every`).
     services: u64,
@@ -749,7 +799,7 @@ impl Dwcs {
             self.streams.resize(index + 1, None);
         }
         if self.streams[index].is_none() {
-            self.streams[index] = Some(DwcsStream::new(&self.table.get(flow)));
+            self.streams[index] = Some(DwcsStream::new(self.table.get(flow)));
         }
     }
 
@@ -888,37 +938,12 @@ impl Discipline for Dwcs {
                 "must be at least 1",
             ));
         }
-        context.flows.validate(|params| {
-            if let Some(LossTolerance { x, y }) = params.loss_tolerance {
-                if x > y || (y == 0 && x != 0) {
-                    return Err((
-                        "loss_tolerance",
-                        format!("\"{x}/{y}\""),
-                        "needs 0 <= x <= y, y >= 1, or 0/0".into(),
-                    ));
-                }
-            }
-            match params.deadline_gap {
-                Some(0) => Err(("deadline_gap", "0".into(), "must be longer than zero".into())),
-                Some(_) => Ok(()),
-                None if params.deadline_offset.is_some() => Err((
-                    "deadline_offset",
-                    format!("\"{}ns\"", params.deadline_offset.unwrap_or(0)),
-                    "needs a deadline_gap (a stream without deadline_gap has no deadlines)".into(),
-                )),
-                None if params.droppable == Some(true) => Err((
-                    "droppable",
-                    "true".into(),
-                    "needs a deadline_gap (a stream without deadline_gap is never late)".into(),
-                )),
-                None => Ok(()),
-            }
-        })?;
+        let table = context.flows.parse(&Self::INFO, &DwcsFlowParams::default())?;
         Ok(Dwcs {
             queues: FlowQueues::new(context.limit),
             streams: Vec::new(),
             order: Order::new(config.structure),
-            table: context.flows.clone(),
+            table,
             config,
             services: 0,
             stashed: Vec::new(),
@@ -1039,7 +1064,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::config::BufferLimit;
+    use crate::config::{BufferLimit, FlowTable};
     use crate::link::{run_link, LinkRun, Outcome};
     use crate::registry::build_scheduler;
     use crate::testkit;
@@ -1052,20 +1077,37 @@ mod tests {
         LossTolerance::parse(text).unwrap()
     }
 
-    fn params(loss: &str, gap: Option<TimeNs>, offset: Option<TimeNs>, droppable: bool) -> FlowParams {
-        FlowParams {
+    fn params(loss: &str, gap: Option<TimeNs>, offset: Option<TimeNs>, droppable: bool) -> DwcsFlowParams {
+        DwcsFlowParams {
             loss_tolerance: Some(tolerance(loss)),
             deadline_gap: gap,
             deadline_offset: offset,
             droppable: gap.map(|_| droppable),
-            ..Default::default()
         }
     }
 
-    fn dwcs_with(flows: &[(FlowId, FlowParams)], config: DwcsConfig, limit: BufferLimit) -> Dwcs {
-        let mut table = FlowTable::uniform(FlowParams::default());
+    /// The flow table that reads back as `p`.
+    fn to_toml(p: &DwcsFlowParams) -> toml::Table {
+        let mut t = toml::Table::new();
+        if let Some(LossTolerance { x, y }) = p.loss_tolerance {
+            t.insert("loss_tolerance".into(), format!("{x}/{y}").into());
+        }
+        if let Some(gap) = p.deadline_gap {
+            t.insert("deadline_gap".into(), format!("{gap}ns").into());
+        }
+        if let Some(offset) = p.deadline_offset {
+            t.insert("deadline_offset".into(), format!("{offset}ns").into());
+        }
+        if let Some(droppable) = p.droppable {
+            t.insert("droppable".into(), droppable.into());
+        }
+        t
+    }
+
+    fn dwcs_with(flows: &[(FlowId, DwcsFlowParams)], config: DwcsConfig, limit: BufferLimit) -> Dwcs {
+        let mut table = FlowTable::default();
         for (flow, p) in flows {
-            table.set(*flow, *p, format!("flow {flow}"));
+            table.set(*flow, to_toml(p), format!("flow {flow}"));
         }
         let context = BuildContext {
             limit,
@@ -1075,7 +1117,7 @@ mod tests {
         Dwcs::build(config, &context).unwrap()
     }
 
-    fn dwcs(flows: &[(FlowId, FlowParams)], structure: Structure) -> Dwcs {
+    fn dwcs(flows: &[(FlowId, DwcsFlowParams)], structure: Structure) -> Dwcs {
         let config = DwcsConfig {
             structure,
             ..DwcsConfig::default()
@@ -1095,7 +1137,7 @@ mod tests {
 
     // ---------------------------------------------------------------- figure 1
 
-    fn figure_1_streams() -> Vec<(FlowId, FlowParams)> {
+    fn figure_1_streams() -> Vec<(FlowId, DwcsFlowParams)> {
         // s1, s2, s3: loss-tolerances 1/2, 3/4, 6/8; deadlines 0, 1, 2, … (gap one unit, the
         // first deadline at the first arrival); late packets are dropped.
         ["1/2", "3/4", "6/8"]
@@ -1224,8 +1266,8 @@ mod tests {
 
     /// Builds DWCS with `streams` (flow, parameters, arrival of its one packet) and returns the
     /// flow served first at the last arrival time (both structures must agree).
-    fn first_served(streams: &[(FlowId, FlowParams, TimeNs)]) -> FlowId {
-        let flows: Vec<(FlowId, FlowParams)> = streams.iter().map(|(f, p, _)| (*f, *p)).collect();
+    fn first_served(streams: &[(FlowId, DwcsFlowParams, TimeNs)]) -> FlowId {
+        let flows: Vec<(FlowId, DwcsFlowParams)> = streams.iter().map(|(f, p, _)| (*f, *p)).collect();
         let mut arrivals: Vec<(TimeNs, FlowId)> = streams.iter().map(|(f, _, a)| (*a, *f)).collect();
         arrivals.sort();
         let now = arrivals.last().unwrap().0;
@@ -1244,7 +1286,7 @@ mod tests {
         chosen[0]
     }
 
-    fn with_offset(loss: &str, offset_ms: u64) -> FlowParams {
+    fn with_offset(loss: &str, offset_ms: u64) -> DwcsFlowParams {
         params(loss, Some(100 * MS), Some(offset_ms * MS), false)
     }
 
@@ -1704,7 +1746,7 @@ mod tests {
         }
     }
 
-    fn arb_flow_params() -> impl Strategy<Value = FlowParams> {
+    fn arb_flow_params() -> impl Strategy<Value = DwcsFlowParams> {
         (
             0u32..6,
             0u32..7,
@@ -1712,7 +1754,7 @@ mod tests {
             prop_oneof![1 => Just(None), 2 => (0u64..4000).prop_map(|us| Some(us * 1000))],
             any::<bool>(),
         )
-            .prop_map(|(y, x, gap, offset, droppable)| FlowParams {
+            .prop_map(|(y, x, gap, offset, droppable)| DwcsFlowParams {
                 loss_tolerance: Some(LossTolerance {
                     x: if y == 0 { 0 } else { x % (y + 1) },
                     y,
@@ -1720,7 +1762,6 @@ mod tests {
                 deadline_gap: gap,
                 deadline_offset: gap.and(offset),
                 droppable: gap.map(|_| droppable),
-                ..Default::default()
             })
     }
 
@@ -1746,7 +1787,7 @@ mod tests {
             amortize in any::<bool>(),
         ) {
             let method = if amortize { ViolationMethod::Amortize } else { ViolationMethod::Reset };
-            let table: Vec<(FlowId, FlowParams)> =
+            let table: Vec<(FlowId, DwcsFlowParams)> =
                 flows.iter().enumerate().map(|(f, p)| (f as FlowId, *p)).collect();
             for structure in STRUCTURES {
                 let config = DwcsConfig { violation: method, structure, check_every: 1 };
@@ -1806,7 +1847,7 @@ mod tests {
             trace in testkit::arb_trace(6, 300),
         ) {
             // Flow 5 is left to the defaults (1/1, no deadlines).
-            let table: Vec<(FlowId, FlowParams)> =
+            let table: Vec<(FlowId, DwcsFlowParams)> =
                 flows.iter().enumerate().map(|(f, p)| (f as FlowId, *p)).collect();
             let mut heap = dwcs_with(&table, config, BufferLimit::UNLIMITED);
             let list_config = DwcsConfig { structure: Structure::List, ..config };
@@ -1830,7 +1871,7 @@ mod tests {
             lqd in any::<bool>(),
             trace in testkit::arb_trace(5, 300),
         ) {
-            let table: Vec<(FlowId, FlowParams)> =
+            let table: Vec<(FlowId, DwcsFlowParams)> =
                 flows.iter().enumerate().map(|(f, p)| (f as FlowId, *p)).collect();
             let limit = testkit::byte_limit(6000, lqd);
             let structure = if list { Structure::List } else { Structure::Heap };
@@ -1874,7 +1915,7 @@ mod tests {
         ) {
             let period = q * MS;
             let offset = if start_by_period_end { period - MS } else { period };
-            let flows: Vec<(FlowId, FlowParams)> = set
+            let flows: Vec<(FlowId, DwcsFlowParams)> = set
                 .iter()
                 .enumerate()
                 .map(|(f, (x, y))| (f as FlowId, params(&format!("{x}/{y}"), Some(period), Some(offset), true)))
@@ -1973,7 +2014,7 @@ mod tests {
             let table: toml::Table = text.parse().unwrap();
             build_scheduler(&table, "scheduler", flows, rate)
         };
-        let none = FlowTable::uniform(FlowParams::default());
+        let none = FlowTable::default();
         let s = build(
             "kind = \"dwcs\"\nviolation = \"amortize\"\nstructure = \"list\"\ncheck_every = 12",
             &none,
@@ -1991,35 +2032,38 @@ mod tests {
             "scheduler.check_every = 0: must be an integer from 1 to 4294967295"
         );
 
-        let flow = |text: &str| FlowParams::from_table(&text.parse().unwrap(), "flow[0]");
+        let flow = testkit::params;
+        let parse =
+            |text: &str| FlowTable::uniform(flow(text)).parse(&Dwcs::INFO, &DwcsFlowParams::default());
         assert_eq!(
-            flow("loss_tolerance = \"0/0\"").unwrap().loss_tolerance,
+            parse("loss_tolerance = \"0/0\"")
+                .unwrap()
+                .defaults()
+                .loss_tolerance,
             Some(LossTolerance { x: 0, y: 0 })
         );
-        assert!(flow("loss_tolerance = \"1/0\"").is_err());
-        let mut table = FlowTable::uniform(flow("loss_tolerance = \"1/2\"\ndeadline_gap = \"1ms\"").unwrap());
-        table.set(3, flow("deadline_offset = \"2ms\"").unwrap(), "flow[1]");
+        assert!(parse("loss_tolerance = \"1/0\"").is_err());
+        let mut table = FlowTable::uniform(flow("loss_tolerance = \"1/2\"\ndeadline_gap = \"1ms\""));
+        table.set(3, flow("deadline_offset = \"2ms\""), "flow[1]");
         build("kind = \"dwcs\"", &table).unwrap();
-        let mut bad = FlowTable::uniform(FlowParams::default());
-        bad.set(3, flow("droppable = true").unwrap(), "flow[1]");
+        let mut bad = FlowTable::default();
+        bad.set(3, flow("droppable = true"), "flow[1]");
         let e = build("kind = \"dwcs\"", &bad).unwrap_err();
         assert_eq!(e.path, "flow[1].droppable");
-        bad.set(3, flow("deadline_offset = \"2ms\"").unwrap(), "flow[1]");
+        bad.set(3, flow("deadline_offset = \"2ms\""), "flow[1]");
         let e = build("kind = \"dwcs\"", &bad).unwrap_err();
         assert_eq!(e.path, "flow[1].deadline_offset");
-        let mut odd = FlowTable::uniform(FlowParams::default());
-        odd.set(
-            0,
-            FlowParams {
-                loss_tolerance: Some(LossTolerance { x: 3, y: 2 }),
-                ..Default::default()
-            },
-            "flow[0]",
-        );
+        let mut odd = FlowTable::default();
+        odd.set(0, flow("loss_tolerance = \"3/2\""), "flow[0]");
         let e = build("kind = \"dwcs\"", &odd).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "flow[0].loss_tolerance = \"3/2\": needs 0 <= x <= y, y >= 1, or 0/0"
+            "flow[0].loss_tolerance = \"3/2\": x = 3 exceeds y = 2: at most y of y packets can be lost"
+        );
+        let e = build("kind = \"dwcs\"", &FlowTable::uniform(flow("quantum = 1"))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "flow_defaults.quantum = 1: not a flow key of dwcs, which reads only loss_tolerance, deadline_gap, deadline_offset, droppable (another discipline's keys go in a sub-table named after it)"
         );
     }
 }
