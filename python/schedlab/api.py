@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from schedlab import _core
+from schedlab import _core, outputs
 from schedlab.scenario import Scenario
 from schedlab.theory import validate_report
 
@@ -92,18 +92,42 @@ class Results:
         )
 
 
+def run_into(
+    scenario: Scenario,
+    out_dir: str | Path,
+    progress: Callable[[int, int], None] | None = None,
+    force: bool = False,
+) -> dict:
+    """Run ``scenario`` into the output folder ``out_dir`` and return its summary.
+
+    The folder must be empty or hold results of the same scenario (same fingerprint, see
+    :mod:`schedlab.outputs`), else :class:`schedlab.outputs.OutputFolderError`; ``force``
+    clears it first. ``run-info.json`` records the fingerprint, the status and the wall time."""
+    determined = outputs.determinants(scenario.simulation_data(), scenario.base_dir)
+    info = outputs.prepare(out_dir, "run", determined, force=force)
+    try:
+        summary = run_summary(scenario, out_dir, progress=progress)
+    except BaseException as e:
+        status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+        outputs.finish(out_dir, info, status, error=f"{type(e).__name__}: {e}")
+        raise
+    outputs.finish(out_dir, info, "complete")
+    return summary
+
+
 def run(
     scenario: Scenario | str | Path,
     out_dir: str | Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    force: bool = False,
 ) -> Results:
     """Run a scenario (a :class:`Scenario` or a TOML path) with all its replications and
-    return its :class:`Results`. Output files go to ``out_dir`` (a temporary folder if None).
-    ``progress(done, total)`` is called as replications finish."""
+    return its :class:`Results`. Output files go to ``out_dir`` (a temporary folder if None),
+    which must be empty or hold results of the same scenario unless ``force`` (which clears
+    it; see :func:`run_into`). ``progress(done, total)`` is called as replications finish."""
     s = _as_scenario(scenario)
     if out_dir is not None:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        run_summary(s, out_dir, progress=progress)
+        run_into(s, out_dir, progress=progress, force=force)
         return Results.load(out_dir)
     with tempfile.TemporaryDirectory(prefix="schedlab-") as tmp:
         run_summary(s, tmp, progress=progress)

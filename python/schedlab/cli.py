@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import schedlab
+from schedlab import realnet
 
 app = typer.Typer(
     name="schedlab",
@@ -143,22 +144,32 @@ def run(
     out_dir: Path = typer.Option(..., "--out", "-o", help="Output folder (summary.json, flows.csv, timeseries.csv)."),
     report: bool = typer.Option(False, "--report", help="Also write report.html and figures."),
     as_json: bool = typer.Option(False, "--json", help="Print summary.json on stdout."),
+    force: bool = typer.Option(
+        False, "--force", help="Clear --out first if it holds other results (else they are never overwritten)."
+    ),
 ) -> None:
     """Simulate a scenario (all replications) and write its results.
 
+    --out must be empty or hold results of the same scenario (run-info.json has its
+    fingerprint); --force clears it.
+
     Example: schedlab run experiments/examples/single_bottleneck.toml --out out/single --report
     """
-    from schedlab.api import Results, run_summary
+    from schedlab.api import Results, run_into
+    from schedlab.api import validate as validate_scenario
     from schedlab.scenario import ScenarioError
 
     s = _load_scenario(scenario)
-    if s.sweep is not None:
-        err.print("note: the scenario has a [sweep]; `run` simulates its base values (use `schedlab sweep`).")
-    from schedlab.sweep import progress_printer
-
-    out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        summary = run_summary(s, out_dir, progress=progress_printer(label="replications"))
+        validate_scenario(s)  # the same checks as `validate`, [sweep] and [report] included
+        if s.sweep is not None:
+            err.print(
+                "note: the scenario has a \\[sweep]; `run` simulates its base values (use `schedlab sweep`).",
+                highlight=False,
+            )
+        from schedlab.sweep import progress_printer
+
+        summary = run_into(s, out_dir, progress=progress_printer(label="replications"), force=force)
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
@@ -183,12 +194,18 @@ def sweep(
         None, "--dask", envvar="DASK_SCHEDULER_ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786."
     ),
     workers: int = typer.Option(None, "--workers", help="Local worker processes (default: one per core)."),
-    resume: bool = typer.Option(False, "--resume", help="Skip points already finished in --out."),
+    resume: bool = typer.Option(
+        False, "--resume", help="Reuse the tasks finished in --out whose fingerprint matches; run the others."
+    ),
+    force: bool = typer.Option(False, "--force", help="Clear --out first if it holds other results."),
     ci: str = typer.Option("student_t", "--ci", help="Confidence interval: student_t or normal (1.96 sigma/sqrt n)."),
     report: bool = typer.Option(False, "--report", help="Also write report.html and figures."),
     as_json: bool = typer.Option(False, "--json", help="Print the merged table as JSON records."),
 ) -> None:
     """Run every point of a scenario's [sweep] times every replication, in parallel.
+
+    --out must be empty or hold results of the same scenario (run-info.json has its
+    fingerprint); --force clears it; --resume reuses the points whose fingerprint matches.
 
     Example: schedlab sweep experiments/thesis/fig5_1_5_2_exponential.toml --out out/fig5_1 --report
     """
@@ -201,7 +218,11 @@ def sweep(
     try:
         if s.sweep is None:
             _fail_input(f"{scenario}: no [sweep] table (use `schedlab run` for a single point)")
-        result = run_sweep(s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer())
+        if resume and force:
+            _fail_input("--resume and --force: choose one (--force clears the finished points)")
+        result = run_sweep(
+            s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer(), force=force
+        )
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
@@ -241,6 +262,83 @@ def report_command(
         _fail_input(str(e))
         return
     out.print(str(path), highlight=False)
+
+
+@app.command(name="reproduce")
+def reproduce_command(
+    paper: str = typer.Argument(None, help="Paper id: zhang, wang, dwcs, ewrr or vd."),
+    results: list[str] = typer.Argument(
+        None, help="Result ids as the paper numbers them (fig5.1, tab5.2); default all."
+    ),
+    out_dir: Path = typer.Option(None, "--out", "-o", help="Output folder (PAPER/RESULT/, reproduction.html)."),
+    everything: bool = typer.Option(False, "--all", help="Every expressible result of every paper."),
+    quick: bool = typer.Option(False, "--quick", help="Shorter runs and two replications (a smoke test)."),
+    listing: bool = typer.Option(False, "--list", help="List every result of the five papers and its status."),
+    as_json: bool = typer.Option(False, "--json", help="With --list: one JSON object per result."),
+    dask: str = typer.Option(
+        None, "--dask", envvar="DASK_SCHEDULER_ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786."
+    ),
+    workers: int = typer.Option(None, "--workers", help="Local worker processes (default: one per core)."),
+    force: bool = typer.Option(False, "--force", help="Clear run folders in --out that hold other results."),
+) -> None:
+    """Reproduce the papers' figures and tables: data, the figure as the paper draws it, and
+    verdict.json (each claim: the paper's value and source, ours with its 95% CI, a verdict).
+
+    Example: schedlab reproduce dwcs fig1 --out out/repro --quick
+    """
+    from schedlab import reproduce as rp
+    from schedlab.scenario import ScenarioError
+
+    try:
+        papers = rp.registry()
+        if listing:
+            entries = [r.listing() for p in papers for r in p.results]
+            if as_json:
+                print(json.dumps(entries, indent=2))
+                return
+            table = Table(title="Results of the five papers (schedlab reproduce PAPER RESULT --out DIR)")
+            for column in ("paper", "result", "title", "status"):
+                table.add_column(column)
+            for e in entries:
+                table.add_row(e["paper"], e["result"], e["title"], e["status"])
+            out.print(table)
+            return
+        chosen = rp.select(papers, paper, results or [], everything)
+        if out_dir is None:
+            _fail_input("--out DIR is required to run results")
+            return
+    except rp.ReproduceError as e:
+        _fail_input(str(e))
+        return
+    runnable = [r for r in chosen if r.needs is None]
+    err.print(f"{len(chosen)} result(s), {len(runnable)} to run -> {out_dir}" + (" (quick)" if quick else ""))
+
+    def progress(message: str) -> None:
+        err.print(f"[dim]{escape(message)}[/]", highlight=False)
+
+    try:
+        outcomes = rp.reproduce(
+            chosen, out_dir, quick=quick, dask=dask, workers=workers, papers=papers, progress=progress, force=force
+        )
+    except (schedlab.InputError, rp.ReproduceError, ScenarioError) as e:
+        _fail_input(str(e))
+        return
+    table = Table(title=f"Verdicts -> {out_dir / 'reproduction.html'}")
+    for column in ("paper", "result", "match", "trend", "mismatch", "not expr.", "error"):
+        table.add_column(column)
+    failed = False
+    for o in outcomes:
+        counts = {v: sum(1 for c in o.claims if c["verdict"] == v) for v in rp.VERDICTS}
+        failed |= o.error is not None
+        table.add_row(
+            o.result.paper,
+            o.result.id,
+            *(str(counts[v]) for v in rp.VERDICTS),
+            escape(o.error or ""),
+        )
+    out.print(table)
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command(name="list")
@@ -283,6 +381,9 @@ def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print a
                 )
             if entry["example"]:
                 out.print(escape(f"  e.g. {entry['example']}"), highlight=False)
+
+
+realnet.register(app)
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ EXPERIMENT = Path("experiments/thesis/fig5_1_5_2_exponential.toml")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
+    parser.add_argument("--out", default="out/demo", help="output folder, cleared first (default out/demo)")
     parser.add_argument("--scenario", default=None, help=f"scenario to sweep (default {EXPERIMENT})")
     args = parser.parse_args()
     console = Console()
@@ -40,7 +40,7 @@ def main() -> None:
         highlight=False,
     )
     started = time.time()
-    result = run_sweep(scenario, args.out, progress=progress_printer())
+    result = run_sweep(scenario, args.out, progress=progress_printer(), force=True)
     report = write_report(args.out)
     sweep = scenario.sweep
     table = Table(title="LC flow (flow 0) mean delay, ms (± 95% CI half-width)")

@@ -41,7 +41,8 @@ class Figure:
         return "data:image/png;base64," + base64.b64encode(self.png.read_bytes()).decode()
 
 
-def _save(fig, out: Path, name: str, title: str) -> Figure:
+def save_figure(fig, out: Path, name: str, title: str) -> Figure:
+    """Write a matplotlib figure as ``out/name.png`` and ``.svg`` and close it."""
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{name}.png", out / f"{name}.svg"
     fig.tight_layout()
@@ -129,7 +130,7 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=7)
         axes[0][0].set_ylabel(ylabel)
-        return _save(fig, figures_dir, name, title)
+        return save_figure(fig, figures_dir, name, title)
 
     if "delay_mean_s" in table.columns:
         figures.append(
@@ -154,7 +155,7 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
         ax.set_title("Fairness of throughput across flows")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-        figures.append(_save(fig, figures_dir, "fairness_vs_x", "Jain's fairness index"))
+        figures.append(save_figure(fig, figures_dir, "fairness_vs_x", "Jain's fairness index"))
     return figures
 
 
@@ -179,7 +180,9 @@ def run_figures(
             ax.set_title(f"Throughput over time{title_suffix}")
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=7)
-            figures.append(_save(fig, figures_dir, f"{prefix}throughput_time", f"Throughput over time{title_suffix}"))
+            figures.append(
+                save_figure(fig, figures_dir, f"{prefix}throughput_time", f"Throughput over time{title_suffix}")
+            )
     cdf_path = out_dir / "delay_cdf.csv"
     fig, ax = plt.subplots(figsize=(7, 4))
     drawn = False
@@ -214,7 +217,7 @@ def run_figures(
         ax.set_title(f"Delay CDF{title_suffix}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-        figures.append(_save(fig, figures_dir, f"{prefix}delay_cdf", f"Delay CDF{title_suffix}"))
+        figures.append(save_figure(fig, figures_dir, f"{prefix}delay_cdf", f"Delay CDF{title_suffix}"))
     else:
         plt.close(fig)
     if not flows.empty and "delay_mean_s" in flows.columns:
@@ -230,7 +233,9 @@ def run_figures(
             right.set_title(f"Throughput (Jain {jain_index(flows['throughput_bps'].tolist()):.3f})")
         right.set_xlabel("flow")
         right.set_ylabel("throughput (kbit/s)")
-        figures.append(_save(fig, figures_dir, f"{prefix}per_flow", f"Per-flow delay and throughput{title_suffix}"))
+        figures.append(
+            save_figure(fig, figures_dir, f"{prefix}per_flow", f"Per-flow delay and throughput{title_suffix}")
+        )
     return figures
 
 

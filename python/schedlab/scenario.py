@@ -86,6 +86,11 @@ def set_path(data: dict, path: str, value: Any) -> None:
         raise ScenarioError(f"{path}: cannot set a key inside a value that is not a table")
 
 
+def _expect_table(function: str, argument: str, value: Any, example: str) -> None:
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{function}({argument}={value!r}): must be a table (a dict), e.g. {example}")
+
+
 @dataclass
 class SweepPoint:
     """One point of a sweep: its index, the values of the swept keys, and the scenario."""
@@ -157,9 +162,16 @@ class Scenario:
         """Load a scenario file; relative paths inside it are relative to its folder."""
         path = Path(path)
         try:
-            text = path.read_text()
+            raw = path.read_bytes()
         except OSError as e:
             raise ScenarioError(f"{path}: cannot be read: {e.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw[: e.start].count(b"\n") + 1
+            raise ScenarioError(
+                f"{path}:{line}: byte {raw[e.start]:#04x} at offset {e.start} is not UTF-8 (save the file as UTF-8)"
+            ) from None
         return cls.from_text(text, base_dir=path.parent, name=path.stem, file=str(path))
 
     @classmethod
@@ -204,13 +216,25 @@ class Scenario:
         """An empty scenario with ``[run]`` keys, e.g. ``Scenario.new(duration="10s", seed=1)``."""
         return cls({"run": dict(run)}, name=name)
 
-    def add_link(self, name: str, rate: str | int, scheduler: dict, **keys: Any) -> Scenario:
-        """Append a ``[[link]]``; returns the scenario for chaining."""
+    def add_link(self, name: str, rate: str | int, scheduler: dict | str, **keys: Any) -> Scenario:
+        """Append a ``[[link]]``; returns the scenario for chaining. ``scheduler`` is a table
+        such as ``{"kind": "drr", "quantum": 1500}``, or just the kind (``"drr"``)."""
+        if isinstance(scheduler, str):
+            scheduler = {"kind": scheduler}
+        _expect_table("add_link", "scheduler", scheduler, '{"kind": "drr", "quantum": 1500}')
         self.data.setdefault("link", []).append({"name": name, "rate": rate, "scheduler": dict(scheduler), **keys})
         return self
 
     def add_source(self, flow: int, path: list[str], arrivals: dict, size: dict | None = None, **keys: Any):
-        """Append a ``[[source]]``; returns the scenario for chaining."""
+        """Append a ``[[source]]``; returns the scenario for chaining. ``path`` is the list of
+        link names the flow crosses, in order."""
+        if isinstance(path, (str, bytes)) or not isinstance(path, (list, tuple)):
+            raise ScenarioError(
+                f"add_source(path={path!r}): must be a list of link names, e.g. [{str(path)!r}] or ['access', 'core']"
+            )
+        _expect_table("add_source", "arrivals", arrivals, '{"model": "poisson", "rate_pps": 50}')
+        if size is not None:
+            _expect_table("add_source", "size", size, '{"dist": "constant", "size": 1000}')
         source = {"flow": flow, "path": list(path), "arrivals": dict(arrivals), **keys}
         if size is not None:
             source["size"] = dict(size)

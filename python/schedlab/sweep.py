@@ -3,13 +3,17 @@ parallel on local processes or on a Dask cluster; results merged into one table.
 
 Output folder layout:
 
-* ``points/p{point}_r{replication}.json`` — the summary of one replication of one point (a
-  finished task; ``--resume`` skips tasks whose file exists);
+* ``points/p0003_r002.json`` — the summary of one replication (here 2) of one point (here 3),
+  with the ``fingerprint`` of everything that determined it (a finished task; ``--resume``
+  skips tasks whose file exists with the fingerprint the task has now);
 * ``sweep_replications.csv`` — one row per point × replication × flow;
 * ``sweep.csv`` — one row per point × flow: every metric's mean over replications and its
   95% CI half-width (``<metric>_ci95``);
+* ``sweep_links_replications.csv`` and ``sweep_links.csv`` — the same per link (utilisation,
+  queue, drops and the discipline's own counters such as DRR++'s ``lc_service``);
 * ``sweep.json`` — the scenario, the swept keys, the x and series keys, failed points with
-  their errors, wall time.
+  their errors;
+* ``run-info.json`` — the sweep's fingerprint, status and wall time (:mod:`schedlab.outputs`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import json
 import os
 import re
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -26,12 +29,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from schedlab import outputs
 from schedlab.scenario import Scenario
 from schedlab.stats import mean_ci95
 from schedlab.theory import validate_report
 
+#: Seconds to wait for a Dask scheduler to answer before giving up.
+DASK_CONNECT_TIMEOUT_S = 10
+
 #: Per-flow keys of a replication summary that are identifiers, not metrics.
-ID_COLUMNS = ("flow", "class", "replication", "point")
+ID_COLUMNS = ("flow", "class", "replication", "point", "link")
 
 
 def _task(text: str, base_dir: str, replication: int) -> dict:
@@ -50,6 +57,9 @@ class SweepResult:
     replications: pd.DataFrame
     failures: list[dict] = field(default_factory=list)
     skipped: int = 0
+    #: Per link: mean and CI per point (``links``) and one row per point × replication.
+    links: pd.DataFrame = field(default_factory=pd.DataFrame)
+    link_replications: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _task_path(out_dir: Path, point: int, replication: int) -> Path:
@@ -70,16 +80,22 @@ def run_sweep(
     ci: str = "student_t",
     progress: Callable[[int, int], None] | None = None,
     representative: bool = True,
+    force: bool = False,
 ) -> SweepResult:
     """Run every point × replication of ``scenario``; see the module docs for the outputs.
     ``dask`` is a scheduler address (``tcp://host:port``) or None for local processes. A
     failing task is recorded in ``sweep.json`` and the others are kept. With
     ``representative``, replication 0 of the largest-x point of each series is run again with
-    every output table into ``representative/`` (time series and delay CDFs for the report)."""
-    from schedlab.api import validate_point
+    every output table into ``representative/`` (time series and delay CDFs for the report).
 
+    ``out_dir`` must be empty or hold this sweep's results (:func:`schedlab.outputs.prepare`):
+    ``force`` clears it first; ``resume`` reuses the point files whose fingerprint matches."""
+    from schedlab.api import validate_point
+    from schedlab.scenario import ScenarioError
+
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ScenarioError(f"workers = {workers!r}: must be a whole number of worker processes, at least 1")
     out_dir = Path(out_dir)
-    (out_dir / "points").mkdir(parents=True, exist_ok=True)
     sweep = scenario.sweep
     points = scenario.points()
     # Validate every point up front: a bad sweep fails before any work is done.
@@ -87,11 +103,20 @@ def run_sweep(
     texts = {}
     for point in points:
         texts[point.index] = validate_point(point)
+    determined = outputs.determinants({k: v for k, v in scenario.data.items() if k != "report"}, scenario.base_dir)
+    info = outputs.prepare(out_dir, "sweep", determined, force=force, resume=resume)
+    (out_dir / "points").mkdir(parents=True, exist_ok=True)
     tasks = [(p.index, r) for p in points for r in range(scenario.replications)]
-    todo = [t for t in tasks if not (resume and _task_path(out_dir, *t).exists())]
+    by_index = {p.index: p for p in points}
+    expected = {
+        (p, r): outputs.fingerprint(
+            outputs.determinants(by_index[p].scenario.simulation_data(), scenario.base_dir, replication=r)
+        )
+        for p, r in tasks
+    }
+    todo = [t for t in tasks if not (resume and _finished(out_dir, t, expected[t]))]
     skipped = len(tasks) - len(todo)
     failures: list[dict] = []
-    started = time.time()
     done = skipped
     if progress:
         progress(done, len(tasks))
@@ -104,7 +129,7 @@ def run_sweep(
         else:
             path = _task_path(out_dir, *task)
             tmp = path.with_suffix(".json.partial")
-            tmp.write_text(json.dumps(summary))
+            tmp.write_text(json.dumps({"fingerprint": expected[task], **summary}))
             tmp.replace(path)
         if progress:
             progress(done, len(tasks))
@@ -113,7 +138,15 @@ def run_sweep(
     if dask:
         from distributed import Client
 
-        with Client(dask) as client:
+        try:
+            client = Client(dask, timeout=DASK_CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as e:
+            outputs.finish(out_dir, info, "failed", error=str(e))
+            raise ScenarioError(
+                f"--dask {dask}: no Dask scheduler answered within {DASK_CONNECT_TIMEOUT_S} s"
+                f" ({type(e).__name__}); check the address and that `dask scheduler` runs there"
+            ) from None
+        with client:
             futures = {client.submit(_task, texts[p], base, r, pure=False): (p, r) for p, r in todo}
             from distributed import as_completed as dask_completed
 
@@ -136,22 +169,35 @@ def run_sweep(
 
     # Merge every finished task (this run's and resumed ones).
     rows = []
+    link_rows = []
     failed = {(f["point"], f["replication"]) for f in failures}
     for point in points:
         for r in range(scenario.replications):
             path = _task_path(out_dir, point.index, r)
             if (point.index, r) in failed or not path.exists():
                 continue
-            summary = json.loads(path.read_text())
+            summary = _read_point(path)
+            if summary.get("fingerprint") != expected[(point.index, r)]:
+                continue  # a stale file of another scenario is never merged
             for flow in summary.get("flows", []):
                 row = {"point": point.index, "replication": r}
                 row.update({_short(k): v for k, v in point.values.items()})
                 row.update({k: v for k, v in flow.items() if not isinstance(v, (dict, list))})
                 rows.append(row)
+            for link in summary.get("links", []):
+                row = {"point": point.index, "replication": r}
+                row.update({_short(k): v for k, v in point.values.items()})
+                row.update({k: v for k, v in link.items() if not isinstance(v, (dict, list))})
+                row.update(link.get("discipline_counters") or {})
+                link_rows.append(row)
     replications = pd.DataFrame(rows)
     table = aggregate(replications, list(points[0].values), ci=ci)
     replications.to_csv(out_dir / "sweep_replications.csv", index=False)
     table.to_csv(out_dir / "sweep.csv", index=False)
+    link_replications = pd.DataFrame(link_rows)
+    links = aggregate(link_replications, list(points[0].values), ci=ci, key="link")
+    link_replications.to_csv(out_dir / "sweep_links_replications.csv", index=False)
+    links.to_csv(out_dir / "sweep_links.csv", index=False)
     meta = {
         "scenario": scenario.rust_source()[0],
         "name": scenario.name,
@@ -161,15 +207,33 @@ def run_sweep(
         "points": [{"point": p.index, **p.values} for p in points],
         "replications": scenario.replications,
         "failures": failures,
-        "skipped_finished": skipped,
-        "wall_time_s": time.time() - started,
         "executor": f"dask {dask}" if dask else "local processes",
         "ci": ci,
     }
     if representative:
         meta["representative"] = _representative_runs(scenario, points, sweep, out_dir, failed)
     (out_dir / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))
-    return SweepResult(out_dir, table, replications, failures, skipped)
+    outputs.finish(out_dir, info, "complete", resumed_tasks=skipped, failed_tasks=len(failures))
+    return SweepResult(out_dir, table, replications, failures, skipped, links, link_replications)
+
+
+def _read_point(path: Path) -> dict:
+    """A point file's summary; a corrupt one is an OutputFolderError naming the file."""
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise outputs.OutputFolderError(
+            f"{path}: not a readable point file ({e}); delete it to run that task again"
+        ) from None
+    if not isinstance(summary, dict):
+        raise outputs.OutputFolderError(f"{path}: not a point file (not a JSON object); delete it to run it again")
+    return summary
+
+
+def _finished(out_dir: Path, task: tuple[int, int], fingerprint: str) -> bool:
+    """Whether ``task`` has a point file made by exactly the task as it is now."""
+    path = _task_path(out_dir, *task)
+    return path.exists() and _read_point(path).get("fingerprint") == fingerprint
 
 
 def _representative_runs(scenario: Scenario, points, sweep, out_dir: Path, failed: set) -> list[dict]:
@@ -201,11 +265,12 @@ def _sort_key(value):
     return (0, value) if isinstance(value, (int, float)) else (1, str(value))
 
 
-def aggregate(replications: pd.DataFrame, swept_keys, ci: str = "student_t") -> pd.DataFrame:
-    """Mean and 95% CI half-width over replications, per point and flow."""
+def aggregate(replications: pd.DataFrame, swept_keys, ci: str = "student_t", key: str = "flow") -> pd.DataFrame:
+    """Mean and 95% CI half-width over replications, per point and ``key`` (``flow`` or
+    ``link``)."""
     if replications.empty:
         return pd.DataFrame()
-    keys = ["point", *swept_keys, "flow"]
+    keys = ["point", *swept_keys, key]
     labels = [c for c in ("name", "class") if c in replications.columns and c not in keys]
     metrics = [
         c

@@ -218,6 +218,46 @@ fn size_distributions(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 }
 
 /// The `schedlab._core` module.
+/// Runs `schedlab gateway` in this process until SIGINT/SIGTERM or `duration_s`: forwards
+/// frames from `ingress` to `egress` through the configured scheduler (see
+/// `schedlab_gateway::linux`). Returns the final stats document as a JSON string. Bad
+/// configuration and interfaces that cannot be opened (missing, no permission) raise
+/// `InputError`; failures while running raise `OSError`.
+#[cfg(target_os = "linux")]
+#[pyfunction]
+#[pyo3(signature = (config, ingress, egress, stats=None, duration_s=None))]
+fn gateway(
+    py: Python<'_>,
+    config: PathBuf,
+    ingress: String,
+    egress: String,
+    stats: Option<PathBuf>,
+    duration_s: Option<f64>,
+) -> PyResult<String> {
+    use schedlab_gateway::linux::{run, GatewayError, GatewayOptions};
+    let duration = match duration_s {
+        None => None,
+        Some(s) => Some(schedlab_core::time::seconds_to_ns(s).ok_or_else(|| {
+            PyInputError::new_err(format!(
+                "--duration = {s}: must be a non-negative number of seconds"
+            ))
+        })?),
+    };
+    let options = GatewayOptions {
+        config,
+        ingress,
+        egress,
+        stats,
+        duration,
+    };
+    match py.detach(|| run(&options)) {
+        Ok(stats) => Ok(stats.to_string()),
+        Err(GatewayError::Input(e)) => Err(input_error(e)),
+        Err(e @ GatewayError::Interface { .. }) => Err(PyInputError::new_err(e.to_string())),
+        Err(GatewayError::Io(message)) => Err(pyo3::exceptions::PyOSError::new_err(message)),
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<PyInputError>())?;
@@ -231,5 +271,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(disciplines, m)?)?;
     m.add_function(wrap_pyfunction!(traffic_models, m)?)?;
     m.add_function(wrap_pyfunction!(size_distributions, m)?)?;
+    #[cfg(target_os = "linux")]
+    m.add_function(wrap_pyfunction!(gateway, m)?)?;
     Ok(())
 }

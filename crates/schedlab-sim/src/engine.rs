@@ -29,10 +29,13 @@ use std::collections::VecDeque;
 
 use schedlab_core::{AnyScheduler, Backlog, Dropped, Packet, Rate, Scheduler, TimeNs};
 
+use rand::RngExt as _;
+
 use crate::event_queue::{Event, EventQueue, SourceClock, NEVER};
-use crate::scenario::{RunLength, Scenario, ScenarioError};
+use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError};
 use crate::stats::{Accumulator, Jitter};
-use crate::traffic::{source_rng, stream_seed, Emission, Generator, TokenBucket};
+use crate::tcp::{TcpConnection, TcpCounters};
+use crate::traffic::{source_rng, stream_seed, Emission, Generator, SourceRng, TokenBucket};
 
 const TX_END: u32 = 1;
 const PROPAGATED: u32 = 2;
@@ -40,6 +43,24 @@ const DECIDE: u32 = 3;
 const TICK: u32 = 4;
 const MARK_WARMUP: u32 = 5;
 const MARK_END: u32 = 6;
+/// A TCP sender's retransmission timer.
+const TCP_TIMER: u32 = 7;
+/// An ACK returning over a fixed `ack_delay` reaches its sender.
+const ACK_RETURN: u32 = 8;
+/// A TCP receiver's delayed-ACK timer.
+const DELAYED_ACK: u32 = 9;
+/// A bulk TCP source starts.
+const TCP_START: u32 = 10;
+/// A TCP source's application stops writing (`stop`).
+const TCP_STOP: u32 = 11;
+
+/// What a packet is: open-loop traffic, a TCP data segment, or a TCP acknowledgement.
+const OPEN_LOOP: u8 = 0;
+const TCP_DATA: u8 = 1;
+const TCP_ACK: u8 = 2;
+
+/// The stream index of link `l`'s loss process (sources use 0, 1, 2…).
+const LOSS_STREAM: u64 = 1 << 40;
 const KIND_SHIFT: u32 = 28;
 const INDEX_MASK: u32 = (1 << KIND_SHIFT) - 1;
 
@@ -58,6 +79,12 @@ struct Slot {
     hop: u32,
     /// Whether it counts in the statistics.
     measured: bool,
+    /// `OPEN_LOOP`, `TCP_DATA` or `TCP_ACK`.
+    kind: u8,
+    /// TCP: the segment's first byte, or the ACK's cumulative acknowledgement.
+    seq: u64,
+    /// TCP data: payload bytes.
+    len: u32,
 }
 
 #[derive(Debug, Default)]
@@ -119,6 +146,8 @@ pub struct LinkSnapshot {
     pub sent_bytes: u64,
     /// Packets dropped so far (all reasons).
     pub dropped: [u64; 4],
+    /// Packets lost after transmission so far (the link's `loss`).
+    pub lost: u64,
 }
 
 struct LinkState {
@@ -147,6 +176,10 @@ struct LinkState {
     series: Vec<LinkSnapshot>,
     at_warmup: LinkSnapshot,
     at_end: Option<LinkSnapshot>,
+    /// A packet is lost when a uniform `u64` draw is below this (`loss · 2⁶⁴`).
+    loss_threshold: u64,
+    loss_rng: SourceRng,
+    lost: u64,
 }
 
 impl LinkState {
@@ -172,6 +205,7 @@ impl LinkState {
             sent_packets: self.sent_packets,
             sent_bytes: self.sent_bytes,
             dropped: self.dropped,
+            lost: self.lost,
         }
     }
 }
@@ -189,6 +223,64 @@ struct SourceState {
     class: u8,
     deadline: Option<TimeNs>,
     path: Box<[u32]>,
+    tcp: Option<Box<TcpState>>,
+}
+
+/// A TCP source's connection and the engine's bookkeeping around it.
+struct TcpState {
+    connection: TcpConnection,
+    header: u32,
+    /// Links the ACKs cross (empty with a fixed `ack_delay`).
+    ack_path: Box<[u32]>,
+    ack_delay: TimeNs,
+    /// ACKs travelling over the fixed delay: (arrival time, acknowledgement).
+    ack_pipe: VecDeque<(TimeNs, u64)>,
+    /// Time of the earliest pending retransmission-timer event.
+    timer_event: Option<TimeNs>,
+    /// Time of the earliest pending delayed-ACK event.
+    delayed_ack_event: Option<TimeNs>,
+    at_warmup: TcpCounters,
+    at_end: Option<TcpCounters>,
+    /// Completion times recorded before the window opened are not kept (see `write`).
+    series: Vec<TcpSample>,
+    /// ACK packets dropped on the return path.
+    acks_dropped: u64,
+}
+
+/// A TCP sender's state at a bin boundary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpSample {
+    /// Time, ns.
+    pub time: TimeNs,
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
+    pub ssthresh: u64,
+    /// Smoothed RTT, ns (0 before the first sample).
+    pub srtt: u64,
+    /// Retransmission timeout, ns.
+    pub rto: u64,
+    /// Bytes in flight.
+    pub flight: u64,
+    /// Bytes delivered in order to the receiver so far.
+    pub delivered: u64,
+}
+
+/// The raw TCP outcome of one source in one replication.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TcpRaw {
+    /// Counters at the start of the measurement window.
+    pub at_warmup: TcpCounters,
+    /// Counters at its end.
+    pub at_end: TcpCounters,
+    /// Completion times of the transfers written in the window, ns.
+    pub completion_times: Vec<u64>,
+    /// Transfers written in the window and not completed by the end of the run.
+    pub unfinished: u64,
+    /// ACK packets dropped on the return path (whole run).
+    pub acks_dropped: u64,
+    /// Samples at every bin boundary.
+    pub series: Vec<TcpSample>,
 }
 
 /// Per-flow time series: received packets and bytes per bin (all packets, including warm-up).
@@ -226,6 +318,8 @@ pub struct RawReplication {
     pub link_left_queued: Vec<u64>,
     /// Per link: the discipline's own counters at the end.
     pub discipline_counters: Vec<Vec<(&'static str, u64)>>,
+    /// Per source: its TCP outcome (`None` for open-loop sources).
+    pub tcp: Vec<Option<TcpRaw>>,
     /// Start of the measurement window (the warm-up), ns.
     pub window_start: TimeNs,
     /// End of the window, ns.
@@ -305,6 +399,9 @@ impl<'s> Engine<'s> {
                 series: Vec::new(),
                 at_warmup: LinkSnapshot::default(),
                 at_end: None,
+                loss_threshold: (link.loss * 2f64.powi(64)) as u64,
+                loss_rng: source_rng(run.seed, replication as u64, LOSS_STREAM + index as u64),
+                lost: 0,
             });
         }
         let generation_end = match run.length {
@@ -317,7 +414,8 @@ impl<'s> Engine<'s> {
             seeds.push(stream_seed(run.seed, replication as u64, index as u64));
             let rng = source_rng(run.seed, replication as u64, index as u64);
             sources.push(SourceState {
-                generator: Generator::new(&source.arrivals, source.size.clone(), source.start, rng),
+                generator: Generator::new(&source.arrivals, source.size.clone(), source.start, rng)
+                    .with_fragmentation(source.fragmentation),
                 shaper: source.shaper.map(|s| TokenBucket::new(s.sigma, s.rho)),
                 pending: Emission {
                     time: 0,
@@ -331,6 +429,26 @@ impl<'s> Engine<'s> {
                 class: source.class,
                 deadline: source.deadline,
                 path: source.path.iter().map(|&l| l as u32).collect(),
+                tcp: source.transport.as_ref().map(|transport| {
+                    let bulk = matches!(source.arrivals, crate::traffic::ArrivalModel::Bulk);
+                    let (ack_path, ack_delay) = match &transport.ack_return {
+                        AckReturn::Path(links) => (links.iter().map(|&l| l as u32).collect(), 0),
+                        AckReturn::Delay(delay) => (Box::default(), *delay),
+                    };
+                    Box::new(TcpState {
+                        connection: TcpConnection::new(transport.tcp, bulk),
+                        header: transport.tcp.header,
+                        ack_path,
+                        ack_delay,
+                        ack_pipe: VecDeque::new(),
+                        timer_event: None,
+                        delayed_ack_event: None,
+                        at_warmup: TcpCounters::default(),
+                        at_end: None,
+                        series: Vec::new(),
+                        acks_dropped: 0,
+                    })
+                }),
             });
         }
         let n = sources.len();
@@ -378,6 +496,19 @@ impl<'s> Engine<'s> {
         engine.push(run.bin, TICK, 0);
         for index in 0..n {
             engine.schedule_source(index);
+            if engine.sources[index]
+                .tcp
+                .as_ref()
+                .is_some_and(|t| t.connection.bulk)
+            {
+                let start = scenario.sources[index].start;
+                engine.push(start, TCP_START, index);
+            }
+            if let Some(stop) = scenario.sources[index].stop {
+                if engine.sources[index].tcp.is_some() {
+                    engine.push(stop, TCP_STOP, index);
+                }
+            }
         }
         Ok((engine, seeds))
     }
@@ -505,6 +636,20 @@ impl<'s> Engine<'s> {
                         let s = link.snapshot(time);
                         link.series.push(s);
                     }
+                    for source in &mut self.sources {
+                        if let Some(tcp) = source.tcp.as_mut() {
+                            let sender = &tcp.connection.sender;
+                            tcp.series.push(TcpSample {
+                                time,
+                                cwnd: sender.cwnd(),
+                                ssthresh: sender.ssthresh(),
+                                srtt: sender.srtt().unwrap_or(0),
+                                rto: sender.rto(),
+                                flight: sender.flight_size(),
+                                delivered: tcp.connection.receiver.rcv_nxt(),
+                            });
+                        }
+                    }
                     let others = self.heap.len() - usize::from(self.top_pending);
                     if (others > 0 || self.arrivals.earliest().1 != NEVER) && !self.halt {
                         self.push(time + self.bin, TICK, 0);
@@ -512,6 +657,11 @@ impl<'s> Engine<'s> {
                 }
                 MARK_WARMUP => {
                     self.measuring = true;
+                    for source in &mut self.sources {
+                        if let Some(tcp) = source.tcp.as_mut() {
+                            tcp.at_warmup = tcp.connection.counters();
+                        }
+                    }
                     for link in &mut self.links {
                         link.at_warmup = link.snapshot(time);
                         let backlog = link.backlog;
@@ -520,6 +670,9 @@ impl<'s> Engine<'s> {
                     }
                 }
                 MARK_END => self.end_window(time),
+                TCP_TIMER | DELAYED_ACK | ACK_RETURN | TCP_START | TCP_STOP => {
+                    self.tcp_event(event.tag >> KIND_SHIFT, index)?
+                }
                 _ => unreachable!("unknown event kind"),
             }
             self.settle();
@@ -538,6 +691,11 @@ impl<'s> Engine<'s> {
         self.generation_over = true;
         for link in &mut self.links {
             link.at_end = Some(link.snapshot(now));
+        }
+        for source in &mut self.sources {
+            if let Some(tcp) = source.tcp.as_mut() {
+                tcp.at_end = Some(tcp.connection.counters());
+            }
         }
         self.measuring = false;
         if !self.scenario.run.drain {
@@ -579,6 +737,15 @@ impl<'s> Engine<'s> {
             return Ok(());
         }
         let now = self.now;
+        if self.sources[index].tcp.is_some() {
+            let emission = self.sources[index].pending;
+            let measured = self.measuring;
+            self.schedule_source(index);
+            if let Some(tcp) = self.sources[index].tcp.as_mut() {
+                tcp.connection.write(emission.size as u64, now, measured);
+            }
+            return self.tcp_send(index);
+        }
         let source = &self.sources[index];
         let emission = source.pending;
         let generated = source.generated;
@@ -587,31 +754,15 @@ impl<'s> Engine<'s> {
             .deadline
             .or(source.deadline)
             .map(|d| now.saturating_add(d));
-        let flow = source.flow;
         let first_link = source.path[0] as usize;
-        let measured = self.measuring;
-        let id = self.slab.insert(Slot {
-            entry: now,
-            source: index as u32,
-            hop: 0,
-            measured,
-        })?;
-        self.packets += 1;
-        if measured {
-            self.flows[index].on_sent(emission.size, now - generated);
-            if self.live_classes {
-                let c = self.class_slot(class);
-                self.classes[c].1.on_sent(emission.size, now - generated);
-            }
-        }
-        let packet = Packet {
-            id,
-            flow,
+        let packet = self.new_packet(
+            index,
+            emission.size,
             class,
-            size: emission.size,
-            arrival: now,
             deadline,
-        };
+            (OPEN_LOOP, 0, 0),
+            now - generated,
+        )?;
         if self.packets == self.packet_budget {
             self.arrivals.clear(index);
             self.end_window(now);
@@ -620,6 +771,47 @@ impl<'s> Engine<'s> {
         }
         self.arrive(first_link, packet);
         Ok(())
+    }
+
+    /// A packet of source `index` enters the network now: its slot (`kind`, `seq`, `len` for
+    /// TCP), the packet count and the sent statistics (`shaping`: time spent in the shaper).
+    #[inline(always)]
+    fn new_packet(
+        &mut self,
+        index: usize,
+        size: u32,
+        class: u8,
+        deadline: Option<TimeNs>,
+        (kind, seq, len): (u8, u64, u32),
+        shaping: TimeNs,
+    ) -> Result<Packet, ScenarioError> {
+        let now = self.now;
+        let measured = self.measuring;
+        let id = self.slab.insert(Slot {
+            entry: now,
+            source: index as u32,
+            hop: 0,
+            measured,
+            kind,
+            seq,
+            len,
+        })?;
+        self.packets += 1;
+        if measured {
+            self.flows[index].on_sent(size, shaping);
+            if self.live_classes {
+                let c = self.class_slot(class);
+                self.classes[c].1.on_sent(size, shaping);
+            }
+        }
+        Ok(Packet {
+            id,
+            flow: self.sources[index].flow,
+            class,
+            size,
+            arrival: now,
+            deadline,
+        })
     }
 
     /// `packet` reaches link `l` at `now`.
@@ -692,7 +884,11 @@ impl<'s> Engine<'s> {
             let Dropped { packet, reason } = self.drops[i];
             self.links[l].dropped[reason as usize] += 1;
             let slot = self.slab.remove(packet.id);
-            if slot.measured {
+            if slot.kind == TCP_ACK {
+                if let Some(tcp) = self.sources[slot.source as usize].tcp.as_mut() {
+                    tcp.acks_dropped += 1;
+                }
+            } else if slot.measured {
                 let s = slot.source as usize;
                 self.flows[s].on_dropped(packet.size, reason);
                 if self.live_classes {
@@ -713,6 +909,19 @@ impl<'s> Engine<'s> {
         link.busy_done += now - link.tx_start;
         link.sent_packets += 1;
         link.sent_bytes += packet.size as u64;
+        if link.loss_threshold > 0 && link.loss_rng.random::<u64>() < link.loss_threshold {
+            link.lost += 1;
+            let slot = self.slab.remove(packet.id);
+            if slot.kind == TCP_ACK {
+                if let Some(tcp) = self.sources[slot.source as usize].tcp.as_mut() {
+                    tcp.acks_dropped += 1;
+                }
+            } else if slot.measured {
+                self.flows[slot.source as usize].on_lost();
+            }
+            self.maybe_decide(l);
+            return;
+        }
         if link.delay == 0 {
             self.forward(packet);
         } else {
@@ -740,7 +949,11 @@ impl<'s> Engine<'s> {
         let slot = self.slab.get(packet.id);
         slot.hop += 1;
         let hop = slot.hop as usize;
-        let path = &self.sources[slot.source as usize].path;
+        let source = &self.sources[slot.source as usize];
+        let path = match &source.tcp {
+            Some(tcp) if slot.kind == TCP_ACK => &tcp.ack_path,
+            _ => &source.path,
+        };
         if hop < path.len() {
             let next = path[hop] as usize;
             self.arrive(next, packet);
@@ -754,6 +967,10 @@ impl<'s> Engine<'s> {
         let now = self.now;
         let slot = self.slab.remove(packet.id);
         let s = slot.source as usize;
+        if slot.kind == TCP_ACK {
+            self.ack_arrives(s, slot.seq);
+            return;
+        }
         while now >= self.bin_end {
             self.bin_index += 1;
             self.bin_end = self.bin_end.saturating_add(self.bin);
@@ -776,6 +993,178 @@ impl<'s> Engine<'s> {
                 self.class_jitter[c].1.on_received(now, delay);
             }
         }
+        if slot.kind == TCP_DATA {
+            self.segment_arrives(s, slot.seq, slot.len);
+        }
+    }
+
+    /// Sends every segment TCP source `s` may send now, then re-arms its timer.
+    fn tcp_send(&mut self, s: usize) -> Result<(), ScenarioError> {
+        if self.generation_over {
+            return Ok(());
+        }
+        let now = self.now;
+        let first_link = self.sources[s].path[0] as usize;
+        loop {
+            let source = &mut self.sources[s];
+            let Some(tcp) = source.tcp.as_mut() else {
+                return Ok(());
+            };
+            let Some(segment) = tcp.connection.sender.next_segment(now) else {
+                break;
+            };
+            let size = segment.len + tcp.header;
+            let class = source.class;
+            let deadline = source.deadline.map(|d| now.saturating_add(d));
+            let packet =
+                self.new_packet(s, size, class, deadline, (TCP_DATA, segment.seq, segment.len), 0)?;
+            self.arrive(first_link, packet);
+            if self.packets == self.packet_budget {
+                self.end_window(now);
+                break;
+            }
+        }
+        self.arm_tcp_timers(s);
+        Ok(())
+    }
+
+    /// Pushes timer events for source `s`'s retransmission and delayed-ACK deadlines earlier
+    /// than the events already pending (a stale event re-arms when it fires).
+    fn arm_tcp_timers(&mut self, s: usize) {
+        let now = self.now;
+        let sending = !self.generation_over;
+        let Some(tcp) = self.sources[s].tcp.as_mut() else {
+            return;
+        };
+        let mut pushes = [None, None];
+        // Once the window has closed the senders are silent: their timers stay unarmed.
+        if let Some(deadline) = tcp.connection.sender.rto_deadline().filter(|_| sending) {
+            let deadline = deadline.max(now);
+            if tcp.timer_event.is_none_or(|t| deadline < t) {
+                tcp.timer_event = Some(deadline);
+                pushes[0] = Some(deadline);
+            }
+        }
+        if let Some(deadline) = tcp.connection.receiver.ack_deadline() {
+            let deadline = deadline.max(now);
+            if tcp.delayed_ack_event.is_none_or(|t| deadline < t) {
+                tcp.delayed_ack_event = Some(deadline);
+                pushes[1] = Some(deadline);
+            }
+        }
+        if let Some(t) = pushes[0] {
+            self.push(t, TCP_TIMER, s);
+        }
+        if let Some(t) = pushes[1] {
+            self.push(t, DELAYED_ACK, s);
+        }
+    }
+
+    /// A data segment of source `s` reaches its receiver.
+    fn segment_arrives(&mut self, s: usize, seq: u64, len: u32) {
+        let now = self.now;
+        let Some(tcp) = self.sources[s].tcp.as_mut() else {
+            return;
+        };
+        match tcp.connection.receiver.on_segment(seq, len, now) {
+            Some(ack) => self.send_ack(s, ack),
+            None => self.arm_tcp_timers(s),
+        }
+    }
+
+    /// Source `s`'s receiver sends an ACK for `ack`.
+    fn send_ack(&mut self, s: usize, ack: u64) {
+        let now = self.now;
+        let source = &mut self.sources[s];
+        let Some(tcp) = source.tcp.as_mut() else {
+            return;
+        };
+        tcp.connection.sender.counters.acks_sent += 1;
+        if tcp.ack_path.is_empty() {
+            let at = now + tcp.ack_delay;
+            tcp.ack_pipe.push_back((at, ack));
+            if tcp.ack_pipe.len() == 1 {
+                self.push(at, ACK_RETURN, s);
+            }
+            return;
+        }
+        let first = tcp.ack_path[0] as usize;
+        let size = tcp.header;
+        let (flow, class) = (source.flow, source.class);
+        let Ok(id) = self.slab.insert(Slot {
+            entry: now,
+            source: s as u32,
+            hop: 0,
+            measured: false,
+            kind: TCP_ACK,
+            seq: ack,
+            len: 0,
+        }) else {
+            // More than 2³² packets in flight: the ACK is lost (the data path reports the
+            // error when it next sends).
+            return;
+        };
+        self.arrive(
+            first,
+            Packet {
+                id,
+                flow,
+                class,
+                size,
+                arrival: now,
+                deadline: None,
+            },
+        );
+    }
+
+    /// An ACK for `ack` reaches source `s`'s sender.
+    fn ack_arrives(&mut self, s: usize, ack: u64) {
+        let now = self.now;
+        if let Some(tcp) = self.sources[s].tcp.as_mut() {
+            tcp.connection.on_ack(ack, now);
+        }
+        // Only the slab's capacity can fail, and it just freed a slot.
+        let _ = self.tcp_send(s);
+    }
+
+    /// A TCP event (`kind`) for source `s` at the current time.
+    fn tcp_event(&mut self, kind: u32, s: usize) -> Result<(), ScenarioError> {
+        let now = self.now;
+        let Some(tcp) = self.sources[s].tcp.as_mut() else {
+            return Ok(());
+        };
+        match kind {
+            TCP_TIMER => {
+                if tcp.timer_event == Some(now) {
+                    tcp.timer_event = None;
+                }
+                if !self.generation_over {
+                    tcp.connection.sender.on_timer(now);
+                }
+                self.tcp_send(s)?;
+                self.arm_tcp_timers(s);
+            }
+            DELAYED_ACK => {
+                if tcp.delayed_ack_event == Some(now) {
+                    tcp.delayed_ack_event = None;
+                }
+                if let Some(ack) = tcp.connection.receiver.on_timer(now) {
+                    self.send_ack(s, ack);
+                }
+                self.arm_tcp_timers(s);
+            }
+            ACK_RETURN => {
+                let (_, ack) = tcp.ack_pipe.pop_front().expect("an ACK event has an ACK");
+                if let Some(&(next, _)) = tcp.ack_pipe.front() {
+                    self.push(next, ACK_RETURN, s);
+                }
+                self.ack_arrives(s, ack);
+            }
+            TCP_START => self.tcp_send(s)?,
+            TCP_STOP => tcp.connection.sender.close(),
+            _ => unreachable!("not a TCP event"),
+        }
+        Ok(())
     }
 
     fn finish(mut self, replication: u32, stream_seeds: Vec<u64>) -> Result<RawReplication, ScenarioError> {
@@ -824,7 +1213,21 @@ impl<'s> Engine<'s> {
         let in_flight = self
             .flows
             .iter()
-            .map(|f| f.sent - f.received - f.dropped_total())
+            .map(|f| f.sent - f.received - f.dropped_total() - f.lost)
+            .collect();
+        let tcp = self
+            .sources
+            .iter_mut()
+            .map(|source| {
+                source.tcp.as_mut().map(|tcp| TcpRaw {
+                    at_warmup: tcp.at_warmup,
+                    at_end: tcp.at_end.unwrap_or_else(|| tcp.connection.counters()),
+                    completion_times: std::mem::take(&mut tcp.connection.completion_times),
+                    unfinished: tcp.connection.unfinished_measured(),
+                    acks_dropped: tcp.acks_dropped,
+                    series: std::mem::take(&mut tcp.series),
+                })
+            })
             .collect();
         Ok(RawReplication {
             replication,
@@ -851,6 +1254,7 @@ impl<'s> Engine<'s> {
                 .iter()
                 .map(|l| l.scheduler.discipline_counters())
                 .collect(),
+            tcp,
             window_start: self.warmup,
             window_end,
             end_time,

@@ -48,6 +48,7 @@ pub mod replay;
 pub mod results;
 pub mod scenario;
 pub mod stats;
+pub mod tcp;
 pub mod trace;
 pub mod trace_source;
 pub mod traffic;

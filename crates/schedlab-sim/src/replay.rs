@@ -8,11 +8,12 @@
 //! kind = "drr"              # any registry id; plus the discipline's parameters
 //! quantum = 1500
 //! buffer = "64KB"           # optional: buffer, buffer_packets, drop_policy
-//! [flow_defaults]           # optional: parameters of every flow
-//! weight = 1
+//! [flow_defaults]           # optional: flow keys of the discipline, for every flow
+//! quantum = 1500
 //! [[flow]]                  # optional: per-flow overrides; id = the trace's flow label
 //! id = 3
-//! weight = 2
+//! quantum = 3000
+//! [gateway]                 # optional: read by `schedlab gateway` only (rules, delay)
 //! ```
 //! Link semantics are those of [`schedlab_core::run_link`]. The output CSV has one row per
 //! input packet, in input order: `flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome`.
@@ -22,7 +23,8 @@ use std::path::Path;
 
 use schedlab_core::config::TableReader;
 use schedlab_core::{
-    build_scheduler, format_seconds, run_link, ConfigError, FlowTable, Outcome, Rate, Scheduler, MAX_FLOW_ID,
+    build_scheduler, format_seconds, run_link, AnyScheduler, ConfigError, FlowId, FlowTable, Outcome, Rate,
+    Scheduler,
 };
 
 use crate::error::InputError;
@@ -39,6 +41,9 @@ pub struct ReplayConfig {
     pub defaults: toml::Table,
     /// `[[flow]]` tables without their `id`: (label, parameters, index in the file).
     pub flows: Vec<(u64, toml::Table, usize)>,
+    /// The `[gateway]` table, if any: read by `schedlab gateway` (classification rules,
+    /// propagation delay); replay ignores it so that one file configures both.
+    pub gateway: Option<toml::Table>,
     text: String,
     file: String,
 }
@@ -118,34 +123,59 @@ impl ReplayConfig {
                 ))
             }
         }
-        top.finish_with(&["link", "scheduler", "flow_defaults", "flow"])?;
+        let gateway = top.table("gateway")?.cloned();
+        top.finish_with(&["link", "scheduler", "flow_defaults", "flow", "gateway"])?;
         let config = ReplayConfig {
             rate,
             scheduler,
             defaults,
             flows,
+            gateway,
             text: String::new(),
             file: String::new(),
         };
         // Check the scheduler and every flow table now, before a trace is read: the flows get
         // stand-in ids (the trace assigns the real ones).
-        build_scheduler(&config.scheduler, "scheduler", &config.flow_table(|_| None), rate)?;
+        build_scheduler(
+            &config.scheduler,
+            "scheduler",
+            &config.flow_table(|_| None, 0),
+            rate,
+        )?;
         Ok(config)
     }
 
-    /// The flow table for a trace: the `[[flow]]` whose label `id_of` knows get that id, the
-    /// others ids after every id `id_of` may return (they are still validated).
-    fn flow_table(&self, id_of: impl Fn(u64) -> Option<u32>) -> FlowTable {
+    /// The flow table: `[flow_defaults]` and each `[[flow]]` under `id_of(label)`, or under an
+    /// unused id from `first_unused` on for a label the driver has not seen.
+    fn flow_table(&self, id_of: impl Fn(u64) -> Option<FlowId>, first_unused: FlowId) -> FlowTable {
         let mut table = FlowTable::uniform(self.defaults.clone());
-        let mut unknown = MAX_FLOW_ID - self.flows.len() as u32;
+        let mut extra = first_unused;
         for (label, params, index) in &self.flows {
             let id = id_of(*label).unwrap_or_else(|| {
-                unknown += 1;
-                unknown
+                extra += 1;
+                extra - 1
             });
             table.set(id, params.clone(), format!("flow[{index}]"));
         }
         table
+    }
+
+    /// A configuration error located in this configuration's file (file and line).
+    pub fn error(&self, error: ConfigError) -> InputError {
+        InputError::config(&self.file, &self.text, error)
+    }
+
+    /// Builds the `[scheduler]` with the `[flow_defaults]` and `[[flow]]` parameters;
+    /// `id_of(label)` maps a `[[flow]]` id (label) to the scheduler's flow id, or `None` for
+    /// a label the driver has not seen (its parameters are still validated, under an unused
+    /// id after `first_unused`).
+    pub fn build_scheduler(
+        &self,
+        id_of: impl Fn(u64) -> Option<FlowId>,
+        first_unused: FlowId,
+    ) -> Result<AnyScheduler, InputError> {
+        let table = self.flow_table(id_of, first_unused);
+        build_scheduler(&self.scheduler, "scheduler", &table, self.rate).map_err(|e| self.error(e))
     }
 }
 
@@ -200,9 +230,8 @@ pub struct Replay {
 
 /// Replays `trace` under `config`.
 pub fn replay(config: &ReplayConfig, trace: &Trace) -> Result<Replay, InputError> {
-    let table = config.flow_table(|label| trace.id_of(label));
-    let mut scheduler = build_scheduler(&config.scheduler, "scheduler", &table, config.rate)
-        .map_err(|e| InputError::config(&config.file, &config.text, e))?;
+    // Flows configured but absent from the trace still get validated.
+    let mut scheduler = config.build_scheduler(|label| trace.id_of(label), trace.labels.len() as FlowId)?;
     let run = run_link(&mut scheduler, config.rate, &trace.packets).map_err(|e| InputError::Io {
         path: "trace".into(),
         message: e.to_string(),

@@ -20,7 +20,7 @@ use schedlab_core::DropReason;
 use serde_json::{json, Map, Value};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::engine::{FlowSeries, LinkSnapshot, RawReplication};
+use crate::engine::{FlowSeries, LinkSnapshot, RawReplication, TcpRaw, TcpSample};
 use crate::scenario::{CiMethod, RunLength, Scenario};
 use crate::stats::Accumulator;
 
@@ -131,6 +131,10 @@ pub struct ReplicationResult {
     pub flow_series: Vec<FlowSeries>,
     /// Per link, one row per time bin.
     pub link_series: Vec<Vec<Row>>,
+    /// One row per TCP source, in scenario order (empty without TCP sources).
+    pub tcp_flows: Vec<Row>,
+    /// Per TCP source (same order): its sender's state at every bin boundary.
+    pub tcp_series: Vec<Vec<TcpSample>>,
     /// Jain's fairness index over the flows' throughputs.
     pub jain_index: Option<f64>,
     /// Events processed.
@@ -166,6 +170,7 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
     for reason in DropReason::ALL {
         row.push((drop_column(reason), Cell::Count(acc.dropped[reason as usize])));
     }
+    row.push(("lost", Cell::Count(acc.lost)));
     if let Some(n) = in_flight {
         row.push(("in_flight", Cell::Count(n)));
     }
@@ -178,7 +183,7 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
     row.extend([
         (
             "loss_ratio",
-            Cell::Real((acc.sent > 0).then(|| acc.dropped_total() as f64 / acc.sent as f64)),
+            Cell::Real((acc.sent > 0).then(|| (acc.dropped_total() + acc.lost) as f64 / acc.sent as f64)),
         ),
         (
             "offered_bps",
@@ -267,8 +272,65 @@ fn link_row(
             let i = reason as usize;
             row.push((drop_column(reason), Cell::Count(to.dropped[i] - from.dropped[i])));
         }
+        row.push(("lost", Cell::Count(to.lost - from.lost)));
     }
     row
+}
+
+/// The TCP row of a source: goodput, retransmissions, timeouts, RTT and completion times in
+/// the measurement window.
+fn tcp_row(flow: u64, name: &str, raw: &TcpRaw, window_ns: u64) -> Row {
+    let (from, to) = (&raw.at_warmup, &raw.at_end);
+    let rtt_samples = to.rtt_samples - from.rtt_samples;
+    let mut times = raw.completion_times.clone();
+    times.sort_unstable();
+    let quantile = |q: f64| {
+        (!times.is_empty()).then(|| {
+            let rank = ((q * times.len() as f64).ceil() as usize).clamp(1, times.len());
+            seconds(times[rank - 1])
+        })
+    };
+    let mean = (!times.is_empty()).then(|| seconds(times.iter().sum::<u64>()) / times.len() as f64);
+    vec![
+        ("flow", Cell::Id(flow)),
+        ("name", Cell::Text(name.to_string())),
+        (
+            "goodput_bps",
+            Cell::Real(Some(
+                (to.delivered_bytes - from.delivered_bytes) as f64 * 8.0 / seconds(window_ns),
+            )),
+        ),
+        (
+            "delivered_bytes",
+            Cell::Count(to.delivered_bytes - from.delivered_bytes),
+        ),
+        (
+            "segments_sent",
+            Cell::Count(to.segments_sent - from.segments_sent),
+        ),
+        (
+            "retransmissions",
+            Cell::Count(to.retransmissions - from.retransmissions),
+        ),
+        (
+            "fast_retransmits",
+            Cell::Count(to.fast_retransmits - from.fast_retransmits),
+        ),
+        ("timeouts", Cell::Count(to.timeouts - from.timeouts)),
+        ("acks_sent", Cell::Count(to.acks_sent - from.acks_sent)),
+        ("acks_dropped", Cell::Count(raw.acks_dropped)),
+        ("rtt_samples", Cell::Count(rtt_samples)),
+        (
+            "rtt_mean_s",
+            Cell::Real((rtt_samples > 0).then(|| seconds(to.rtt_sum - from.rtt_sum) / rtt_samples as f64)),
+        ),
+        ("transfers_completed", Cell::Count(times.len() as u64)),
+        ("transfers_unfinished", Cell::Count(raw.unfinished)),
+        ("fct_mean_s", Cell::Real(mean)),
+        ("fct_p50_s", Cell::Real(quantile(0.5))),
+        ("fct_p99_s", Cell::Real(quantile(0.99))),
+        ("fct_max_s", Cell::Max(times.last().map(|&t| seconds(t)))),
+    ]
 }
 
 /// Reduces a raw replication to result tables, merging its delay histograms into
@@ -347,7 +409,17 @@ pub(crate) fn reduce(
         }
         link_series.push(bins);
     }
+    let mut tcp_flows = Vec::new();
+    let mut tcp_series = Vec::new();
+    for (source, raw_tcp) in scenario.sources.iter().zip(raw.tcp) {
+        if let Some(mut raw_tcp) = raw_tcp {
+            tcp_flows.push(tcp_row(source.flow as u64, &source.name, &raw_tcp, window));
+            tcp_series.push(std::mem::take(&mut raw_tcp.series));
+        }
+    }
     ReplicationResult {
+        tcp_flows,
+        tcp_series,
         replication: raw.replication,
         stream_seeds: raw.stream_seeds,
         flows,
@@ -519,7 +591,7 @@ impl SimResults {
                 Value::Null
             }
         };
-        json!({
+        let mut summary = json!({
             "schedlab_version": env!("CARGO_PKG_VERSION"),
             "scenario": toml_to_json(&toml::Value::Table(self.scenario.table.clone())),
             "run": {
@@ -555,7 +627,17 @@ impl SimResults {
                 "jain_index": jain_mean,
                 "jain_index_ci95": jain_ci,
             },
-        })
+        });
+        // Present only with TCP sources, so open-loop summaries keep their shape.
+        if self.scenario.sources.iter().any(|s| s.transport.is_some()) {
+            summary["tcp_flows"] = Value::Array(
+                self.reduce_table(|r| &r.tcp_flows)
+                    .into_iter()
+                    .map(Value::Object)
+                    .collect(),
+            );
+        }
+        summary
     }
 
     /// Writes `summary.json`, `flows.csv`, `classes.csv`, `links.csv`,
@@ -583,6 +665,10 @@ impl SimResults {
         put("link_timeseries.csv", self.link_series_csv())?;
         put("delay_cdf.csv", self.delay_cdf_csv())?;
         put("replications.csv", self.replications_csv())?;
+        if self.scenario.sources.iter().any(|s| s.transport.is_some()) {
+            put("tcp_flows.csv", self.table_csv(|r| &r.tcp_flows))?;
+            put("tcp_timeseries.csv", self.tcp_series_csv())?;
+        }
         Ok(written)
     }
 
@@ -601,6 +687,48 @@ impl SimResults {
             for row in table(replication) {
                 let cells: Vec<String> = row.iter().map(|(_, c)| c.csv()).collect();
                 let _ = writeln!(out, "{},{}", replication.replication, cells.join(","));
+            }
+        }
+        out
+    }
+
+    fn tcp_series_csv(&self) -> String {
+        let mut out =
+            String::from("replication,flow,name,time_s,cwnd_bytes,ssthresh_bytes,srtt_s,rto_s,flight_bytes,delivered_bytes\n");
+        let tcp_sources: Vec<_> = self
+            .scenario
+            .sources
+            .iter()
+            .filter(|s| s.transport.is_some())
+            .collect();
+        for replication in &self.replications {
+            for (source, series) in tcp_sources.iter().zip(&replication.tcp_series) {
+                for sample in series {
+                    let ssthresh = if sample.ssthresh == u64::MAX {
+                        String::new()
+                    } else {
+                        sample.ssthresh.to_string()
+                    };
+                    let srtt = if sample.srtt == 0 {
+                        String::new()
+                    } else {
+                        seconds(sample.srtt).to_string()
+                    };
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{},{},{},{},{},{},{}",
+                        replication.replication,
+                        source.flow,
+                        csv_text(&source.name),
+                        seconds(sample.time),
+                        sample.cwnd,
+                        ssthresh,
+                        srtt,
+                        seconds(sample.rto),
+                        sample.flight,
+                        sample.delivered
+                    );
+                }
             }
         }
         out

@@ -36,8 +36,10 @@ use schedlab_core::{
     TimeNs, MAX_FLOW_ID,
 };
 
+use crate::tcp::TcpConfig;
 use crate::traffic::{
-    stationary_distribution, ArrivalModel, FrameType, MpegModel, PeriodDist, SizeDist, SizeShape, Spacing,
+    stationary_distribution, ArrivalModel, Fragmentation, FrameType, MpegModel, PeriodDist, SizeDist,
+    SizeShape, Spacing,
 };
 
 /// How long a run lasts.
@@ -91,6 +93,9 @@ pub struct LinkConfig {
     pub scheduler: toml::Table,
     /// Per-flow parameters of the flows crossing this link.
     pub flows: FlowTable,
+    /// Probability that a packet is lost after its transmission on this link (`loss`, in
+    /// [0, 1)), independently of every other packet.
+    pub loss: f64,
 }
 
 impl LinkConfig {
@@ -149,15 +154,47 @@ pub struct SourceConfig {
     pub stop: Option<TimeNs>,
     /// Relative deadline stamped on every packet, ns.
     pub deadline: Option<TimeNs>,
+    /// The transport (TCP), if the source is closed-loop: then `arrivals` and `size` describe
+    /// the application's writes (bytes), not packets.
+    pub transport: Option<TransportConfig>,
+    /// IP fragmentation of the model's units into packets of at most `mtu` bytes (`mtu`,
+    /// `fragment_header`); `None`: every unit is one packet.
+    pub fragmentation: Option<Fragmentation>,
+}
+
+/// A closed-loop source's transport and the return path of its acknowledgements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransportConfig {
+    /// TCP parameters.
+    pub tcp: TcpConfig,
+    /// How ACKs travel back.
+    pub ack_return: AckReturn,
+}
+
+/// How a TCP receiver's acknowledgements reach the sender.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AckReturn {
+    /// Over these links (indices), in order, as packets of `header` bytes.
+    Path(Vec<usize>),
+    /// After this fixed delay, ns, without crossing any link.
+    Delay(TimeNs),
 }
 
 impl SourceConfig {
     /// The largest packet the source can send.
     pub fn max_packet(&self) -> u64 {
-        self.arrivals
+        if let Some(transport) = &self.transport {
+            return transport.tcp.max_packet();
+        }
+        let largest_unit = self
+            .arrivals
             .own_max_size()
             .or_else(|| self.size.as_ref().map(|s| s.max()))
-            .unwrap_or(0)
+            .unwrap_or(0);
+        match self.fragmentation {
+            Some(f) => f.max_packet(largest_unit),
+            None => largest_unit,
+        }
     }
 }
 
@@ -229,6 +266,7 @@ impl Scenario {
                 "name": l.name,
                 "rate_bps": l.rate.bits_per_second(),
                 "delay_s": l.delay as f64 / 1e9,
+                "loss": l.loss,
                 "scheduler": l.scheduler.get("kind").and_then(|k| k.as_str()),
             })).collect::<Vec<_>>(),
             "flows": self.sources.iter().map(|s| json!({
@@ -238,6 +276,8 @@ impl Scenario {
                 "path": s.path.iter().map(|&l| self.links[l].name.as_str()).collect::<Vec<_>>(),
                 "model": model_name(&s.arrivals),
                 "max_packet_bytes": s.max_packet(),
+                "transport": s.transport.as_ref().map(|_| "tcp"),
+                "mtu": s.fragmentation.map(|f| f.mtu),
             })).collect::<Vec<_>>(),
         })
     }
@@ -255,6 +295,7 @@ fn model_name(model: &ArrivalModel) -> &'static str {
         ArrivalModel::Mmpp { .. } => "mmpp",
         ArrivalModel::Mpeg(_) => "mpeg",
         ArrivalModel::Trace { .. } => "trace",
+        ArrivalModel::Bulk => "bulk",
     }
 }
 
@@ -281,9 +322,32 @@ const RUN_KEYS: &[&str] = &[
     "ci",
     "drain",
 ];
-const LINK_KEYS: &[&str] = &["name", "rate", "delay", "buffer", "buffer_packets", "scheduler"];
+const LINK_KEYS: &[&str] = &[
+    "name",
+    "rate",
+    "delay",
+    "buffer",
+    "buffer_packets",
+    "scheduler",
+    "loss",
+];
 const SOURCE_KEYS: &[&str] = &[
-    "flow", "name", "class", "path", "arrivals", "size", "params", "shaper", "start", "stop", "deadline",
+    "flow",
+    "name",
+    "class",
+    "path",
+    "arrivals",
+    "size",
+    "params",
+    "shaper",
+    "start",
+    "stop",
+    "deadline",
+    "transport",
+    "ack_path",
+    "ack_delay",
+    "mtu",
+    "fragment_header",
 ];
 
 /// A number (integer or float) that must be finite and `> 0`.
@@ -403,8 +467,12 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         link.flows.defaults = keys_for_link(&defaults, reads[index], &read_anywhere);
     }
     for (index, source) in sources.iter().enumerate() {
-        let read_on_path = read_on(&mut source.path.iter().copied());
-        for &link in &source.path {
+        let ack_links = match source.transport.as_ref().map(|t| &t.ack_return) {
+            Some(AckReturn::Path(links)) => links.as_slice(),
+            _ => &[],
+        };
+        let read_on_path = read_on(&mut source.path.iter().chain(ack_links).copied());
+        for &link in source.path.iter().chain(ack_links) {
             let params = keys_for_link(&source.params, reads[link], &read_on_path);
             links[link]
                 .flows
@@ -530,6 +598,10 @@ fn parse_link(table: &toml::Table, index: usize) -> Result<LinkConfig, ConfigErr
         return Err(r.error("buffer", "must be at least 1 byte"));
     }
     let buffer_packets = r.integer("buffer_packets", 1, i64::MAX)?;
+    let loss = r.float("loss", 0.0, 1.0)?.unwrap_or(0.0);
+    if loss >= 1.0 {
+        return Err(r.error("loss", "must be a probability below 1"));
+    }
     let mut scheduler = match r.table("scheduler")? {
         Some(t) => t.clone(),
         None => {
@@ -560,6 +632,7 @@ fn parse_link(table: &toml::Table, index: usize) -> Result<LinkConfig, ConfigErr
         delay,
         scheduler,
         flows,
+        loss,
     })
 }
 
@@ -567,30 +640,12 @@ fn r_string(r: &mut TableReader<'_>, key: &'static str) -> Result<Option<String>
     Ok(r.string(key)?.map(str::to_string))
 }
 
-fn parse_source(
-    table: &toml::Table,
-    index: usize,
-    links: &[LinkConfig],
-    base_dir: &Path,
-    run: &RunConfig,
-) -> Result<SourceConfig, ConfigError> {
-    let path = format!("source[{index}]");
-    let mut r = TableReader::new(table, path.clone());
-    let flow = r
-        .integer("flow", 0, MAX_FLOW_ID as i64)?
-        .map(|f| f as FlowId)
-        .unwrap_or(index as FlowId);
-    let name = r_string(&mut r, "name")?.unwrap_or_else(|| format!("flow{flow}"));
-    let class = r.integer("class", 0, 255)?.unwrap_or(0) as u8;
-    let hops = match array(&mut r, "path")? {
-        Some(a) if !a.is_empty() => a,
-        Some(_) => return Err(r.error("path", "must name at least one link")),
-        None => return Err(r.error("path", "is required: the links the flow crosses, in order")),
-    };
+/// The link indices of a path (`source.path`, `source.ack_path`) at `key_path`.
+fn link_route(hops: &[toml::Value], key_path: &str, links: &[LinkConfig]) -> Result<Vec<usize>, ConfigError> {
     let link_names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
     let mut route = Vec::with_capacity(hops.len());
     for (hop, value) in hops.iter().enumerate() {
-        let hop_path = format!("{path}.path[{hop}]");
+        let hop_path = format!("{key_path}[{hop}]");
         let toml::Value::String(link_name) = value else {
             return Err(ConfigError::new(
                 hop_path,
@@ -614,6 +669,79 @@ fn parse_source(
         }
         route.push(link);
     }
+    Ok(route)
+}
+
+/// A source's `transport`, `ack_path` and `ack_delay` keys.
+fn parse_transport(
+    r: &mut TableReader<'_>,
+    path: &str,
+    links: &[LinkConfig],
+    arrivals: &ArrivalModel,
+) -> Result<Option<TransportConfig>, ConfigError> {
+    let transport = r.table("transport")?;
+    let ack_path = array(r, "ack_path")?;
+    let ack_delay = r.duration("ack_delay")?;
+    let Some(transport) = transport else {
+        if matches!(arrivals, ArrivalModel::Bulk) {
+            return Err(r.error(
+                "arrivals",
+                "model \"bulk\" needs a transport, e.g. transport = { kind = \"tcp\" }",
+            ));
+        }
+        for key in ["ack_path", "ack_delay"] {
+            if r.has(key) {
+                return Err(r.error(key, "applies to sources with a transport (TCP) only"));
+            }
+        }
+        return Ok(None);
+    };
+    let tcp = TcpConfig::from_table(transport, &join_path(path, "transport"))?;
+    if matches!(arrivals, ArrivalModel::Trace { .. }) {
+        return Err(r.error(
+            "arrivals",
+            "a TCP source's arrivals are application writes; trace replay is not one",
+        ));
+    }
+    let ack_return = match (ack_path, ack_delay) {
+        (Some(_), Some(_)) => return Err(r.error("ack_delay", "give either ack_path or ack_delay, not both")),
+        (Some(hops), None) if !hops.is_empty() => {
+            AckReturn::Path(link_route(hops, &join_path(path, "ack_path"), links)?)
+        }
+        (Some(_), None) => return Err(r.error("ack_path", "must name at least one link")),
+        (None, Some(delay)) => AckReturn::Delay(delay),
+        (None, None) => {
+            return Err(r.error(
+                "ack_path",
+                "is required for a TCP source: the links ACKs cross (e.g. [\"reverse\"]), or give \
+                 ack_delay = \"20ms\"",
+            ))
+        }
+    };
+    Ok(Some(TransportConfig { tcp, ack_return }))
+}
+
+fn parse_source(
+    table: &toml::Table,
+    index: usize,
+    links: &[LinkConfig],
+    base_dir: &Path,
+    run: &RunConfig,
+) -> Result<SourceConfig, ConfigError> {
+    let path = format!("source[{index}]");
+    let mut r = TableReader::new(table, path.clone());
+    let flow = r
+        .integer("flow", 0, MAX_FLOW_ID as i64)?
+        .map(|f| f as FlowId)
+        .unwrap_or(index as FlowId);
+    let name = r_string(&mut r, "name")?.unwrap_or_else(|| format!("flow{flow}"));
+    let class = r.integer("class", 0, 255)?.unwrap_or(0) as u8;
+    let hops = match array(&mut r, "path")? {
+        Some(a) if !a.is_empty() => a,
+        Some(_) => return Err(r.error("path", "must name at least one link")),
+        None => return Err(r.error("path", "is required: the links the flow crosses, in order")),
+    };
+    let route = link_route(hops, &join_path(&path, "path"), links)?;
     let arrivals_table = match r.table("arrivals")? {
         Some(t) => t,
         None => {
@@ -651,6 +779,36 @@ fn parse_source(
         }
     }
     let deadline = r.duration("deadline")?;
+    let mtu = size_u32(&mut r, "mtu", 1)?;
+    let fragment_header = size_u32(&mut r, "fragment_header", 0)?;
+    let fragmentation = match (mtu, fragment_header) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(r.error(
+                "fragment_header",
+                "applies to fragments only: give the source an mtu too",
+            ))
+        }
+        (Some(mtu), header) => {
+            let header = header.unwrap_or(Fragmentation::DEFAULT_HEADER);
+            if header >= mtu {
+                return Err(r.error(
+                    "mtu",
+                    format!(
+                        "must exceed the fragment header ({header} bytes) so that a fragment carries data"
+                    ),
+                ));
+            }
+            Some(Fragmentation { mtu, header })
+        }
+    };
+    let transport = parse_transport(&mut r, &path, links, &arrivals)?;
+    if transport.is_some() && r.has("shaper") {
+        return Err(r.error("shaper", "a TCP source is paced by its window; remove the shaper"));
+    }
+    if transport.is_some() && fragmentation.is_some() {
+        return Err(r.error("mtu", "a TCP source sends segments of mss bytes; remove mtu"));
+    }
     let mut source = SourceConfig {
         flow,
         name,
@@ -663,6 +821,8 @@ fn parse_source(
         start,
         stop,
         deadline,
+        transport,
+        fragmentation,
     };
     if let Some(t) = r.table("shaper")? {
         let shaper_path = join_path(&path, "shaper");
@@ -705,7 +865,7 @@ fn period(r: &mut TableReader<'_>, key: &'static str) -> Result<f64, ConfigError
     }
 }
 
-const MODELS: &str = "cbr, poisson, on_off, pareto_on_off, mmpp, mpeg, trace";
+const MODELS: &str = "cbr, poisson, on_off, pareto_on_off, mmpp, mpeg, trace, bulk (TCP sources)";
 
 fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<ArrivalModel, ConfigError> {
     let mut r = TableReader::new(table, path);
@@ -774,6 +934,7 @@ fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<Ar
             &["model", "gop", "gop_per_s", "i_size", "p_size", "b_size"],
         ),
         "trace" => (parse_trace(&mut r, path, base_dir)?, &["model", "file", "flow"]),
+        "bulk" => (ArrivalModel::Bulk, &["model"]),
         _ => return Err(r.error("model", format!("unknown arrival model; known: {MODELS}"))),
     };
     r.finish_with(accepted)?;

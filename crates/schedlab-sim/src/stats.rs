@@ -214,6 +214,8 @@ pub struct Accumulator {
     pub dropped: [u64; 4],
     /// Bytes dropped.
     pub dropped_bytes: u64,
+    /// Of those, packets lost on a link (its `loss` probability), after transmission.
+    pub lost: u64,
     /// Sum of one-way delays, ns.
     pub delay_sum: u128,
     /// Largest one-way delay, ns.
@@ -235,6 +237,7 @@ impl Default for Accumulator {
             received_bytes: 0,
             dropped: [0; 4],
             dropped_bytes: 0,
+            lost: 0,
             delay_sum: 0,
             delay_max: 0,
             delay: DelayHistogram::new(),
@@ -271,6 +274,12 @@ impl Accumulator {
         self.dropped_bytes += size as u64;
     }
 
+    /// A measured packet was lost on a link after its transmission.
+    #[inline]
+    pub fn on_lost(&mut self) {
+        self.lost += 1;
+    }
+
     /// Packets dropped for any reason.
     pub fn dropped_total(&self) -> u64 {
         self.dropped.iter().sum()
@@ -287,6 +296,7 @@ impl Accumulator {
             *mine += theirs;
         }
         self.dropped_bytes += other.dropped_bytes;
+        self.lost += other.lost;
         self.delay_sum += other.delay_sum;
         self.delay_max = self.delay_max.max(other.delay_max);
         self.delay.merge(&other.delay);

@@ -18,6 +18,13 @@
 //! * `mpeg` — the GOP model of Zhang's thesis §4.4.3 (after [SK98]);
 //! * `trace` — replay of a trace file (times, sizes, optional class and deadline).
 //!
+//! Fragmentation ([`Fragmentation`], a source's `mtu`): every model can send its units —
+//! MPEG frames, trace rows, any drawn size — as IP fragments. A unit of S bytes of data becomes
+//! ⌈S / (mtu − header)⌉ packets released at the unit's time, each carrying `header` bytes of
+//! headers and at most `mtu − header` bytes of the unit (the last one the rest), so a 16 kB
+//! MPEG I frame over a 1500-byte MTU is a burst of 11 packets (Zhang's thesis §4.4.1: "the
+//! frames travel as IP fragments").
+//!
 //! Choices where the sources are silent:
 //! * On/off sources send their first packet at the start of each On period and then every
 //!   peak interval while the period lasts, so an On period carries `ceil(D/I)` packets (at least
@@ -410,13 +417,19 @@ pub enum ArrivalModel {
         /// The packets, sorted by time.
         packets: Arc<Vec<TracePacket>>,
     },
+    /// A bulk application behind a transport (TCP): always has data, so it emits nothing on
+    /// its own; the transport decides when segments leave.
+    Bulk,
 }
 
 impl ArrivalModel {
     /// Whether the model draws sizes from the source's `size` distribution (false for MPEG and
     /// trace replay, which carry their own sizes).
     pub fn needs_size(&self) -> bool {
-        !matches!(self, ArrivalModel::Mpeg(_) | ArrivalModel::Trace { .. })
+        !matches!(
+            self,
+            ArrivalModel::Mpeg(_) | ArrivalModel::Trace { .. } | ArrivalModel::Bulk
+        )
     }
 
     /// The largest packet the model itself produces (MPEG, trace), if it sets sizes.
@@ -531,6 +544,43 @@ enum State {
         packets: Arc<Vec<TracePacket>>,
         index: usize,
     },
+    /// No emissions (bulk applications).
+    Silent,
+}
+
+/// Fragmentation of a source's units (frames) into MTU-sized packets, as IP fragments them.
+///
+/// Choices where the thesis is silent: every fragment carries the same `header` (default 28
+/// bytes, IPv4 + UDP), where real IP repeats only the 20-byte IP header (8 bytes per extra
+/// fragment); all fragments of a unit are released at the unit's time (the sender's access
+/// link then serialises them); a unit of 0 bytes is one header-only packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fragmentation {
+    /// Largest packet on the wire (bytes), headers included.
+    pub mtu: u32,
+    /// Header bytes carried by every fragment (< `mtu`).
+    pub header: u32,
+}
+
+impl Fragmentation {
+    /// Header bytes of every fragment when a source gives none: IPv4 (20) + UDP (8).
+    pub const DEFAULT_HEADER: u32 = 28;
+
+    /// Bytes of the unit one fragment carries at most.
+    pub fn payload(&self) -> u32 {
+        self.mtu - self.header
+    }
+
+    /// The packets (count, size of the last) a unit of `size` bytes becomes.
+    pub fn packets(&self, size: u32) -> (u32, u32) {
+        let count = size.div_ceil(self.payload()).max(1);
+        (count, size - (count - 1) * self.payload() + self.header)
+    }
+
+    /// The largest packet a source whose units are at most `largest_unit` bytes sends.
+    pub fn max_packet(&self, largest_unit: u64) -> u64 {
+        (largest_unit + self.header as u64).min(self.mtu as u64)
+    }
 }
 
 /// Produces a source's packets in time order (before shaping), from its own random stream.
@@ -540,6 +590,10 @@ pub struct Generator {
     state: State,
     size: Option<SizeDist>,
     start: TimeNs,
+    fragmentation: Option<Fragmentation>,
+    /// The unit being fragmented (its time, class, deadline) and its bytes not yet sent.
+    unit: Emission,
+    unit_left: u32,
 }
 
 impl Generator {
@@ -632,19 +686,53 @@ impl Generator {
                 packets: packets.clone(),
                 index: 0,
             },
+            ArrivalModel::Bulk => State::Silent,
         };
         Generator {
             rng,
             state,
             size,
             start,
+            fragmentation: None,
+            unit: Emission {
+                time: 0,
+                size: 0,
+                class: None,
+                deadline: None,
+            },
+            unit_left: 0,
         }
     }
 
+    /// The same generator, its units cut into MTU-sized packets (`None`: sent whole).
+    pub fn with_fragmentation(mut self, fragmentation: Option<Fragmentation>) -> Generator {
+        self.fragmentation = fragmentation;
+        self
+    }
+
     /// The next packet, or `None` when the model has no more (end of a trace, an MMPP stuck in
-    /// a silent absorbing state).
+    /// a silent absorbing state). With fragmentation, the fragments of one unit in order, all
+    /// at the unit's time.
     #[inline(always)]
     pub fn next_packet(&mut self) -> Option<Emission> {
+        let Some(fragmentation) = self.fragmentation else {
+            return self.next_unit();
+        };
+        if self.unit_left == 0 {
+            self.unit = self.next_unit()?;
+            self.unit_left = self.unit.size;
+        }
+        let chunk = self.unit_left.min(fragmentation.payload());
+        self.unit_left -= chunk;
+        Some(Emission {
+            size: chunk + fragmentation.header,
+            ..self.unit
+        })
+    }
+
+    /// The model's next unit (a packet, or a frame to fragment).
+    #[inline(always)]
+    fn next_unit(&mut self) -> Option<Emission> {
         let start = self.start;
         let at = |offset: f64| start.saturating_add(ns(offset));
         // Models that take sizes from the source's distribution draw the size first, then
@@ -741,6 +829,7 @@ impl Generator {
                     deadline: packet.deadline,
                 })
             }
+            State::Silent => None,
         }
     }
 }
@@ -1003,6 +1092,60 @@ mod tests {
             .collect();
         let d = ks(gaps, |x| 1.0 - (-50.0 * x).exp());
         assert!(d < 1.63 / (50_000f64).sqrt(), "KS D = {d}");
+    }
+
+    #[test]
+    fn fragmentation_cuts_units_into_mtu_sized_packets() {
+        let f = Fragmentation {
+            mtu: 1500,
+            header: 28,
+        };
+        assert_eq!(f.payload(), 1472);
+        assert_eq!(f.packets(1472), (1, 1500));
+        assert_eq!(f.packets(1473), (2, 29));
+        assert_eq!(f.packets(16_000), (11, 16_000 - 10 * 1472 + 28));
+        assert_eq!(f.packets(0), (1, 28));
+        assert_eq!(f.max_packet(17_000), 1500);
+        assert_eq!(f.max_packet(700), 728);
+        // CBR units of 4000 bytes every 10 ms: three packets (1500, 1500, 1084) at each time.
+        let model = ArrivalModel::Cbr {
+            spacing: Spacing::PacketsPerSecond(100.0),
+        };
+        let mut g =
+            Generator::new(&model, Some(SizeDist::constant(4000)), 5, rng(1)).with_fragmentation(Some(f));
+        let e: Vec<Emission> = (0..7).map_while(|_| g.next_packet()).collect();
+        let sizes: Vec<u32> = e.iter().map(|p| p.size).collect();
+        assert_eq!(sizes, [1500, 1500, 1084, 1500, 1500, 1084, 1500]);
+        let times: Vec<TimeNs> = e.iter().map(|p| p.time).collect();
+        assert_eq!(times, [5, 5, 5, 10_000_005, 10_000_005, 10_000_005, 20_000_005]);
+    }
+
+    #[test]
+    fn fragmented_mpeg_carries_every_frame_byte_plus_headers() {
+        let model = ArrivalModel::Mpeg(MpegModel::thesis());
+        let f = Fragmentation {
+            mtu: 1500,
+            header: 28,
+        };
+        let frames = times(&model, None, 3000, 8);
+        let mut g = Generator::new(&model, None, 0, rng(8)).with_fragmentation(Some(f));
+        let mut packets = Vec::new();
+        for frame in &frames {
+            let (count, last) = f.packets(frame.size);
+            for k in 0..count {
+                let p = g.next_packet().unwrap();
+                assert_eq!(p.time, frame.time, "fragments leave at the frame's time");
+                assert_eq!(p.size, if k + 1 == count { last } else { 1500 });
+                assert!(p.size <= 1500);
+                packets.push(p);
+            }
+        }
+        let data: u64 = frames.iter().map(|p| p.size as u64).sum();
+        let wire: u64 = packets.iter().map(|p| p.size as u64).sum();
+        assert_eq!(wire, data + 28 * packets.len() as u64);
+        // An I frame (15-17 kB) is a burst of 11 or 12 packets.
+        let first_i = packets.iter().take_while(|p| p.time == 0).count();
+        assert!((11..=12).contains(&first_i), "{first_i}");
     }
 
     #[test]

@@ -526,6 +526,14 @@ fn bad_scenarios_name_the_key_and_value() {
             format!("{GOOD}[[source]]\nflow = 0\npath = [\"bottleneck\"]\narrivals = {{ model = \"cbr\", rate_pps = 1 }}\nsize = {{ dist = \"constant\", size = 10 }}\n"),
             "source[1].flow = 0: source[0] already uses this flow id",
         ),
+        (
+            GOOD.replace("flow = 0\n", "flow = 0\nmtu = 28\n"),
+            "source[0].mtu = 28: must exceed the fragment header (28 bytes)",
+        ),
+        (
+            GOOD.replace("flow = 0\n", "flow = 0\nfragment_header = 20\n"),
+            "source[0].fragment_header = 20: applies to fragments only: give the source an mtu too",
+        ),
     ];
     for (text, expected) in cases {
         let message = error_of(&text);
@@ -592,4 +600,38 @@ fn packet_count_runs_stop_after_that_many_packets() {
     assert_eq!(r.replications[0].packets, 1234);
     assert_eq!(flow(&r, 0, "sent"), 1234.0);
     assert_eq!(flow(&r, 0, "received") + flow(&r, 0, "dropped"), 1234.0);
+}
+
+/// Zhang's thesis §4.4.1: MPEG frames travel as IP fragments. The same frames (fragmentation
+/// draws nothing from the random stream) become ⌈size/1472⌉ packets of at most 1500 bytes,
+/// each with a 28-byte header, released at the frame's time.
+#[test]
+fn mpeg_frames_travel_as_mtu_sized_fragments() {
+    let whole = r#"
+[run]
+duration = "1s"
+[[link]]
+name = "out"
+rate = "10Mbit"
+scheduler = { kind = "fifo" }
+[[source]]
+flow = 0
+path = ["out"]
+arrivals = { model = "mpeg" }
+"#;
+    let fragmented = whole.replace("flow = 0\n", "flow = 0\nmtu = 1500\n");
+    let (a, b) = (run(whole), run(&fragmented));
+    let frames = flow(&a, 0, "sent");
+    let packets = flow(&b, 0, "sent");
+    assert_eq!(frames, 30.0);
+    // Three I frames of 11-12 fragments each, 27 P/B frames of at least one.
+    assert!(packets >= 3.0 * 11.0 + 27.0, "{packets}");
+    assert_eq!(
+        flow(&b, 0, "sent_bytes"),
+        flow(&a, 0, "sent_bytes") + 28.0 * packets
+    );
+    let described = validate_scenario_text(&fragmented, Path::new("."))
+        .unwrap()
+        .describe();
+    assert_eq!(described["flows"][0]["max_packet_bytes"], 1500);
 }

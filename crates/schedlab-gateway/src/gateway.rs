@@ -1,0 +1,807 @@
+//! The gateway's forwarding engine, without I/O: frames in, a scheduler over their
+//! descriptors, an emulated bottleneck link, frames out. [`crate::linux`] feeds it from
+//! AF_PACKET rings; the tests here feed it directly.
+//!
+//! ## The emulated link
+//! The output is paced as dummynet and tc pace a link of rate `R`: a packet starts its
+//! transmission when the link is free and it has arrived, `start = max(link_free_at,
+//! arrival)`, and occupies the link for `size·8/R` (size = IP length, see
+//! [`crate::classify::IpPacket::ip_length`]); it leaves the gateway `propagation_delay` after
+//! its last bit, at `release = start + size·8/R + propagation_delay`. Times are nanoseconds of
+//! a monotonic clock. Because `start` is computed from the emulated schedule and not from the
+//! moment the gateway happened to wake up, a late wake-up does not slow the link down; the
+//! lateness of each actual transmission against its `release` is recorded as the pacing error.
+//!
+//! ## Accounting (exactly once)
+//! Every frame received on the ingress side is counted once as `received_frames` and ends in
+//! exactly one of: passed unscheduled (not IP), malformed (dropped, by reason), or `in` (an IP
+//! packet given to the flow table). For `in`, per flow and in total, at any instant:
+//! `in = sent + dropped (by reason) + queued`, where `queued` counts packets held by the
+//! scheduler and packets on the emulated link (dequeued, not yet released).
+//!
+//! ## Bounded memory
+//! Queued frames are bounded by the scheduler's buffer limit; when the `[scheduler]` table sets
+//! neither `buffer` nor `buffer_packets`, the gateway sets `buffer = 1 MiB`
+//! ([`DEFAULT_BUFFER_BYTES`]). Independently, the frames held (scheduler plus emulated link)
+//! never exceed `memory_limit` bytes (default 64 MiB): an arrival beyond it is dropped with
+//! reason `memory_limit`. The flow table holds at most `max_flows` 5-tuple flows (default
+//! 1,024) and fragments are remembered for 4,096 datagrams.
+
+use std::collections::VecDeque;
+
+use hdrhistogram::Histogram;
+use schedlab_core::config::TableReader;
+use schedlab_core::{
+    AnyScheduler, ConfigError, DropReason, Dropped, FlowId, Packet, Rate, Scheduler, TimeNs,
+};
+use schedlab_sim::stats::DelayHistogram;
+use schedlab_sim::{InputError, ReplayConfig};
+use serde_json::{json, Map, Value};
+
+use crate::classify::{parse_frame, Classifier, Frame, MalformedReason, Rule, MAX_RULE_FLOW_ID};
+
+/// Buffer the gateway gives a scheduler whose table sets no limit, bytes.
+pub const DEFAULT_BUFFER_BYTES: u64 = 1 << 20;
+/// Default of `[gateway] memory_limit`, bytes.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 64 << 20;
+/// Default of `[gateway] max_flows`.
+pub const DEFAULT_MAX_FLOWS: usize = 1024;
+
+/// Keys of the `[gateway]` table.
+pub const GATEWAY_KEYS: &[&str] = &["propagation_delay", "max_flows", "memory_limit", "rule"];
+
+/// Why the gateway dropped a classified packet: the scheduler's reasons and the gateway's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GatewayDropReason {
+    /// Dropped by the scheduler.
+    Scheduler(DropReason),
+    /// A new 5-tuple found the flow table full (`max_flows`).
+    FlowTableFull,
+    /// The frames held would exceed `memory_limit`.
+    MemoryLimit,
+    /// The egress socket refused the frame (for example larger than the egress MTU).
+    TransmitError,
+}
+
+const REASON_COUNT: usize = 7;
+
+impl GatewayDropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [GatewayDropReason; REASON_COUNT] = [
+        GatewayDropReason::Scheduler(DropReason::BufferFull),
+        GatewayDropReason::Scheduler(DropReason::PushedOut),
+        GatewayDropReason::Scheduler(DropReason::Late),
+        GatewayDropReason::Scheduler(DropReason::InvalidPacket),
+        GatewayDropReason::FlowTableFull,
+        GatewayDropReason::MemoryLimit,
+        GatewayDropReason::TransmitError,
+    ];
+
+    /// The name used in the stats file.
+    pub fn name(self) -> &'static str {
+        match self {
+            GatewayDropReason::Scheduler(reason) => reason.name(),
+            GatewayDropReason::FlowTableFull => "flow_table_full",
+            GatewayDropReason::MemoryLimit => "memory_limit",
+            GatewayDropReason::TransmitError => "transmit_error",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            GatewayDropReason::Scheduler(reason) => {
+                DropReason::ALL.iter().position(|r| *r == reason).unwrap_or(3)
+            }
+            GatewayDropReason::FlowTableFull => 4,
+            GatewayDropReason::MemoryLimit => 5,
+            GatewayDropReason::TransmitError => 6,
+        }
+    }
+}
+
+/// Packet and byte counters of one flow, or of all classified packets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Packets classified into the flow.
+    pub in_packets: u64,
+    /// Their bytes (IP length).
+    pub in_bytes: u64,
+    /// Packets transmitted on the egress interface.
+    pub sent_packets: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
+    /// Packets dropped, by [`GatewayDropReason::ALL`] order.
+    pub dropped_packets: [u64; REASON_COUNT],
+    /// Bytes dropped.
+    pub dropped_bytes: u64,
+    /// Packets on the emulated link (dequeued, not yet transmitted).
+    pub on_link_packets: u64,
+    /// Their bytes.
+    pub on_link_bytes: u64,
+}
+
+impl Tally {
+    fn drop(&mut self, reason: GatewayDropReason, size: u64) {
+        self.dropped_packets[reason.index()] += 1;
+        self.dropped_bytes += size;
+    }
+
+    /// Packets dropped for any reason.
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped_packets.iter().sum()
+    }
+}
+
+/// The parsed `[gateway]` configuration plus the link of the replay configuration.
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// Bottleneck rate.
+    pub rate: Rate,
+    /// Added after each packet's last bit, ns.
+    pub propagation_delay: TimeNs,
+    /// Most 5-tuple flows.
+    pub max_flows: usize,
+    /// Most frame bytes held.
+    pub memory_limit: u64,
+    /// Classification rules, first match wins.
+    pub rules: Vec<Rule>,
+}
+
+/// Reads the gateway's configuration: the same file as `schedlab replay` (`[link]`,
+/// `[scheduler]`, `[flow_defaults]`, `[[flow]]`) plus the optional `[gateway]` table, and
+/// builds the scheduler. `[[flow]]` ids are the flow ids that rules assign.
+pub fn build(config: &ReplayConfig) -> Result<(GatewayConfig, AnyScheduler, Classifier), InputError> {
+    let empty = toml::Table::new();
+    let table = config.gateway.as_ref().unwrap_or(&empty);
+    let mut reader = TableReader::new(table, "gateway");
+    let read = |reader: &mut TableReader<'_>| -> Result<GatewayConfig, ConfigError> {
+        let propagation_delay = reader.duration("propagation_delay")?.unwrap_or(0);
+        let max_flows = reader
+            .integer("max_flows", 1, 1 << 20)?
+            .unwrap_or(DEFAULT_MAX_FLOWS as i64) as usize;
+        let memory_limit = reader.size("memory_limit")?.unwrap_or(DEFAULT_MEMORY_LIMIT);
+        if memory_limit < 65_536 {
+            return Err(reader.error("memory_limit", "must be at least 64KiB (one largest frame)"));
+        }
+        let mut rules = Vec::new();
+        match reader.value("rule") {
+            None => {}
+            Some(toml::Value::Array(items)) => {
+                for (index, item) in items.iter().enumerate() {
+                    let path = format!("gateway.rule[{index}]");
+                    let toml::Value::Table(t) = item else {
+                        return Err(ConfigError::new(
+                            path,
+                            item.to_string(),
+                            "must be a table ([[gateway.rule]])",
+                        ));
+                    };
+                    rules.push(Rule::read(t, &path)?);
+                }
+            }
+            Some(_) => return Err(reader.error("rule", "must be an array of tables ([[gateway.rule]])")),
+        }
+        Ok(GatewayConfig {
+            rate: config.rate,
+            propagation_delay,
+            max_flows,
+            memory_limit,
+            rules,
+        })
+    };
+    let gateway = read(&mut reader).map_err(|e| config.error(e))?;
+    reader.finish_with(GATEWAY_KEYS).map_err(|e| config.error(e))?;
+    for (label, _, index) in &config.flows {
+        if *label > MAX_RULE_FLOW_ID {
+            return Err(config.error(ConfigError::new(
+                format!("flow[{index}].id"),
+                label.to_string(),
+                format!("a gateway flow id must be at most {MAX_RULE_FLOW_ID} (the ids rules assign)"),
+            )));
+        }
+    }
+    let highest = gateway
+        .rules
+        .iter()
+        .map(|r| r.flow as u64)
+        .chain(config.flows.iter().map(|f| f.0))
+        .max();
+    let first_dynamic = highest.map_or(0, |h| h + 1) as FlowId;
+    let mut with_buffer = config.clone();
+    if !with_buffer.scheduler.contains_key("buffer") && !with_buffer.scheduler.contains_key("buffer_packets")
+    {
+        with_buffer
+            .scheduler
+            .insert("buffer".into(), toml::Value::Integer(DEFAULT_BUFFER_BYTES as i64));
+    }
+    let scheduler = with_buffer.build_scheduler(|label| Some(label as FlowId), first_dynamic)?;
+    let classifier = Classifier::new(gateway.rules.clone(), first_dynamic, gateway.max_flows);
+    Ok((gateway, scheduler, classifier))
+}
+
+/// What the caller does with a frame it gave to [`Gateway::on_ingress`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ingress {
+    /// Queued in the scheduler (or dropped and counted): nothing to do now.
+    Scheduled,
+    /// Not IP: transmit it unchanged, now.
+    PassThrough,
+}
+
+/// A frame whose emulated transmission has ended: transmit it, then call
+/// [`Gateway::complete`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Departure {
+    /// Frame slot.
+    pub slot: u32,
+    /// Flow.
+    pub flow: FlowId,
+    /// IP length.
+    pub size: u32,
+    /// When the emulated link releases it, ns.
+    pub release: TimeNs,
+}
+
+/// The forwarding engine.
+pub struct Gateway {
+    config: GatewayConfig,
+    scheduler: AnyScheduler,
+    classifier: Classifier,
+    frames: Vec<Vec<u8>>,
+    free_slots: Vec<u32>,
+    held_bytes: u64,
+    link: VecDeque<Departure>,
+    link_free_at: TimeNs,
+    drops: Vec<Dropped>,
+    flows: Vec<Tally>,
+    total: Tally,
+    received_frames: u64,
+    passed_unscheduled: u64,
+    reverse_frames: u64,
+    malformed: [u64; 5],
+    fragments: u64,
+    pacing_error: DelayHistogram,
+    pacing_error_sum: u128,
+    pacing_error_max: u64,
+}
+
+impl Gateway {
+    /// An engine with the given configuration, scheduler and classifier (see [`build`]).
+    pub fn new(config: GatewayConfig, scheduler: AnyScheduler, classifier: Classifier) -> Gateway {
+        Gateway {
+            config,
+            scheduler,
+            classifier,
+            frames: Vec::new(),
+            free_slots: Vec::new(),
+            held_bytes: 0,
+            link: VecDeque::new(),
+            link_free_at: 0,
+            drops: Vec::new(),
+            flows: Vec::new(),
+            total: Tally::default(),
+            received_frames: 0,
+            passed_unscheduled: 0,
+            reverse_frames: 0,
+            malformed: [0; 5],
+            fragments: 0,
+            pacing_error: DelayHistogram::new(),
+            pacing_error_sum: 0,
+            pacing_error_max: 0,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
+    }
+
+    /// The scheduler.
+    pub fn scheduler(&self) -> &AnyScheduler {
+        &self.scheduler
+    }
+
+    fn flow_tally(&mut self, flow: FlowId) -> &mut Tally {
+        let index = flow as usize;
+        if index >= self.flows.len() {
+            self.flows.resize(index + 1, Tally::default());
+        }
+        &mut self.flows[index]
+    }
+
+    fn store(&mut self, frame: &[u8]) -> u32 {
+        self.held_bytes += frame.len() as u64;
+        match self.free_slots.pop() {
+            Some(slot) => {
+                let buffer = &mut self.frames[slot as usize];
+                buffer.clear();
+                buffer.extend_from_slice(frame);
+                slot
+            }
+            None => {
+                self.frames.push(frame.to_vec());
+                (self.frames.len() - 1) as u32
+            }
+        }
+    }
+
+    fn release_slot(&mut self, slot: u32) {
+        let buffer = &mut self.frames[slot as usize];
+        self.held_bytes -= buffer.len() as u64;
+        // Keep at most a jumbo frame's capacity per slot so that one burst of large frames
+        // does not pin memory.
+        if buffer.capacity() > 16_384 {
+            *buffer = Vec::new();
+        }
+        self.free_slots.push(slot);
+    }
+
+    /// Counts a frame forwarded unscheduled from the egress side back to the ingress side.
+    pub fn on_reverse(&mut self) {
+        self.reverse_frames += 1;
+    }
+
+    /// Counts a frame that arrived on the ingress side but was cut short by the capture
+    /// (longer than the receive slot).
+    pub fn on_capture_truncated(&mut self) {
+        self.received_frames += 1;
+        self.malformed[4] += 1;
+    }
+
+    /// Takes a frame received on the ingress interface at `now`.
+    pub fn on_ingress(&mut self, frame: &[u8], now: TimeNs) -> Ingress {
+        self.received_frames += 1;
+        let packet = match parse_frame(frame) {
+            Frame::NonIp => {
+                self.passed_unscheduled += 1;
+                return Ingress::PassThrough;
+            }
+            Frame::Malformed(reason) => {
+                self.malformed[MalformedReason::ALL
+                    .iter()
+                    .position(|r| *r == reason)
+                    .unwrap_or(0)] += 1;
+                return Ingress::Scheduled;
+            }
+            Frame::Ip(packet) => packet,
+        };
+        if packet.fragment.is_some() {
+            self.fragments += 1;
+        }
+        let size = packet.ip_length as u64;
+        self.total.in_packets += 1;
+        self.total.in_bytes += size;
+        let (flow, class) = match self.classifier.classify(&packet) {
+            Ok(found) => found,
+            Err(_) => {
+                self.total.drop(GatewayDropReason::FlowTableFull, size);
+                return Ingress::Scheduled;
+            }
+        };
+        let tally = self.flow_tally(flow);
+        tally.in_packets += 1;
+        tally.in_bytes += size;
+        if self.held_bytes + frame.len() as u64 > self.config.memory_limit {
+            self.flow_tally(flow).drop(GatewayDropReason::MemoryLimit, size);
+            self.total.drop(GatewayDropReason::MemoryLimit, size);
+            return Ingress::Scheduled;
+        }
+        let slot = self.store(frame);
+        let mut descriptor = Packet::new(slot as u64, flow, packet.ip_length, now);
+        descriptor.class = class;
+        self.drops.clear();
+        self.scheduler.enqueue(descriptor, now, &mut self.drops);
+        self.settle_drops();
+        Ingress::Scheduled
+    }
+
+    fn settle_drops(&mut self) {
+        let drops = std::mem::take(&mut self.drops);
+        for dropped in &drops {
+            let reason = GatewayDropReason::Scheduler(dropped.reason);
+            let size = dropped.packet.size as u64;
+            self.flow_tally(dropped.packet.flow).drop(reason, size);
+            self.total.drop(reason, size);
+            self.release_slot(dropped.packet.id as u32);
+        }
+        self.drops = drops;
+        self.drops.clear();
+    }
+
+    /// Moves packets from the scheduler onto the emulated link while it is free at `now`.
+    pub fn service(&mut self, now: TimeNs) {
+        while self.link_free_at <= now && self.scheduler.backlog().packets > 0 {
+            self.drops.clear();
+            let next = self.scheduler.dequeue(now, &mut self.drops);
+            self.settle_drops();
+            let Some(packet) = next else { break };
+            let start = self.link_free_at.max(packet.arrival);
+            let end = start + self.config.rate.transmission_time(packet.size as u64);
+            self.link_free_at = end;
+            let departure = Departure {
+                slot: packet.id as u32,
+                flow: packet.flow,
+                size: packet.size,
+                release: end + self.config.propagation_delay,
+            };
+            self.total.on_link_packets += 1;
+            self.total.on_link_bytes += packet.size as u64;
+            let tally = self.flow_tally(packet.flow);
+            tally.on_link_packets += 1;
+            tally.on_link_bytes += packet.size as u64;
+            self.link.push_back(departure);
+        }
+    }
+
+    /// The next time something is due: a release from the link, or the link becoming free
+    /// (or the discipline's wake-up) while packets are queued. `None` when idle.
+    pub fn next_deadline(&self, now: TimeNs) -> Option<TimeNs> {
+        let release = self.link.front().map(|d| d.release);
+        let dequeue = (self.scheduler.backlog().packets > 0).then(|| {
+            let free = self.link_free_at.max(now);
+            match self.scheduler.next_wakeup(now) {
+                Some(w) => w.max(free),
+                // A free link with a backlog the discipline would not release now and no
+                // wake-up time: ask again in 100 us rather than spin.
+                None if free <= now => now + 100_000,
+                None => free,
+            }
+        });
+        match (release, dequeue) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Moves up to `max` departures due at `now` into `out`.
+    pub fn take_due(&mut self, now: TimeNs, max: usize, out: &mut Vec<Departure>) {
+        while out.len() < max {
+            match self.link.front() {
+                Some(d) if d.release <= now => out.push(self.link.pop_front().expect("front exists")),
+                _ => break,
+            }
+        }
+    }
+
+    /// The frame in `slot`.
+    pub fn frame(&self, slot: u32) -> &[u8] {
+        &self.frames[slot as usize]
+    }
+
+    /// Records the transmission (or its failure) of `departure` at `now`.
+    pub fn complete(&mut self, departure: Departure, transmitted: bool, now: TimeNs) {
+        let size = departure.size as u64;
+        for tally in [&mut self.total, {
+            let index = departure.flow as usize;
+            &mut self.flows[index]
+        }] {
+            tally.on_link_packets -= 1;
+            tally.on_link_bytes -= size;
+            if transmitted {
+                tally.sent_packets += 1;
+                tally.sent_bytes += size;
+            } else {
+                tally.drop(GatewayDropReason::TransmitError, size);
+            }
+        }
+        if transmitted {
+            let late = now.saturating_sub(departure.release);
+            self.pacing_error.record(late);
+            self.pacing_error_sum += late as u128;
+            self.pacing_error_max = self.pacing_error_max.max(late);
+        }
+        self.release_slot(departure.slot);
+    }
+
+    /// Counters of every flow seen, by flow id.
+    pub fn flow_tallies(&self) -> impl Iterator<Item = (FlowId, &Tally)> {
+        self.flows
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.in_packets > 0)
+            .map(|(i, t)| (i as FlowId, t))
+    }
+
+    /// Counters over all classified packets.
+    pub fn total(&self) -> &Tally {
+        &self.total
+    }
+
+    /// Frames received on the ingress side.
+    pub fn received_frames(&self) -> u64 {
+        self.received_frames
+    }
+
+    /// Malformed frames, by [`MalformedReason::ALL`] order.
+    pub fn malformed(&self) -> [u64; 5] {
+        self.malformed
+    }
+
+    /// Checks the exactly-once identities (see the module documentation); `Err` names the
+    /// first that fails.
+    pub fn check_accounting(&self) -> Result<(), String> {
+        let queued = |t: &Tally, backlog: u64| backlog + t.on_link_packets;
+        let frames = self.passed_unscheduled + self.malformed.iter().sum::<u64>() + self.total.in_packets;
+        if frames != self.received_frames {
+            return Err(format!(
+                "received {} frames but {} are accounted for",
+                self.received_frames, frames
+            ));
+        }
+        let total_queued = queued(&self.total, self.scheduler.backlog().packets);
+        if self.total.in_packets != self.total.sent_packets + self.total.dropped_total() + total_queued {
+            return Err(format!("total: {:?} with {} queued", self.total, total_queued));
+        }
+        for (flow, tally) in self.flow_tallies() {
+            let flow_queued = queued(tally, self.scheduler.flow_backlog(flow).packets);
+            if tally.in_packets != tally.sent_packets + tally.dropped_total() + flow_queued {
+                return Err(format!("flow {flow}: {tally:?} with {flow_queued} queued"));
+            }
+        }
+        Ok(())
+    }
+
+    fn tally_json(&self, tally: &Tally, queued_packets: u64, queued_bytes: u64) -> Map<String, Value> {
+        let mut dropped = Map::new();
+        for reason in GatewayDropReason::ALL {
+            dropped.insert(reason.name().into(), json!(tally.dropped_packets[reason.index()]));
+        }
+        let mut map = Map::new();
+        map.insert("in_packets".into(), json!(tally.in_packets));
+        map.insert("in_bytes".into(), json!(tally.in_bytes));
+        map.insert("sent_packets".into(), json!(tally.sent_packets));
+        map.insert("sent_bytes".into(), json!(tally.sent_bytes));
+        map.insert("dropped_packets".into(), json!(tally.dropped_total()));
+        map.insert("dropped_bytes".into(), json!(tally.dropped_bytes));
+        map.insert("dropped".into(), Value::Object(dropped));
+        map.insert(
+            "queued_packets".into(),
+            json!(queued_packets + tally.on_link_packets),
+        );
+        map.insert("queued_bytes".into(), json!(queued_bytes + tally.on_link_bytes));
+        map
+    }
+
+    /// The stats document written by `--stats` (see `docs/gateway.md`).
+    pub fn stats_json(&self, uptime: TimeNs) -> Value {
+        let backlog = self.scheduler.backlog();
+        let mut total = self.tally_json(&self.total, backlog.packets, backlog.bytes);
+        total.insert("received_frames".into(), json!(self.received_frames));
+        total.insert("passed_unscheduled".into(), json!(self.passed_unscheduled));
+        total.insert("fragments".into(), json!(self.fragments));
+        total.insert("reverse_frames".into(), json!(self.reverse_frames));
+        let mut malformed = Map::new();
+        for (reason, count) in MalformedReason::ALL.iter().zip(self.malformed) {
+            malformed.insert(reason.name().into(), json!(count));
+        }
+        total.insert(
+            "malformed_packets".into(),
+            json!(self.malformed.iter().sum::<u64>()),
+        );
+        total.insert("malformed".into(), Value::Object(malformed));
+        let flows: Vec<Value> = self
+            .flow_tallies()
+            .map(|(flow, tally)| {
+                let b = self.scheduler.flow_backlog(flow);
+                let mut row = Map::new();
+                row.insert("flow".into(), json!(flow));
+                row.insert(
+                    "key".into(),
+                    json!(self.classifier.key_of(flow).map(|k| k.to_string())),
+                );
+                row.extend(self.tally_json(tally, b.packets, b.bytes));
+                Value::Object(row)
+            })
+            .collect();
+        let error: Histogram<u64> = self.pacing_error.to_hdr();
+        let count = error.len();
+        let seconds = |ns: u64| ns as f64 / 1e9;
+        let pacing = if count == 0 {
+            json!({ "packets": 0 })
+        } else {
+            json!({
+                "packets": count,
+                "mean_s": self.pacing_error_sum as f64 / count as f64 / 1e9,
+                "p50_s": seconds(error.value_at_quantile(0.5)),
+                "p99_s": seconds(error.value_at_quantile(0.99)),
+                "max_s": seconds(self.pacing_error_max),
+            })
+        };
+        let counters: Map<String, Value> = self
+            .scheduler
+            .discipline_counters()
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), json!(value)))
+            .collect();
+        json!({
+            "schedlab_version": env!("CARGO_PKG_VERSION"),
+            "discipline": self.scheduler.id(),
+            "rate_bps": self.config.rate.bits_per_second(),
+            "propagation_delay_s": seconds(self.config.propagation_delay),
+            "uptime_s": seconds(uptime),
+            "accounting_ok": self.check_accounting().is_ok(),
+            "total": Value::Object(total),
+            "flows": flows,
+            "pacing_error": pacing,
+            "discipline_counters": Value::Object(counters),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::PacketBuilder;
+
+    fn engine(text: &str) -> Gateway {
+        let config = ReplayConfig::parse(text, "g.toml").unwrap();
+        let (gateway, scheduler, classifier) = build(&config).unwrap();
+        Gateway::new(gateway, scheduler, classifier)
+    }
+
+    fn udp(source_port: u16, payload: usize) -> Vec<u8> {
+        let mut frame = Vec::new();
+        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([198, 18, 0, 2], [198, 19, 0, 2], 64)
+            .udp(source_port, 9000)
+            .write(&mut frame, &vec![0u8; payload])
+            .unwrap();
+        frame
+    }
+
+    /// Runs the engine in virtual time: returns (flow, release) of every departure.
+    fn drain(g: &mut Gateway, mut now: TimeNs) -> Vec<(FlowId, TimeNs)> {
+        let mut out = Vec::new();
+        let mut due = Vec::new();
+        while let Some(t) = g.next_deadline(now) {
+            now = now.max(t);
+            g.service(now);
+            due.clear();
+            g.take_due(now, 64, &mut due);
+            for d in due.drain(..) {
+                out.push((d.flow, d.release));
+                g.complete(d, true, now);
+            }
+            g.check_accounting().unwrap();
+        }
+        out
+    }
+
+    const FIFO: &str =
+        "[link]\nrate = \"8Mbit\"\n[scheduler]\nkind = \"fifo\"\n[gateway]\npropagation_delay = \"1ms\"\n";
+
+    #[test]
+    fn paces_at_the_link_rate_plus_propagation_delay() {
+        let mut g = engine(FIFO);
+        // 972-byte payload: IP length 1000 B = 1 ms at 8 Mbit/s.
+        for _ in 0..3 {
+            assert_eq!(g.on_ingress(&udp(5000, 972), 0), Ingress::Scheduled);
+        }
+        assert_eq!(g.on_ingress(&udp(5000, 972), 10_000_000), Ingress::Scheduled);
+        let releases: Vec<TimeNs> = drain(&mut g, 0).iter().map(|d| d.1).collect();
+        assert_eq!(releases, vec![2_000_000, 3_000_000, 4_000_000, 12_000_000]);
+        let stats = g.stats_json(0);
+        assert_eq!(stats["total"]["sent_packets"], 4);
+        assert_eq!(stats["total"]["sent_bytes"], 4000);
+        assert_eq!(stats["flows"][0]["key"], "udp 198.18.0.2:5000 > 198.19.0.2:9000");
+        assert_eq!(stats["accounting_ok"], true);
+    }
+
+    #[test]
+    fn late_wakeups_do_not_slow_the_link() {
+        let mut g = engine(FIFO);
+        for _ in 0..4 {
+            g.on_ingress(&udp(5000, 972), 0);
+        }
+        // The gateway only gets to run at 2.5 ms: the first three packets' emulated
+        // transmissions still end at 1, 2, 3 ms, so releases stay at 2, 3, 4, 5 ms.
+        g.service(2_500_000);
+        let mut due = Vec::new();
+        g.take_due(2_500_000, 64, &mut due);
+        assert_eq!(due.iter().map(|d| d.release).collect::<Vec<_>>(), vec![2_000_000]);
+        for d in due.drain(..) {
+            g.complete(d, true, 2_500_000);
+        }
+        let rest: Vec<TimeNs> = drain(&mut g, 2_500_000).iter().map(|d| d.1).collect();
+        assert_eq!(rest, vec![3_000_000, 4_000_000, 5_000_000]);
+        assert_eq!(g.stats_json(0)["pacing_error"]["max_s"], 0.0005);
+    }
+
+    #[test]
+    fn non_ip_passes_and_malformed_is_counted_while_forwarding_continues() {
+        let mut g = engine(FIFO);
+        let mut arp = vec![0xff; 6];
+        arp.extend([2, 0, 0, 0, 0, 1, 0x08, 0x06]);
+        arp.extend([0u8; 28]);
+        assert_eq!(g.on_ingress(&arp, 0), Ingress::PassThrough);
+        let mut bad = udp(5000, 100);
+        bad[14] = 0x42;
+        g.on_ingress(&bad, 0);
+        g.on_ingress(&udp(5000, 100)[..30], 0);
+        g.on_ingress(&udp(5000, 100), 0);
+        g.check_accounting().unwrap();
+        assert_eq!(drain(&mut g, 0).len(), 1);
+        let stats = g.stats_json(0);
+        assert_eq!(stats["total"]["received_frames"], 4);
+        assert_eq!(stats["total"]["passed_unscheduled"], 1);
+        assert_eq!(stats["total"]["malformed"]["bad_ip_header"], 1);
+        assert_eq!(stats["total"]["malformed"]["truncated"], 1);
+        assert_eq!(stats["total"]["sent_packets"], 1);
+    }
+
+    #[test]
+    fn drr_shares_follow_the_quanta_and_every_packet_is_accounted_once() {
+        let mut g = engine(
+            "[link]\nrate = \"10Mbit\"\n[scheduler]\nkind = \"drr\"\nquantum = 1500\nbuffer_packets = 60\ndrop_policy = \"longest_queue_drop\"\n\
+             [[flow]]\nid = 1\nquantum = 3000\n[[flow]]\nid = 2\nquantum = 1500\n\
+             [gateway]\n[[gateway.rule]]\nflow = 1\nsource_port = 5001\n[[gateway.rule]]\nflow = 2\nsource_port = 5002\n",
+        );
+        // Both flows offer 1000-byte packets at 4x the link rate for 1 s.
+        let mut sent = [0u64; 3];
+        let mut due = Vec::new();
+        let mut now = 0;
+        while now < 1_000_000_000 {
+            g.on_ingress(&udp(5001, 972), now);
+            g.on_ingress(&udp(5002, 972), now);
+            g.service(now);
+            due.clear();
+            g.take_due(now, 64, &mut due);
+            for d in due.drain(..) {
+                sent[d.flow as usize] += d.size as u64;
+                g.complete(d, true, now);
+            }
+            g.check_accounting().unwrap();
+            now += 400_000;
+        }
+        let ratio = sent[1] as f64 / sent[2] as f64;
+        assert!((ratio - 2.0).abs() < 0.02, "{ratio}");
+        let total = g.total();
+        assert!(total.dropped_total() > 0);
+        assert_eq!(g.stats_json(0)["accounting_ok"], true);
+    }
+
+    #[test]
+    fn memory_and_flow_table_limits_drop_with_their_reason() {
+        let mut g = engine(
+            "[link]\nrate = \"1Mbit\"\n[scheduler]\nkind = \"fifo\"\nbuffer = \"10MB\"\n\
+             [gateway]\nmemory_limit = \"64KiB\"\nmax_flows = 1\n",
+        );
+        for _ in 0..100 {
+            g.on_ingress(&udp(5000, 1000), 0);
+        }
+        g.on_ingress(&udp(5001, 1000), 0);
+        let stats = g.stats_json(0);
+        assert_eq!(stats["total"]["dropped"]["flow_table_full"], 1);
+        let kept = stats["total"]["queued_packets"].as_u64().unwrap();
+        assert_eq!(kept, 65_536 / 1042);
+        assert_eq!(
+            stats["total"]["dropped"]["memory_limit"].as_u64().unwrap(),
+            100 - kept
+        );
+        g.check_accounting().unwrap();
+    }
+
+    #[test]
+    fn configuration_errors_name_file_key_and_value() {
+        let error = |text: &str| {
+            ReplayConfig::parse(text, "g.toml")
+                .and_then(|c| build(&c).map(|_| ()))
+                .unwrap_err()
+                .to_string()
+        };
+        let base = "[link]\nrate = \"8Mbit\"\n[scheduler]\nkind = \"fifo\"\n";
+        let e = error(&format!("{base}[gateway]\npropagation_delay = \"soon\"\n"));
+        assert!(
+            e.starts_with("g.toml:6: gateway.propagation_delay = \"soon\": "),
+            "{e}"
+        );
+        assert!(
+            error(&format!("{base}[gateway]\nmax_flow = 3\n")).contains("gateway.max_flow = 3: unknown key")
+        );
+        assert!(error(&format!("{base}[[flow]]\nid = 70000\n")).contains("flow[0].id = 70000"));
+        assert!(error(&format!(
+            "{base}[gateway]\n[[gateway.rule]]\nflow = 1\nsource = \"x\"\n"
+        ))
+        .contains("gateway.rule[0].source = \"x\""));
+    }
+}

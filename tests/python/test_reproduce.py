@@ -1,0 +1,260 @@
+"""`schedlab reproduce`: the registry covers every result, claims are evaluated correctly, and
+known-good claims (DWCS figure 1's schedule, EWRR's 1:2:4 without QoS and equal shares with
+it) come out `match` in a --quick run."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from schedlab import reproduce as rp
+
+PAPERS = {"zhang", "wang", "dwcs", "ewrr", "vd"}
+
+
+def test_registry_covers_every_paper_with_unique_result_ids(cli):
+    result = cli("reproduce", "--list", "--json")
+    assert result.returncode == 0, result.stderr
+    entries = json.loads(result.stdout)
+    assert {e["paper"] for e in entries} == PAPERS
+    keys = [(e["paper"], e["result"]) for e in entries]
+    assert len(keys) == len(set(keys))
+    for e in entries:
+        assert set(e) >= {"paper", "result", "title", "status"}
+        assert e["status"] == "expressible" or e["status"].startswith("needs ")
+    # Results the papers number and the issue names explicitly.
+    for key in [("zhang", "fig5.1"), ("zhang", "tab5.2"), ("zhang", "fig5.14"), ("wang", "fig11"), ("dwcs", "fig4a")]:
+        assert key in keys
+    for key in [("ewrr", "fig17"), ("ewrr", "tab1"), ("vd", "fig8")]:
+        assert key in keys
+    by_key = {(e["paper"], e["result"]): e for e in entries}
+    assert "router model" in by_key[("wang", "fig3")]["status"]
+    assert "TCP" in by_key[("vd", "fig5")]["status"]
+    assert "gateway" in by_key[("vd", "fig7")]["status"]
+
+
+def _verdicts(path):
+    doc = json.loads(path.read_text())
+    assert set(doc) >= {"paper", "result", "title", "status", "claims", "quick"}
+    for claim in doc["claims"]:
+        assert set(claim) >= {"id", "statement", "source", "paper", "ours", "verdict", "why"}
+        assert claim["verdict"] in rp.VERDICTS
+        assert claim["statement"] and claim["source"] and claim["why"]
+    return doc, {c["id"]: c for c in doc["claims"]}
+
+
+def test_quick_run_known_good_claims_match(cli, tmp_path):
+    out = tmp_path / "repro"
+    for args in (("dwcs", "fig1"), ("ewrr", "fig7", "fig8")):
+        result = cli("reproduce", *args, "--out", str(out), "--quick")
+        assert result.returncode == 0, result.stderr + result.stdout
+    doc, claims = _verdicts(out / "dwcs" / "fig1" / "verdict.json")
+    assert doc["quick"] is True and doc["error"] is None
+    for claim in ("share_s1", "share_s2", "share_s3", "loss_s2", "loss_s3", "no_violations"):
+        assert claims[claim]["verdict"] == "match", claims[claim]
+    assert claims["share_s1"]["ours"]["value"] == pytest.approx(0.5, abs=0.005)
+    assert claims["share_s1"]["paper"]["source"].startswith("§3, figure 1")
+    links = pd.read_csv(out / "dwcs" / "fig1" / "data_links.csv")
+    assert links["loss_tolerance_violations"].tolist() == [0]
+    assert links["deadlines_missed"].iloc[0] > 0
+    _, claims = _verdicts(out / "ewrr" / "fig7" / "verdict.json")
+    assert claims["ratio_4"]["verdict"] == "match"
+    assert claims["ratio_4"]["ours"]["value"] == pytest.approx(4.0, rel=0.02)
+    _, claims = _verdicts(out / "ewrr" / "fig8" / "verdict.json")
+    assert claims["equal_shares_a"]["verdict"] == "match"
+    assert claims["class1_gets_its_input"]["verdict"] == "match"
+    for result in ("dwcs/fig1", "ewrr/fig7", "ewrr/fig8"):
+        folder = out / result
+        assert (folder / "figure.png").stat().st_size > 1000
+        assert (folder / "figure.svg").exists()
+        assert not pd.read_csv(folder / "data.csv").empty
+    page = (out / "reproduction.html").read_text()
+    assert "ewrr" in page and "equal_shares_a" in page and "data:image/png;base64," in page
+
+
+def test_not_expressible_result_gets_that_verdict(cli, tmp_path):
+    result = cli("reproduce", "wang", "fig3", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    doc, claims = _verdicts(tmp_path / "wang" / "fig3" / "verdict.json")
+    assert all(c["verdict"] == "not_expressible" for c in claims.values())
+    assert "router model" in next(iter(claims.values()))["why"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("nosuch", "--out", "x"), "PAPER = 'nosuch'"),
+        (("dwcs", "fig99", "--out", "x"), "RESULT = 'fig99'"),
+        (("dwcs", "fig1"), "--out"),
+        (("--all", "dwcs", "--out", "x"), "--all"),
+    ],
+)
+def test_bad_command_line_is_exit_2_naming_it(cli, args, message):
+    result = cli("reproduce", *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def _write_paper(folder, result_toml: str, values: str = "key,value,unit,source\nk,2,x,p. 1\n"):
+    folder.mkdir()
+    (folder / "reproduce.toml").write_text('paper = "dwcs"\n' + result_toml)
+    (folder / "paper_values.csv").write_text(values)
+
+
+@pytest.mark.parametrize(
+    "result_toml, message",
+    [
+        ('[[result]]\nid = "fig1"\ntitle = "t"\nneeds = "x"\ncolour = 1\n', "colour"),
+        ('[[result]]\nid = "figure1"\ntitle = "t"\nneeds = "x"\n', "id = 'figure1'"),
+        ('[[result]]\nid = "fig1"\ntitle = "t"\n', "exactly one of scenario and needs"),
+        ('[[result]]\nid = "fig1"\nscenario = "missing.toml"\n', "missing.toml"),
+        (
+            '[[result]]\nid = "fig1"\nneeds = "x"\n[[result.claim]]\nid = "c"\nstatement = "s"\nsource = "p"\n'
+            'check = "compare"\nours = { metric = "m" }\npaper = "nokey"\n',
+            "paper = 'nokey'",
+        ),
+        (
+            '[[result]]\nid = "fig1"\nneeds = "x"\n[[result.claim]]\nid = "c"\nstatement = "s"\nsource = "p"\n'
+            'check = "guess"\n',
+            "check = 'guess'",
+        ),
+    ],
+)
+def test_bad_registry_entries_name_the_key(tmp_path, result_toml, message):
+    _write_paper(tmp_path / "p", result_toml)
+    with pytest.raises(rp.ReproduceError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        rp.load_paper("dwcs", tmp_path / "p")
+
+
+def test_paper_values_need_a_number_and_a_source(tmp_path):
+    _write_paper(tmp_path / "a", "", "key,value,unit,source\nk,two,x,p. 1\n")
+    with pytest.raises(rp.ReproduceError, match="value = 'two'"):
+        rp.load_paper("dwcs", tmp_path / "a")
+    _write_paper(tmp_path / "b", "", "key,value,unit,source\nk,2,x,\n")
+    with pytest.raises(rp.ReproduceError, match="no source"):
+        rp.load_paper("dwcs", tmp_path / "b")
+
+
+# ----------------------------------------------------------------- claim evaluation
+
+X = "source[1].arrivals.rate_pps"
+
+
+def _replications():
+    """Two flows, three x values, three replications: flow 0's delay 1, 2, 3 (+ small
+    noise), flow 1's 10× flow 0's."""
+    rows = []
+    for x, base in ((5, 1.0), (10, 2.0), (20, 3.0)):
+        for r, noise in enumerate((-0.01, 0.0, 0.01)):
+            rows.append({"replication": r, X: x, "flow": 0, "class": 0, "delay": base + noise})
+            rows.append({"replication": r, X: x, "flow": 1, "class": 1, "delay": 10 * (base + noise)})
+    return pd.DataFrame(rows)
+
+
+VALUES = {
+    "three": {"value": 3.0, "unit": "s", "source": "p. 1"},
+    "four": {"value": 4.0, "unit": "s", "source": "p. 1"},
+    "ten": {"value": 10.0, "unit": "", "source": "p. 2"},
+}
+
+
+def _claim(**keys):
+    return {"id": "c", "statement": "s", "source": "p", **keys}
+
+
+def test_compare_match_trend_and_mismatch():
+    frame = _replications()
+    ours = {"metric": "delay", "flow": 0, "x": 20}
+    match = rp.evaluate_claim(_claim(check="compare", ours=ours, paper="three"), frame, X, VALUES)
+    assert match["verdict"] == "match"
+    assert match["ours"]["value"] == pytest.approx(3.0)
+    assert match["ours"]["ci95"] == pytest.approx(0.01 * 4.302653 / math.sqrt(3), rel=1e-3)  # t(0.975, 2)·s/√3
+    far = _claim(check="compare", ours=ours, paper="four", explanation="because")
+    mismatch = rp.evaluate_claim(far, frame, X, VALUES)
+    assert mismatch["verdict"] == "mismatch" and mismatch["explanation"] == "because"
+    trend = rp.evaluate_claim({**far, "shape": "increasing"}, frame, X, VALUES)
+    assert trend["verdict"] == "trend"
+    assert rp.evaluate_claim({**far, "shape": "decreasing"}, frame, X, VALUES)["verdict"] == "mismatch"
+    tolerant = rp.evaluate_claim({**far, "tolerance": 0.3}, frame, X, VALUES)
+    assert tolerant["verdict"] == "match"
+    factor = rp.evaluate_claim({**far, "tolerance_factor": 1.2}, frame, X, VALUES)
+    assert factor["verdict"] == "mismatch"
+    assert rp.evaluate_claim({**far, "tolerance_factor": 1.4}, frame, X, VALUES)["verdict"] == "match"
+
+
+def test_ratio_is_computed_per_replication():
+    frame = _replications()
+    claim = _claim(
+        check="ratio", ours={"metric": "delay", "flow": 1, "x": 10}, over={"metric": "delay", "flow": 0, "x": 10}
+    )
+    out = rp.evaluate_claim({**claim, "paper": "ten"}, frame, X, VALUES)
+    assert out["verdict"] == "match"
+    assert out["ours"]["value"] == pytest.approx(10.0)
+    assert out["ours"]["ci95"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_sum_over_flows_and_classes():
+    frame = _replications()
+    both = rp._selection_values(frame, {"metric": "delay", "flows": [0, 1], "x": 5}, X)
+    assert both.tolist() == pytest.approx([0.99 * 11, 11.0, 1.01 * 11])
+    mean = rp._selection_values(frame, {"metric": "delay", "flows": [0, 1], "x": 5, "aggregate": "mean"}, X)
+    assert mean.tolist() == pytest.approx([0.99 * 5.5, 5.5, 1.01 * 5.5])
+    by_class = rp._selection_values(frame, {"metric": "delay", "class": 1, "x": 5}, X)
+    assert by_class.tolist() == pytest.approx([9.9, 10.0, 10.1])
+
+
+def test_below_order_and_shape():
+    frame = _replications()
+    a, b = {"metric": "delay", "flow": 0, "x": 20}, {"metric": "delay", "flow": 1, "x": 20}
+    assert rp.evaluate_claim(_claim(check="below", ours=a, than=b, factor=5), frame, X, VALUES)["verdict"] == "match"
+    assert rp.evaluate_claim(_claim(check="below", ours=a, than=b, factor=100), frame, X, VALUES)["verdict"] == "trend"
+    assert rp.evaluate_claim(_claim(check="below", ours=b, than=a), frame, X, VALUES)["verdict"] == "mismatch"
+    order = _claim(check="order", items=[{"metric": "delay", "flow": 0, "x": x} for x in (5, 10, 20)])
+    assert rp.evaluate_claim(order, frame, X, VALUES)["verdict"] == "match"
+    assert rp.evaluate_claim({**order, "direction": "decreasing"}, frame, X, VALUES)["verdict"] == "mismatch"
+    shape = _claim(check="shape", ours={"metric": "delay", "flow": 1}, shape="increasing")
+    out = rp.evaluate_claim(shape, frame, X, VALUES)
+    assert out["verdict"] == "match" and out["ours"]["x"] == [5, 10, 20]
+    flat = rp.evaluate_claim({**shape, "shape": "flat", "tolerance": 0.5}, frame, X, VALUES)
+    assert flat["verdict"] == "mismatch"
+
+
+def test_ci_statistic_is_the_thesis_normal_half_width():
+    frame = _replications()
+    claim = _claim(check="compare", ours={"metric": "delay", "flow": 0, "x": 5}, paper="three", statistic="ci95_normal")
+    out = rp.evaluate_claim(claim, frame, X, VALUES)
+    assert out["ours"]["value"] == pytest.approx(1.96 * 0.01 / math.sqrt(3))
+    assert out["verdict"] == "mismatch"
+
+
+def test_link_selection_reads_the_link_table():
+    links = pd.DataFrame(
+        [
+            {"replication": r, X: x, "link": link, "lc_service": 100 * link + x + r}
+            for r in range(2)
+            for x in (5, 10)
+            for link in (0, 2)
+        ]
+    )
+    frames = {"flows": _replications(), "links": links}
+    values = rp._selection_values(frames, {"table": "links", "link": 2, "metric": "lc_service", "x": 10}, X)
+    assert values.tolist() == [210, 211]
+    claim = _claim(check="shape", ours={"table": "links", "link": 0, "metric": "lc_service"}, shape="increasing")
+    assert rp.evaluate_claim(claim, frames, X, VALUES)["ours"]["values"] == [5.5, 10.5]
+    with pytest.raises(rp.ReproduceError, match="no per-link results"):
+        rp._selection_values(_replications(), {"table": "links", "metric": "lc_service"}, X)
+    needs = rp.evaluate_claim(_claim(check="below", needs="a counter"), frames, X, VALUES)
+    assert needs["verdict"] == "not_expressible" and "a counter" in needs["why"]
+
+
+def test_selection_errors_name_the_problem():
+    frame = _replications()
+    with pytest.raises(rp.ReproduceError, match="metric = 'nosuch'"):
+        rp._selection_values(frame, {"metric": "nosuch"}, X)
+    with pytest.raises(rp.ReproduceError, match="selects no rows"):
+        rp._selection_values(frame, {"metric": "delay", "flow": 7}, X)
+    with pytest.raises(rp.ReproduceError, match="not a swept key"):
+        rp._selection_values(frame, {"metric": "delay", "where": {"link[0].rate": 1}}, X)

@@ -1,0 +1,212 @@
+"""What keeps a user's trust: output folders never mix results of different scenarios
+(fingerprints, ``--resume``, ``--force``), and bad input is exit 2 naming what is wrong."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schedlab.outputs import RUN_INFO, OutputFolderError
+from schedlab.scenario import Scenario, ScenarioError
+from schedlab.sweep import run_sweep
+
+SMALL = """
+name = "small"
+[run]
+duration = "5s"
+seed = 1
+replications = 2
+
+[[link]]
+name = "bottleneck"
+rate = "1Mbit"
+scheduler = { kind = "drr" }
+
+[[source]]
+flow = 0
+path = ["bottleneck"]
+arrivals = { model = "poisson", rate_pps = 50 }
+size = { dist = "constant", size = 1000 }
+
+[sweep]
+[sweep.zip]
+"source[0].arrivals.rate_pps" = [20, 60]
+"""
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL)
+    return path
+
+
+def test_resume_refuses_a_changed_scenario_naming_what_differs(small, tmp_path, cli):
+    out = tmp_path / "sweep"
+    assert cli("sweep", str(small), "--out", str(out), "--workers", "1").returncode == 0
+    before = (out / "sweep.csv").read_text()
+    changed = tmp_path / "changed.toml"
+    changed.write_text(SMALL.replace('duration = "5s"', 'duration = "2s"').replace("seed = 1", "seed = 7"))
+    next(iter(sorted((out / "points").glob("*.json")))).unlink()
+    result = cli("sweep", str(changed), "--out", str(out), "--workers", "1", "--resume")
+    assert result.returncode == 2, result.stderr
+    assert "run.duration: '5s' -> '2s'" in result.stderr
+    assert "run.seed: 1 -> 7" in result.stderr
+    assert (out / "sweep.csv").read_text() == before, "the refused resume changed the results"
+
+
+def test_resume_reuses_only_points_whose_fingerprint_matches(small, tmp_path):
+    out = tmp_path / "sweep"
+    run_sweep(Scenario.from_toml(small), out, workers=1, representative=False)
+    # A grown sweep: the same base scenario, one more point. Points 0 and 1 are reused.
+    small.write_text(SMALL.replace("[20, 60]", "[20, 60, 80]"))
+    grown = run_sweep(Scenario.from_toml(small), out, workers=1, resume=True, representative=False)
+    assert grown.skipped == 4
+    assert sorted(grown.table["source[0].arrivals.rate_pps"]) == [20, 60, 80]
+    # Changed values at the same point indices: nothing matches, everything runs again.
+    small.write_text(SMALL.replace("[20, 60]", "[30, 70, 80]"))
+    changed = run_sweep(Scenario.from_toml(small), out, workers=1, resume=True, representative=False)
+    assert changed.skipped == 2  # only point 2 (rate 80) is unchanged
+    fresh = run_sweep(Scenario.from_toml(small), tmp_path / "fresh", workers=1, representative=False)
+    assert changed.table.equals(fresh.table)
+
+
+def test_every_point_file_carries_its_fingerprint(small, tmp_path):
+    out = tmp_path / "sweep"
+    run_sweep(Scenario.from_toml(small), out, workers=1, representative=False)
+    prints = {json.loads(p.read_text())["fingerprint"] for p in (out / "points").glob("*.json")}
+    assert len(prints) == 4  # 2 points x 2 replications, all different
+    info = json.loads((out / RUN_INFO).read_text())
+    assert info["status"] == "complete" and info["kind"] == "sweep"
+    assert info["determines"]["scenario"]["run"]["seed"] == 1
+    assert "wall_time_s" in info
+    assert "wall_time_s" not in json.loads((out / "sweep.json").read_text())
+
+
+def test_corrupt_point_file_on_resume_is_exit_2_naming_the_file(small, tmp_path, cli):
+    out = tmp_path / "sweep"
+    assert cli("sweep", str(small), "--out", str(out), "--workers", "1").returncode == 0
+    broken = out / "points" / "p0001_r000.json"
+    broken.write_text('{"fingerprint": ')
+    result = cli("sweep", str(small), "--out", str(out), "--workers", "1", "--resume")
+    assert result.returncode == 2
+    assert "p0001_r000.json" in result.stderr and "delete it" in result.stderr
+
+
+def test_run_refuses_a_folder_holding_a_sweep_unless_force(small, tmp_path, cli):
+    out = tmp_path / "out"
+    assert cli("sweep", str(small), "--out", str(out), "--workers", "1").returncode == 0
+    base = tmp_path / "base.toml"
+    base.write_text(SMALL.split("[sweep]")[0])
+    refused = cli("run", str(base), "--out", str(out), "--report")
+    assert refused.returncode == 2
+    assert "holds the results of a `sweep`" in refused.stderr
+    assert not (out / "report.html").exists() and (out / "sweep.csv").exists()
+    forced = cli("run", str(base), "--out", str(out), "--report", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert not (out / "sweep.csv").exists() and not (out / "points").exists()
+    assert json.loads((out / RUN_INFO).read_text())["kind"] == "run"
+
+
+def test_run_into_a_foreign_folder_is_refused_and_rerun_of_same_is_allowed(small, tmp_path, cli):
+    base = tmp_path / "base.toml"
+    base.write_text(SMALL.split("[sweep]")[0])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    refused = cli("run", str(base), "--out", str(out))
+    assert refused.returncode == 2 and "holds no run-info.json" in refused.stderr
+    assert (out / "notes.txt").read_text() == "mine"
+    other = tmp_path / "other"
+    assert cli("run", str(base), "--out", str(other)).returncode == 0
+    first = (other / "flows.csv").read_text()
+    assert cli("run", str(base), "--out", str(other)).returncode == 0, "a rerun of the same scenario is refused"
+    assert (other / "flows.csv").read_text() == first
+    base.write_text(SMALL.split("[sweep]")[0].replace("seed = 1", "seed = 2"))
+    changed = cli("run", str(base), "--out", str(other))
+    assert changed.returncode == 2 and "run.seed: 1 -> 2" in changed.stderr
+
+
+def test_api_run_guards_the_folder_too(small, tmp_path):
+    import schedlab
+
+    scenario = Scenario.from_text(SMALL.split("[sweep]")[0])
+    out = tmp_path / "api"
+    schedlab.run(scenario, out)
+    with pytest.raises(OutputFolderError, match="run.seed: 1 -> 5"):
+        schedlab.run(scenario.set("run.seed", 5), out)
+    assert schedlab.run(scenario.set("run.seed", 5), out, force=True).summary["run"]["seed"] == 5
+
+
+def test_a_referenced_file_is_part_of_the_fingerprint(tmp_path):
+    from schedlab.outputs import determinants, fingerprint
+
+    (tmp_path / "sizes.csv").write_text("size_bytes,probability\n100,1\n")
+    data = {"source": [{"size": {"dist": "empirical", "file": "sizes.csv"}}]}
+    first = fingerprint(determinants(data, tmp_path))
+    (tmp_path / "sizes.csv").write_text("size_bytes,probability\n200,1\n")
+    assert fingerprint(determinants(data, tmp_path)) != first
+
+
+def test_non_utf8_scenario_is_exit_2_naming_file_and_line(tmp_path, cli):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(SMALL.encode().replace(b'name = "small"', b'name = "sm\xe9ll"'))
+    result = cli("validate", str(path))
+    assert result.returncode == 2
+    assert f"{path}:2: byte 0xe9" in result.stderr.replace("\n", "")
+
+
+def test_out_under_a_file_is_exit_2(small, tmp_path, cli):
+    (tmp_path / "afile").write_text("x")
+    base = tmp_path / "base.toml"
+    base.write_text(SMALL.split("[sweep]")[0])
+    result = cli("run", str(base), "--out", str(tmp_path / "afile" / "out"))
+    assert result.returncode == 2, result.stderr
+    assert "cannot be created" in result.stderr or "not a folder" in result.stderr
+
+
+def test_run_rejects_a_bad_sweep_like_validate(small, tmp_path, cli):
+    small.write_text(SMALL.replace("[sweep.zip]", '[sweep.zip]\n"run.seed" = [1, 2, 3]'))
+    assert cli("validate", str(small)).returncode == 2
+    result = cli("run", str(small), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert "same length" in result.stderr
+    small.write_text(SMALL + '\n[report]\ntitel = "x"\n')
+    result = cli("run", str(small), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2 and "titel" in result.stderr
+
+
+def test_negative_workers_is_exit_2(small, tmp_path, cli):
+    result = cli("sweep", str(small), "--out", str(tmp_path / "o"), "--workers", "-3")
+    assert result.returncode == 2
+    assert "workers = -3" in result.stderr
+
+
+def test_unreachable_dask_names_address_and_wait(small, tmp_path, monkeypatch):
+    import schedlab.sweep as sweep_module
+
+    monkeypatch.setattr(sweep_module, "DASK_CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(ScenarioError) as e:
+        run_sweep(Scenario.from_toml(small), tmp_path / "o", dask="tcp://127.0.0.1:9", representative=False)
+    assert "--dask tcp://127.0.0.1:9: no Dask scheduler answered within 1 s" in str(e.value)
+    assert json.loads((tmp_path / "o" / RUN_INFO).read_text())["status"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.add_source(0, "bottleneck", {"model": "cbr", "rate_pps": 1}), "must be a list of link names"),
+        (lambda s: s.add_source(0, ["bottleneck"], None), "add_source(arrivals=None): must be a table"),
+        (lambda s: s.add_link("l", "1Mbit", 3), "add_link(scheduler=3): must be a table"),
+    ],
+)
+def test_python_api_argument_errors_name_the_argument(call, message):
+    with pytest.raises(ScenarioError) as e:
+        call(Scenario.new(duration="1s"))
+    assert message in str(e.value)
+
+
+def test_add_link_accepts_the_kind_alone():
+    s = Scenario.new(duration="1s").add_link("l", "1Mbit", "drr")
+    assert s.data["link"][0]["scheduler"] == {"kind": "drr"}
