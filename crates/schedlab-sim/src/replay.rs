@@ -16,7 +16,7 @@
 //! [gateway]                 # optional: read by `schedlab gateway` only (rules, delay)
 //! ```
 //! Link semantics are those of [`schedlab_core::run_link`]. The output CSV has one row per
-//! input packet, in input order: `flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome`.
+//! input packet, in input order: `flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome,drop_reason`.
 
 use std::io::Write;
 use std::path::Path;
@@ -328,13 +328,17 @@ pub fn write_departures(rows: &[ReplayRow], path: &Path) -> Result<(), InputErro
     {
         let file = std::fs::File::create(&partial).map_err(io)?;
         let mut out = std::io::BufWriter::new(file);
-        writeln!(out, "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome").map_err(io)?;
+        writeln!(
+            out,
+            "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome,drop_reason"
+        )
+        .map_err(io)?;
         for row in rows {
             let arrival = format_seconds(row.arrival);
             match row.outcome {
                 Outcome::Sent { start, end } => writeln!(
                     out,
-                    "{},{},{},{},{},{},sent",
+                    "{},{},{},{},{},{},sent,",
                     row.flow,
                     row.seq,
                     row.size_bytes,
@@ -342,14 +346,15 @@ pub fn write_departures(rows: &[ReplayRow], path: &Path) -> Result<(), InputErro
                     format_seconds(start),
                     format_seconds(end)
                 ),
-                Outcome::Dropped { at, .. } => writeln!(
+                Outcome::Dropped { at, reason } => writeln!(
                     out,
-                    "{},{},{},{},,{},dropped",
+                    "{},{},{},{},,{},dropped,{}",
                     row.flow,
                     row.seq,
                     row.size_bytes,
                     arrival,
-                    format_seconds(at)
+                    format_seconds(at),
+                    reason.name()
                 ),
             }
             .map_err(io)?;
@@ -476,10 +481,10 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome\n\
-             1,0,1000,0.000000000,0.000000000,0.001000000,sent\n\
-             2,0,1000,0.000000000,,0.000000000,dropped\n\
-             1,1,500,0.001500000,0.001500000,0.002000000,sent\n"
+            "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome,drop_reason\n\
+             1,0,1000,0.000000000,0.000000000,0.001000000,sent,\n\
+             2,0,1000,0.000000000,,0.000000000,dropped,buffer_full\n\
+             1,1,500,0.001500000,0.001500000,0.002000000,sent,\n"
         );
         std::fs::remove_dir_all(dir).unwrap();
     }
