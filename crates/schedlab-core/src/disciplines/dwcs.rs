@@ -50,9 +50,9 @@
 //! applies — every DWCS window holds at most x late packets — and any y consecutive packets
 //! hold at most 2x (not x: rule (A) leaves y' alone at y' = x', so DWCS windows can be longer
 //! than y and two windows' late packets can meet). Rule (C) does apply under the same bound
-//! with unequal periods (periods 1, 5, 2 units at 5/7, 2/8, 0/7: demand 0.936), with
-//! non-droppable streams near full load, and with streams whose packets are all queued at once
-//! (they run ahead of their deadlines: `backlogged_streams_run_ahead`).
+//! with unequal periods (periods 1, 5, 2 units at 5/7, 2/8, 0/7: demand 0.936) and with
+//! non-droppable streams near full load. Streams whose packets are all queued at once run
+//! ahead of their deadlines (`backlogged_streams_run_ahead`).
 //!
 //! Complexity per packet, n backlogged streams, m deadline misses handled by the check: heap
 //! O((1 + m) log n) (4-ary indexed heaps); list O(n + m). A non-droppable head that is k gaps
@@ -61,12 +61,15 @@
 //! seen.
 //!
 //! Choices where the paper is silent or ambiguous:
-//! * Table 1, row 4 "zero loss-tolerance & denominators, order EDF" is read with the prose
-//!   ("their loss-denominators are both zero"): EDF applies between two streams at 0/0 (an
-//!   original tolerance of 0/0 makes DWCS pure EDF, as West's DWCS releases say); between zero
-//!   tolerances otherwise the highest denominator goes first, and equal non-zero denominators
-//!   fall to the last row, FCFS. FCFS compares the head packets' arrival times, then the lower
-//!   flow id (the figure 1 example breaks its remaining tie by the lowest-numbered stream).
+//! * Table 1, row 4 "zero loss-tolerance & denominators, order EDF" can be read as "both
+//!   denominators zero" (then two 0/3 streams fall to FCFS) or as "zero tolerance and equal
+//!   denominators". The second is used: between zero tolerances the highest denominator goes
+//!   first, and equal denominators (0/0 and 0/0, or 0/3 and 0/3) go earliest deadline first,
+//!   so two zero-tolerance streams meet deadlines that FCFS would miss (tested:
+//!   `equal_zero_tolerances_are_edf_and_meet_both_deadlines`). An original tolerance of 0/0
+//!   makes DWCS pure EDF, as West's DWCS releases say. FCFS (the last row) compares the head
+//!   packets' arrival times, then the lower flow id (the figure 1 example breaks its remaining
+//!   tie by the lowest-numbered stream).
 //! * Rule (B) says "stream j ≠ i" (i just served); the pseudo-code checks every stream, and so
 //!   does this code (with a gap shorter than a service time, i's new head can also be late).
 //! * Rule (C) applies when a stream misses a deadline while at x' = 0 (the else branch of (B)),
@@ -417,13 +420,14 @@ impl DwcsStream {
 /// 2. same non-zero loss-tolerance: earliest deadline first;
 /// 3. same non-zero loss-tolerance and deadline: lowest loss-numerator x' first;
 /// 4. zero loss-tolerance and both denominators zero: earliest deadline first;
-/// 5. zero loss-tolerance: highest loss-denominator y' first;
+/// 5. zero loss-tolerance: highest loss-denominator y' first, and among equal denominators
+///    (zero or not) earliest deadline first;
 /// 6. all other cases: first come first served (head arrival time), then the lower flow id.
 ///
 /// Encoding: `level` = ⌊2⁶⁴·x'/y'⌋ (0 for zero tolerance, `u64::MAX` for x' = y'), exact and
 /// one-to-one while y' < 2³² (two different fractions with such denominators differ by more
 /// than 2⁻⁶⁴; method 1 can grow y' past that, where ties are resolved at 2⁻⁶⁴). Then, for a
-/// non-zero tolerance (deadline, x'), and for zero (u64::MAX − y', deadline if y' = 0 else 0);
+/// non-zero tolerance (deadline, x'), and for zero (u64::MAX − y', deadline);
 /// then (arrival, flow). Streams without deadlines have deadline `TimeNs::MAX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Precedence {
@@ -457,7 +461,9 @@ impl Precedence {
     /// arrived at `arrival`.
     pub fn new(x: u64, y: u64, deadline: TimeNs, arrival: TimeNs, flow: FlowId) -> Precedence {
         let (level, second, third) = if x == 0 {
-            (0, u64::MAX - y, if y == 0 { deadline } else { 0 })
+            // Zero tolerance: highest denominator, then earliest deadline (also between equal
+            // non-zero denominators).
+            (0, u64::MAX - y, deadline)
         } else {
             (tolerance_level(x, y), deadline, x)
         };
@@ -1071,6 +1077,7 @@ mod tests {
 
     /// One time unit: a 1000-byte packet on the 8 Mbit/s test link.
     const MS: TimeNs = 1_000_000;
+    const US: TimeNs = 1_000;
     const UNIT_BYTES: u32 = 1000;
 
     fn tolerance(text: &str) -> LossTolerance {
@@ -1335,15 +1342,44 @@ mod tests {
         assert_eq!(winner, 1);
     }
 
+    /// Two 0/3 streams (equal denominators): stream A's packet arrives at 0.2 ms with deadline
+    /// 5.2 ms, B's at 0.5 ms with deadline 1.4 ms, while a best-effort packet holds the link
+    /// until 1 ms (1000-byte packets take 1 ms). FCFS would send A at 1 ms and B at 2 ms, past
+    /// its deadline; EDF sends B at 1 ms and A at 2 ms, both on time.
+    #[test]
+    fn equal_zero_tolerances_are_edf_and_meet_both_deadlines() {
+        let (a, b, best_effort) = (1, 2, 3);
+        let streams = [
+            (a, params("0/3", Some(100 * MS), Some(5 * MS), false)),
+            (b, params("0/3", Some(100 * MS), Some(900 * US), false)),
+            (best_effort, params("1/1", None, None, false)),
+        ];
+        let packets = [
+            unit(0, best_effort, 0),
+            unit(1, a, 200 * US),
+            unit(2, b, 500 * US),
+        ];
+        for structure in STRUCTURES {
+            let mut s = dwcs(&streams, structure);
+            assert_eq!(testkit::send_order(&mut s, &packets), vec![0, 2, 1]);
+            for flow in [a, b] {
+                assert_eq!(
+                    s.stream(flow).unwrap().counters().deadlines_missed,
+                    0,
+                    "flow {flow}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn table_1_row_6_otherwise_first_come_first_served() {
         // Same tolerance, deadline (3 ms) and numerator: the head that arrived first (flow 1 at
         // 0) goes first although its flow id is higher.
         let winner = first_served(&[(0, with_offset("1/2", 2), MS), (1, with_offset("1/2", 3), 0)]);
         assert_eq!(winner, 1);
-        // Zero tolerances with equal non-zero denominators are not EDF (row 4 needs zero
-        // denominators): the first come (flow 1) goes first despite its later deadline.
-        let winner = first_served(&[(0, with_offset("0/3", 1), MS), (1, with_offset("0/3", 9), 0)]);
+        // Zero tolerances with equal non-zero denominators and equal deadlines: first come.
+        let winner = first_served(&[(0, with_offset("0/3", 2), MS), (1, with_offset("0/3", 3), 0)]);
         assert_eq!(winner, 1);
         // Everything equal, arrival too: the lower flow id.
         let winner = first_served(&[(1, with_offset("1/2", 3), 0), (0, with_offset("1/2", 3), 0)]);
@@ -1675,14 +1711,12 @@ mod tests {
             if xa != xb {
                 return xa < xb;
             }
-        } else if ya == 0 && yb == 0 {
-            // Zero loss-tolerance and denominators: EDF.
-            if da != db {
-                return da < db;
-            }
         } else if ya != yb {
             // Zero loss-tolerance: highest denominator first.
             return ya > yb;
+        } else if da != db {
+            // Zero loss-tolerance, equal denominators: EDF.
+            return da < db;
         }
         // First come, first served; lowest-numbered stream.
         let (aa, ab) = (a.queue[0].arrival, b.queue[0].arrival);
@@ -1972,10 +2006,13 @@ mod tests {
     /// Pre-queued (fully backlogged) streams are a different matter: DWCS serves a stream
     /// whenever it has precedence, however far ahead of its deadlines, so a stream can run
     /// ahead. Streams 0/1 (flow 0) and 0/2 (flow 1), T = 7 units, deadline offset T, all packets
-    /// queued at 0 (minimum demand 2/7): flow 1 (higher denominator) goes first and becomes 0/1;
-    /// from then on the FCFS tie (heads arrived together) favours flow 0, which (A) keeps at 0/1,
-    /// until flow 1's head (deadline 14) is late at t = 15: dropped, rule (C) resets it to 0/2,
-    /// its next packet (deadline 21) is served, and the cycle repeats every 14 units.
+    /// queued at 0: flow 1 (higher denominator) goes at 0 and becomes 0/1; equal denominators
+    /// then go earliest deadline first (flow 0, deadline 7, at 1; at 2 both have deadline 14 and
+    /// the FCFS tie favours flow 0); flow 1 (deadline 14) goes at 3, is reset to 0/2 by (A) and,
+    /// with the higher denominator, goes again at 4 (deadline 21); the cycle repeats every 4
+    /// units, flow 1 sending at 0, 3, 4, 7, 8, … far ahead of its deadlines 7, 14, 21, 28, 35, and
+    /// neither stream is ever late. (Under the FCFS reading of equal denominators flow 1's heads
+    /// went late at 15 and 29.)
     #[test]
     fn backlogged_streams_run_ahead() {
         let flows = [
@@ -1994,14 +2031,9 @@ mod tests {
                     end: (t + 1) * MS,
                 })
             };
-            let late = |t: u64| {
-                Some(Outcome::Dropped {
-                    at: t * MS,
-                    reason: DropReason::Late,
-                })
-            };
-            assert_eq!(flow_1, vec![sent(0), late(15), sent(15), late(29), sent(29)]);
+            assert_eq!(flow_1, vec![sent(0), sent(3), sent(4), sent(7), sent(8)]);
             assert_eq!(s.stream(0).unwrap().counters().late_packets, 0);
+            assert_eq!(s.stream(1).unwrap().counters().late_packets, 0);
         }
     }
 
