@@ -38,7 +38,7 @@ test-python: build
 
 test: build lint test-rust test-python
 
-bench: setup
+bench: build
 	bash bench/run_all.sh
 
 clean:

@@ -1,181 +1,137 @@
 #!/usr/bin/env bash
-# schedlab's simulator side by side with ns-2, ns-3 and ns.py on the common scenario (one
-# bottleneck, 10 Poisson flows at 95 % load, DRR or the nearest each peer has), written as a
-# markdown table into docs/performance.md, section "Simulator vs peers": the block between
-# <!-- sim-vs-peers:begin --> and <!-- sim-vs-peers:end --> is replaced (appended if absent);
-# the rest of the file is left alone.
+# schedlab's simulator beside ns-2, ns-3 and ns.py on the identical scenario: the ns-2
+# harness's network (bench/peers/ns2/bottleneck.tcl; as a schedlab scenario
+# bench/scenarios/ns2_bottleneck.py) — N flows, each from its own source over a 1 Gbit/s, 1 ms
+# access link into a 10 Mbit/s, 1 ms bottleneck with DRR (quantum 1500 B), Poisson arrivals of
+# 1000-byte packets at 95 % load — for N = 10 and 1,000. ns-3 runs the same network with
+# FqCoDel (CoDel off), its nearest to DRR; ns.py models the bottleneck only (a trace replay).
+# Writes a markdown table into docs/performance.md between <!-- sim-vs-peers:begin --> and
+# <!-- sim-vs-peers:end --> (appended if absent); the rest of the file is left alone.
 #
 # usage: bench/sim_vs_peers.sh
-# env:   SIM_PACKETS=10000000   packets for schedlab (bench/sim_throughput.sh drr SIM_PACKETS)
-#        NS2_PACKETS=10000000 NS3_PACKETS=1000000 NSPY_PACKETS=1000000
-#        PEERS="ns2 ns3 nspy"   which peers to run
-#        REPS=1                 runs per peer (bench/peers/*/run.sh); the table shows medians
+# env:   FLOWS="10 1000"       numbers of flows
+#        SIM_PACKETS=4000000 NS2_PACKETS=2000000 NS3_PACKETS=200000 NSPY_PACKETS=200000
+#        PEERS="ns2 ns3 nspy"  which peers to run
+#        REPS=1                runs per simulator and N (the table shows medians)
 #        OUT=docs/performance.md
-# Needs bench/sim_throughput.sh (branch `sim`); fails with a message when it is absent.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 out=${OUT:-docs/performance.md}
 peers=${PEERS:-ns2 ns3 nspy}
-sim_packets=${SIM_PACKETS:-10000000}
-
-if [ ! -x bench/sim_throughput.sh ] && [ ! -f bench/sim_throughput.sh ]; then
-    cat >&2 <<'MSG'
-error: bench/sim_throughput.sh is missing, so schedlab's simulator cannot be measured.
-It comes with the simulator (crate schedlab-sim, branch `sim`): merge that branch (or run
-this script from a checkout that has it). Nothing was written.
-MSG
-    exit 2
-fi
+flow_counts=${FLOWS:-10 1000}
 
 work=$(mktemp -d /tmp/schedlab-sim-vs-peers.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-
-echo "# schedlab: bench/sim_throughput.sh drr $sim_packets" >&2
-if ! bash bench/sim_throughput.sh drr "$sim_packets" >"$work/sim.txt" 2>&1; then
-    cat "$work/sim.txt" >&2
-    echo "error: bench/sim_throughput.sh failed (output above)" >&2
-    exit 1
-fi
-cat "$work/sim.txt" >&2
-
-: >"$work/peers.csv"
-for peer in $peers; do
-    case $peer in
-        ns2) n=${NS2_PACKETS:-10000000} ;;
-        ns3) n=${NS3_PACKETS:-1000000} ;;
-        nspy) n=${NSPY_PACKETS:-1000000} ;;
-        *) echo "error: unknown peer '$peer' (ns2, ns3, nspy)" >&2; exit 2 ;;
-    esac
-    echo "# $peer: bench/peers/$peer/run.sh $n" >&2
-    bash "bench/peers/$peer/run.sh" "$n" | tee -a "$work/peers.csv"
+: >"$work/runs.csv"
+for n in $flow_counts; do
+    echo "# $n flows: schedlab (bench/sim_ns2_scenario.sh)" >&2
+    N=$n bash bench/sim_ns2_scenario.sh "${SIM_PACKETS:-4000000}" | tee -a "$work/runs.csv"
+    for peer in $peers; do
+        case $peer in
+            ns2) packets=${NS2_PACKETS:-2000000} ;;
+            ns3) packets=${NS3_PACKETS:-200000} ;;
+            nspy) packets=${NSPY_PACKETS:-200000} ;;
+            *) echo "error: PEERS: unknown peer '$peer' (ns2, ns3, nspy)" >&2; exit 2 ;;
+        esac
+        echo "# $n flows: bench/peers/$peer/run.sh $packets" >&2
+        N=$n bash "bench/peers/$peer/run.sh" "$packets" | tee -a "$work/runs.csv"
+    done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$work/sim.txt" "$work/peers.csv" "$out" "$load_before" "$load_after" \
-    "$(git rev-parse --short HEAD)" <<'PY'
-import csv, datetime, os, re, statistics, sys
+python3 - "$work/runs.csv" "$out" "$load_before" "$load_after" "$(git rev-parse --short HEAD)" <<'PY'
+import csv
+import datetime
+import os
+import statistics
+import sys
 
-sim_txt, peers_csv, out, load_before, load_after, commit = sys.argv[1:]
-text = open(sim_txt).read()
-
-
-def grab(pattern, what):
-    m = re.search(pattern, text)
-    if not m:
-        sys.exit(f"error: cannot find {what} in the output of bench/sim_throughput.sh "
-                 f"(pattern {pattern!r}); its output was:\n{text}")
-    return m.group(1)
-
-
-def clock(s):
-    v = 0.0
-    for part in s.split(":"):
-        v = v * 60 + float(part)
-    return v
-
-
-sim = {
-    "packets": int(grab(r"\bpackets[ =:]+(\d+)", "the packet count")),
-    "wall": clock(grab(r"Elapsed \(wall clock\)[^\n]*: ([\d:.]+)", "/usr/bin/time's wall time")),
-    "rss": int(grab(r"Maximum resident set size \(kbytes\): (\d+)", "/usr/bin/time's peak RSS")) / 1024,
-    "loop_pps": float(grab(r"packets_per_s[ =:]+([\d.e+]+)", "packets_per_s")),
-    "loop_eps": float(grab(r"events_per_s[ =:]+([\d.e+]+)", "events_per_s")),
-}
-sim["events"] = int(grab(r"\bevents[ =:]+(\d+)", "the event count"))
-sim["pps"] = sim["packets"] / sim["wall"]
-sim["eps"] = sim["events"] / sim["wall"]
-
+runs_csv, out, load_before, load_after, commit = sys.argv[1:]
+FIELDS = ["peer", "scheduler", "flows", "packets", "wall_s", "setup_s", "cpu_s", "setup_cpu_s",
+          "packets_per_s", "packets_per_cpu_s", "events_per_s", "peak_rss_mb"]
 runs = {}
-for row in csv.reader(open(peers_csv)):
-    if not row or row[0].startswith("#") or row[0] == "peer":
-        continue
-    peer, sched, packets, wall, pps, eps, rss = row
-    runs.setdefault((peer, sched), []).append(
-        (int(packets), float(wall), float(pps), float(eps) if eps else None, float(rss)))
+for row in csv.reader(open(runs_csv)):
+    if len(row) != len(FIELDS):
+        sys.exit(f"error: unexpected line from a run script: {row}")
+    r = dict(zip(FIELDS, row))
+    runs.setdefault((int(r["flows"]), r["peer"]), []).append(r)
 
-NAMES = {"ns2": "ns-2.35 (Debian `ns2`)", "ns3": "ns-3.37 (Debian `libns3-dev`)",
-         "nspy": "ns.py 0.5.0 (PyPI `ns-py`, CPython 3.11)"}
-SCHED = {"DRR": "`Queue/DRR`, quantum 1500 B", "fqcodel-noaqm": "`FqCoDelQueueDisc`, CoDel off (DRR++-like)",
-         "DRRServer": "`DRRServer`, quantum 1500 B"}
+NAMES = {"schedlab": "schedlab-sim", "ns2": "ns-2.35 (Debian `ns2`)",
+         "ns3": "ns-3.37 (Debian `libns3-dev`)", "nspy": "ns.py 0.5.0 (PyPI `ns-py`)"}
+SCHED = {"drr": "`drr`", "DRR": "`Queue/DRR`", "fqcodel-noaqm": "`FqCoDelQueueDisc`, CoDel off",
+         "DRRServer": "`DRRServer`"}
+
+
+def med(rs, key):
+    return statistics.median(float(r[key]) for r in rs)
 
 
 def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
     return "CPU model unknown"
-
-
-def num(x, digits=0):
-    return f"{x:,.{digits}f}"
 
 
 lines = [
     "<!-- sim-vs-peers:begin -->",
     "## Simulator vs peers",
     "",
-    "Written by `bench/sim_vs_peers.sh` (do not edit by hand; rerun the script). "
-    "Scenario: one bottleneck, 10 Poisson flows, offered load 0.95, DRR or the nearest "
-    "discipline the peer has, no packet trace. packets/s = delivered packets / wall time of the "
-    "whole process (`/usr/bin/time -v`: start-up, simulation, output); peak memory = maximum RSS. "
-    "Ratios are schedlab / peer: a packets/s ratio above 1 means schedlab simulates faster; a "
-    "memory ratio below 1 means schedlab uses less. With several runs per peer (`REPS`) each "
-    "column is the median over the runs. See `bench/peers/README.md` for what each "
-    "peer run measures and how the peers' semantics differ from schedlab's.",
+    "Written by `bench/sim_vs_peers.sh` (do not edit by hand; rerun the script). The identical "
+    "scenario: N flows, each from its own source over a 1 Gbit/s, 1 ms access link into a "
+    "10 Mbit/s, 1 ms bottleneck with DRR (quantum 1500 B), Poisson arrivals of 1000-byte "
+    "packets at 95 % load, nothing dropped, no packet trace (ns-2 `bench/peers/ns2/bottleneck.tcl`, "
+    "schedlab `bench/scenarios/ns2_bottleneck.py`, ns-3 `bench/peers/ns3/bottleneck.cc` with "
+    "FqCoDel and CoDel off; ns.py replays a pre-generated trace into the bottleneck alone). "
+    "Every simulator's set-up (start-up, building the topology, routing, reading the trace) is "
+    "timed by a run of 1 ms of traffic and left out: packets/s = packets / (wall − set-up); "
+    "CPU ns/packet = (user + system CPU − the set-up's) / packets, which does not count waiting "
+    "for a core. Ratios are schedlab / peer in packets per second (wall and CPU).",
     "",
-    f"Measured {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} CPUs "
-    f"({cpu_model()}), "
-    f"commit {commit}; load average before/after: {load_before} / {load_after}. "
-    "**The machine was shared with other developers: the numbers are indicative** "
-    "(single runs on this VM vary by ±30 %).",
+    f"Measured {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} on "
+    f"{os.cpu_count()} CPUs ({cpu_model()}), commit `{commit}`; load average before / after: "
+    f"{load_before} / {load_after}. The machine is shared: wall-clock figures depend on the load, "
+    "CPU figures much less.",
     "",
-    "| simulator | scheduler | runs | packets | wall s | packets/s | events/s | peak RSS MB "
-    "| packets/s ratio schedlab/peer | memory ratio schedlab/peer |",
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    f"| schedlab-sim (`bench/sim_throughput.sh`) | `drr` | 1 | {num(sim['packets'])} | {sim['wall']:.2f} "
-    f"| {num(sim['pps'])} | {num(sim['eps'])} | {sim['rss']:.1f} | 1 | 1 |",
+    "| flows | simulator | scheduler | runs | packets | set-up s | packets/s | CPU ns/packet "
+    "| peak RSS MB | schedlab / peer (wall) | schedlab / peer (CPU) |",
+    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
 ]
-for (peer, sched), rs in runs.items():
-    med = lambda i: statistics.median(r[i] for r in rs)
-    eps = [r[3] for r in rs if r[3] is not None]
-    lines.append(
-        f"| {NAMES.get(peer, peer)} | {SCHED.get(sched, sched)} | {len(rs)} | {num(med(0))} | {med(1):.2f} "
-        f"| {num(med(2))} | {num(statistics.median(eps)) if eps else 'n/a'} | {med(4):.1f} "
-        f"| {sim['pps'] / med(2):.2f} | {sim['rss'] / med(4):.2f} |")
+for flows in sorted({f for f, _ in runs}):
+    ours = runs.get((flows, "schedlab"))
+    for peer in ["schedlab", "ns2", "ns3", "nspy"]:
+        rs = runs.get((flows, peer))
+        if not rs:
+            continue
+        pps, cpps = med(rs, "packets_per_s"), med(rs, "packets_per_cpu_s")
+        ratio_wall = f"{med(ours, 'packets_per_s') / pps:.1f}×" if ours else "–"
+        ratio_cpu = f"{med(ours, 'packets_per_cpu_s') / cpps:.1f}×" if ours else "–"
+        lines.append(
+            f"| {flows:,} | {NAMES[peer]} | {SCHED.get(rs[0]['scheduler'], rs[0]['scheduler'])} "
+            f"| {len(rs)} | {med(rs, 'packets'):,.0f} | {med(rs, 'setup_s'):.2f} | {pps:,.0f} "
+            f"| {1e9 / cpps:,.0f} | {med(rs, 'peak_rss_mb'):.1f} | {ratio_wall} | {ratio_cpu} |")
 lines += [
     "",
-    f"schedlab's simulation loop alone (its own clock): {num(sim['loop_pps'])} packets/s, "
-    f"{num(sim['loop_eps'])} events/s. Scenario details per simulator: schedlab 80 Mbit/s, "
-    "packet sizes exponential with mean 1000 B (`bench/sim_throughput.sh`); ns-2, ns-3 and ns.py "
-    "10 Mbit/s, 1000-byte packets (ns-2 and ns-3 add 1 Gbit/s access links and one source node "
-    "per flow; ns.py replays a pre-generated trace, whose generation is not timed). "
-    "schedlab's sources feed the bottleneck directly (no access links, no protocol stack). "
-    "Events per packet differ by model — schedlab about 2 (arrival, end of transmission), ns-2 "
-    "about 5 (no event counter; counted from its code path), ns-3 about 6; ns.py/SimPy reports "
-    "none — so events/s are not comparable across rows.",
+    "Events per packet differ by model (schedlab about 5 here: arrival, two transmission ends, "
+    "two propagations; ns-2 and ns-3 more, with their agents and protocol layers), so the table "
+    "compares packets, not events. See `bench/peers/README.md` for what each peer run measures "
+    "and how the peers' semantics differ from schedlab's.",
     "<!-- sim-vs-peers:end -->",
 ]
 block = "\n".join(lines) + "\n"
 
 begin, end = "<!-- sim-vs-peers:begin -->", "<!-- sim-vs-peers:end -->"
-if os.path.exists(out):
-    doc = open(out).read()
-    i, j = doc.find(begin), doc.find(end)
-    if i >= 0 and j > i:
-        rest = doc[j + len(end):]
-        doc = doc[:i] + block + (rest[1:] if rest.startswith("\n") else rest)
-    elif i >= 0 or j >= 0:
-        sys.exit(f"error: {out} has only one of the {begin} / {end} markers; fix it by hand")
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + block
+doc = open(out).read() if os.path.exists(out) else "# Performance\n"
+i, j = doc.find(begin), doc.find(end)
+if i >= 0 and j > i:
+    rest = doc[j + len(end):]
+    doc = doc[:i] + block + (rest[1:] if rest.startswith("\n") else rest)
+elif i >= 0 or j >= 0:
+    sys.exit(f"error: {out} has only one of the {begin} / {end} markers; fix it by hand")
 else:
-    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-    doc = "# Performance\n\n" + block
+    doc = doc.rstrip("\n") + "\n\n" + block
 with open(out + ".partial", "w") as fh:
     fh.write(doc)
 os.replace(out + ".partial", out)

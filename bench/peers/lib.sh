@@ -1,38 +1,24 @@
 # Helpers shared by bench/peers/*/run.sh (sourced, not executed).
 #
-# * peers_dir PEER   prints the directory of the shared harness of PEER. Looked up in order:
-#                    $PEERS_DIR/PEER; <repo top>/../shared/peers/PEER (a clean clone has
-#                    shared/ beside it); <main checkout>/../shared/peers/PEER (for a
-#                    `git worktree`, whose top is elsewhere).
-# * need_apt PKG CMD installs Debian package PKG with apt-get unless CMD (a file or command)
-#                    already exists.
-# * nspy_python HARNESS VENV   creates VENV with the shared ns.py setup.sh unless it already
-#                    imports ns.py's DRRServer; prints VENV's python.
-# * timed OUT CMD…   runs CMD under `/usr/bin/time -v -o OUT`.
+# * need_apt PKG PROBE  installs Debian package PKG with apt-get unless PROBE (a file or
+#                       command) already exists.
+# * nspy_python VENV    creates VENV with ns.py 0.5.0 and SimPy unless it already imports
+#                       them; prints VENV's python.
+# * timed OUT CMD…      runs CMD under `/usr/bin/time -v -o OUT`.
 # * time_wall OUT / time_rss_mb OUT   wall seconds and peak RSS (MB) from that file.
-# * emit PEER SCHED PACKETS WALL EVENTS RSS_MB   prints the machine-readable line
-#                    `peer,scheduler,packets,wall_s,packets_per_s,events_per_s,peak_rss_mb`
-#                    (events_per_s empty when EVENTS is empty: the peer does not count them).
-
-peers_dir() {
-    local peer=$1 top common candidate
-    if [ -n "${PEERS_DIR:-}" ]; then
-        candidate="$PEERS_DIR/$peer"
-    else
-        top=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
-        candidate="$top/../shared/peers/$peer"
-        if [ ! -d "$candidate" ]; then
-            common=$(git -C "$top" rev-parse --path-format=absolute --git-common-dir)
-            candidate="$(dirname "$common")/../shared/peers/$peer"
-        fi
-    fi
-    if [ ! -d "$candidate" ]; then
-        echo "error: shared harness for '$peer' not found (looked for shared/peers/$peer beside" \
-            "the repository; set PEERS_DIR=/path/to/shared/peers)" >&2
-        return 1
-    fi
-    (cd "$candidate" && pwd)
-}
+# * time_cpu OUT        user + system CPU seconds from that file.
+# * measure_runs PEER SCHED FLOWS REPS DURATION RUN_FN TIME_FILE   for seeds 1..REPS: runs
+#                       `RUN_FN SEED 0.001` (the set-up: 1 ms of traffic) and `RUN_FN SEED
+#                       DURATION`, each of which prints "PACKETS [EVENTS]" and leaves the
+#                       /usr/bin/time output in TIME_FILE, and emits one line per seed.
+# * emit PEER SCHED FLOWS PACKETS WALL SETUP CPU SETUP_CPU EVENTS RSS_MB   prints the line
+#     peer,scheduler,flows,packets,wall_s,setup_s,cpu_s,setup_cpu_s,packets_per_s,
+#     packets_per_cpu_s,events_per_s,peak_rss_mb
+#   where packets_per_s = PACKETS / (WALL − SETUP) and packets_per_cpu_s = PACKETS /
+#   (CPU − SETUP_CPU): the set-up (start-up, building the topology, reading the trace) is
+#   measured separately and left out. CPU time does not count waiting for a core, so on a
+#   shared machine it is the steadier figure. events_per_s (per wall second of the run) is
+#   empty when EVENTS is empty (the peer does not count events).
 
 need_apt() {
     local pkg=$1 probe=$2
@@ -50,12 +36,26 @@ need_apt() {
     fi
 }
 
+# ns.py 0.5.0 declares Requires-Python >= 3.14 but its scheduler, packet and sink modules run
+# on older CPythons with SimPy alone; there the wheel is installed without its dependency
+# pins (a plain `pip install ns-py` on 3.11 silently gives the older 0.4.3).
 nspy_python() {
-    local harness=$1 venv=$2
+    local venv=$1
     if ! "$venv/bin/python" -c 'import ns.scheduler.drr, simpy' 2>/dev/null; then
-        echo "# creating the ns.py venv $venv" >&2
+        echo "# creating the ns.py virtualenv $venv" >&2
         mkdir -p "$(dirname "$venv")"
-        WHEELS="$(dirname "$venv")/wheels" bash "$harness/setup.sh" "$venv" >&2
+        python3 -m venv "$venv" >&2
+        if "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 14))'; then
+            "$venv/bin/pip" install -q 'ns-py==0.5.0' >&2
+        else
+            local wheels
+            wheels=$(mktemp -d)
+            "$venv/bin/pip" install -q 'simpy>=4.1.2' >&2
+            "$venv/bin/pip" download -q --no-deps --ignore-requires-python 'ns-py==0.5.0' \
+                -d "$wheels" >&2
+            "$venv/bin/pip" install -q --no-deps --ignore-requires-python "$wheels"/ns_py-*.whl >&2
+            rm -rf "$wheels"
+        fi
     fi
     echo "$venv/bin/python"
 }
@@ -77,15 +77,38 @@ time_rss_mb() {
     awk -F': ' '/Maximum resident set size/ { printf "%.1f\n", $2 / 1024 }' "$1"
 }
 
-emit() {
-    local peer=$1 sched=$2 packets=$3 wall=$4 events=$5 rss=$6
-    awk -v p="$peer" -v s="$sched" -v n="$packets" -v w="$wall" -v e="$events" -v r="$rss" 'BEGIN {
-        if (w <= 0) w = 0.01   # /usr/bin/time has 10 ms resolution
-        eps = (e == "") ? "" : sprintf("%.0f", e / w)
-        printf "%s,%s,%d,%.2f,%.0f,%s,%s\n", p, s, n, w, n / w, eps, r }'
+time_cpu() {
+    awk -F': ' '/User time|System time/ { s += $2 } END { printf "%.2f\n", s }' "$1"
 }
 
-# Prints the header of the machine-readable lines (scripts print it on stderr).
+emit() {
+    local peer=$1 sched=$2 flows=$3 packets=$4 wall=$5 setup=$6 cpu=$7 setup_cpu=$8 events=$9
+    local rss=${10}
+    awk -v p="$peer" -v s="$sched" -v f="$flows" -v n="$packets" -v w="$wall" -v u="$setup" \
+        -v c="$cpu" -v uc="$setup_cpu" -v e="$events" -v r="$rss" 'BEGIN {
+        run = w - u; run_cpu = c - uc
+        if (run <= 0) run = 0.01   # /usr/bin/time has 10 ms resolution
+        if (run_cpu <= 0) run_cpu = 0.01
+        eps = (e == "") ? "" : sprintf("%.0f", e / run)
+        printf "%s,%s,%d,%d,%.2f,%.2f,%.2f,%.2f,%.0f,%.0f,%s,%s\n", p, s, f, n, w, u, c, uc,
+            n / run, n / run_cpu, eps, r }'
+}
+
+measure_runs() {
+    local peer=$1 sched=$2 flows=$3 reps=$4 duration=$5 run_fn=$6 time_file=$7
+    local seed setup setup_cpu out packets events
+    for seed in $(seq 1 "$reps"); do
+        "$run_fn" "$seed" 0.001 >/dev/null
+        setup=$(time_wall "$time_file")
+        setup_cpu=$(time_cpu "$time_file")
+        out=$("$run_fn" "$seed" "$duration")
+        read -r packets events <<<"$out"
+        emit "$peer" "$sched" "$flows" "$packets" "$(time_wall "$time_file")" "$setup" \
+            "$(time_cpu "$time_file")" "$setup_cpu" "${events:-}" "$(time_rss_mb "$time_file")"
+    done
+}
+
+# The header of the machine-readable lines (scripts print it on stderr).
 emit_header() {
-    echo "peer,scheduler,packets,wall_s,packets_per_s,events_per_s,peak_rss_mb"
+    echo "peer,scheduler,flows,packets,wall_s,setup_s,cpu_s,setup_cpu_s,packets_per_s,packets_per_cpu_s,events_per_s,peak_rss_mb"
 }

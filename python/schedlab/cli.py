@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -34,6 +35,19 @@ out = Console() if sys.stdout.isatty() else Console(width=160)
 def _fail_input(message: str) -> None:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+@contextmanager
+def _interruptible():
+    """Ctrl-C (exit 130) and SIGTERM (exit 143) inside the block end the command with a
+    message instead of click's "Aborted!" (exit 1)."""
+    from schedlab.interrupts import exit_status
+
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        err.print("interrupted: files written so far are marked partial (*.partial, run-info.json status)")
+        raise typer.Exit(exit_status(e)) from None
 
 
 def _print_flows(title: str, flows: list[dict]) -> None:
@@ -90,7 +104,8 @@ def replay(
     Example: schedlab replay --config experiments/replay/drr.toml --trace trace.csv --out dep.csv --summary
     """
     try:
-        result = schedlab.replay(str(config), str(trace), str(out_path))
+        with _interruptible():
+            result = schedlab.replay(str(config), str(trace), str(out_path))
     except schedlab.InputError as e:
         _fail_input(str(e))
         return
@@ -147,19 +162,47 @@ def run(
     force: bool = typer.Option(
         False, "--force", help="Clear --out first if it holds other results (else they are never overwritten)."
     ),
+    packets: Path = typer.Option(
+        None,
+        "--packets",
+        help="Also write one row per measured packet of replication 0 to this CSV (the replay's columns).",
+    ),
+    packets_flows: str = typer.Option(
+        None, "--packets-flows", help="With --packets: only these flow ids, comma-separated (e.g. 0,2)."
+    ),
 ) -> None:
     """Simulate a scenario (all replications) and write its results.
 
     --out must be empty or hold results of the same scenario (run-info.json has its
-    fingerprint); --force clears it.
+    fingerprint); --force clears it. --packets FILE writes each measured packet of
+    replication 0 (flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome; see
+    docs/results.md), replication 0 being run once more with the same random streams.
 
     Example: schedlab run experiments/examples/single_bottleneck.toml --out out/single --report
     """
+    flows = None
+    if packets_flows is not None:
+        if packets is None:
+            _fail_input(f"--packets-flows = {packets_flows!r}: needs --packets FILE")
+        try:
+            flows = [int(f) for f in packets_flows.split(",") if f.strip()]
+        except ValueError:
+            _fail_input(f"--packets-flows = {packets_flows!r}: must be flow ids separated by commas, e.g. 0,2")
+        if not flows or any(f < 0 for f in flows):
+            _fail_input(f"--packets-flows = {packets_flows!r}: must be flow ids separated by commas, e.g. 0,2")
     from schedlab.api import Results, run_into
     from schedlab.api import validate as validate_scenario
     from schedlab.scenario import ScenarioError
 
     s = _load_scenario(scenario)
+    if flows is not None:
+        known = {source.get("flow", index) for index, source in enumerate(s.data.get("source", []))}
+        for flow in flows:
+            if flow not in known:
+                _fail_input(
+                    f"--packets-flows = {packets_flows!r}: flow {flow} is not a flow of {scenario}"
+                    f" (flows: {', '.join(str(f) for f in sorted(known))})"
+                )
     try:
         validate_scenario(s)  # the same checks as `validate`, [sweep] and [report] included
         if s.sweep is not None:
@@ -169,7 +212,14 @@ def run(
             )
         from schedlab.sweep import progress_printer
 
-        summary = run_into(s, out_dir, progress=progress_printer(label="replications"), force=force)
+        with _interruptible():
+            summary = run_into(s, out_dir, progress=progress_printer(label="replications"), force=force)
+            if packets is not None:
+                from schedlab import _core
+
+                text, file = s.rust_source()
+                rows = _core.write_packets(text, str(s.base_dir), str(packets), flows, file)
+                err.print(f"packets: {rows} rows of replication 0 -> {packets}", highlight=False)
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
@@ -220,9 +270,10 @@ def sweep(
             _fail_input(f"{scenario}: no [sweep] table (use `schedlab run` for a single point)")
         if resume and force:
             _fail_input("--resume and --force: choose one (--force clears the finished points)")
-        result = run_sweep(
-            s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer(), force=force
-        )
+        with _interruptible():
+            result = run_sweep(
+                s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer(), force=force
+            )
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
@@ -388,6 +439,9 @@ realnet.register(app)
 
 def main() -> None:
     """Entry point of the ``schedlab`` command."""
+    from schedlab.interrupts import install
+
+    install()
     try:
         app()
     except SystemExit:

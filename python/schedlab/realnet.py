@@ -1,4 +1,4 @@
-"""Real packets: the ``schedlab gateway`` command.
+"""Real packets: the ``schedlab gateway``, ``gen``, ``sink`` and ``measure`` commands.
 
 The forwarding loop is Rust (``schedlab_gateway``), exposed through the extension module
 (``schedlab._core.gateway``) and run in the process of the command: one build artifact (the
@@ -20,11 +20,15 @@ from schedlab import _core
 
 def gateway(
     config: Path = typer.Option(
-        ...,
+        None,
         "--config",
         "-c",
         help="TOML as for `schedlab replay` ([link] rate, [scheduler], [[flow]]) plus an optional [gateway] table.",
     ),
+    scenario: Path = typer.Option(
+        None, "--scenario", help="Instead of --config: the bottleneck link of this scenario (as `measure` runs it)."
+    ),
+    port_base: int = typer.Option(20000, "--port-base", help="With --scenario: source FLOW sends from port BASE+FLOW."),
     ingress: str = typer.Option(..., "--ingress", "-i", help="Interface whose traffic is scheduled."),
     egress: str = typer.Option(..., "--egress", "-e", help="Interface the emulated bottleneck transmits on."),
     stats: Path = typer.Option(None, "--stats", help="Write counters as JSON here on exit and on SIGUSR1."),
@@ -48,7 +52,15 @@ def gateway(
         _fail_input("schedlab gateway needs Linux (AF_PACKET)")
         return
     try:
-        text = _core.gateway(str(config), ingress, egress, str(stats) if stats else None, duration)
+        text = _core.gateway(
+            ingress,
+            egress,
+            config=str(config) if config else None,
+            scenario=str(scenario) if scenario else None,
+            port_base=port_base,
+            stats=str(stats) if stats else None,
+            duration_s=duration,
+        )
     except _core.InputError as e:
         _fail_input(str(e))
         return
@@ -65,6 +77,120 @@ def gateway(
         )
 
 
+def gen(
+    scenario: Path = typer.Argument(..., help="Scenario TOML whose [[source]]s to send."),
+    destination: str = typer.Option(..., "--destination", "-d", help="The sink's IP address."),
+    port: int = typer.Option(9000, "--port", help="The sink's UDP port."),
+    port_base: int = typer.Option(20000, "--port-base", help="Source FLOW sends from UDP port BASE+FLOW."),
+    replication: int = typer.Option(0, "--replication", help="Replication (random streams as in `schedlab run`)."),
+    source: list[int] = typer.Option([], "--source", help="Only this source (index; repeatable)."),
+    origin: int = typer.Option(
+        None, "--origin", help="CLOCK_MONOTONIC ns of the scenario's time 0 (default: in 0.2 s)."
+    ),
+    log: Path = typer.Option(None, "--log", help="Write every sent packet here (CSV)."),
+) -> None:
+    """Send a scenario's traffic as UDP datagrams, paced by the simulator's own traffic models.
+
+    Every datagram carries source index, sequence number and send time (ns) in its first 24
+    bytes; its IP length is the model's packet size (larger than the MTU: fragmented by the
+    kernel). Prints requested and achieved rate per source.
+
+    Example: schedlab gen experiments/examples/single_bottleneck.toml -d 198.18.0.2 --log sent.csv
+    """
+    from schedlab.cli import _fail_input
+
+    try:
+        text = _core.generate(
+            str(scenario),
+            destination,
+            port=port,
+            port_base=port_base,
+            replication=replication,
+            sources=list(source),
+            origin_ns=origin,
+            log=str(log) if log else None,
+        )
+    except _core.InputError as e:
+        _fail_input(str(e))
+        return
+    print(json.dumps(json.loads(text), indent=2))
+
+
+def sink(
+    log: Path = typer.Option(..., "--log", help="Write every received datagram here (CSV)."),
+    port: int = typer.Option(9000, "--port", help="UDP port to receive on."),
+    origin: int = typer.Option(None, "--origin", help="CLOCK_MONOTONIC ns of time 0, as given to gen (default: now)."),
+    until: float = typer.Option(None, "--until", help="Stop this many seconds after the origin (default: SIGINT)."),
+) -> None:
+    """Receive `schedlab gen` datagrams and log source, sequence, send and receive time, size.
+
+    `schedlab measure` turns the logs into `summary.json` and the other files of `schedlab run`.
+    One-way delays are exact when gen and sink share a clock (one host); across hosts the
+    clocks would have to be synchronised.
+
+    Example: schedlab sink --log received.csv --until 12
+    """
+    from schedlab.cli import _fail_input
+
+    try:
+        text = _core.sink(str(log), port=port, origin_ns=origin, until_s=until)
+    except _core.InputError as e:
+        _fail_input(str(e))
+        return
+    print(text)
+
+
+def measure(
+    scenario: Path = typer.Argument(None, help="Scenario TOML with one bottleneck (every path ends at one link)."),
+    out_dir: Path = typer.Option(None, "--out", "-o", help="Output folder (summary.json etc. as `schedlab run`)."),
+    cleanup: bool = typer.Option(
+        False, "--cleanup", help="Only remove what a killed run left (schedlab-* namespaces)."
+    ),
+) -> None:
+    """Run a scenario on real packets in network namespaces: gen -> gateway -> sink.
+
+    Needs root (or CAP_NET_ADMIN). Creates schedlab-* namespaces joined by veth pairs (198.18.0.0/24
+    inside them only), runs the sink, the gateway with the bottleneck link's scheduler, rate,
+    buffer and propagation delay, and the generator, for the scenario's duration and each of
+    its replications; writes OUT/summary.json in the format of `schedlab run`, measure.json,
+    and each replication's logs and gateway stats. Removes everything at the end, on error
+    and on Ctrl-C.
+
+    Example: schedlab measure experiments/thesis/measure_fig5_1_lambda10.toml --out out/measured
+    """
+    from schedlab import testbed
+    from schedlab.cli import _fail_input, err
+    from schedlab.measure import MeasureError, measure_scenario
+
+    if not testbed.can_admin_network():
+        _fail_input("schedlab measure needs root or CAP_NET_ADMIN (it creates network namespaces)")
+        return
+    if cleanup:
+        removed = testbed.cleanup()
+        err.print(f"removed {len(removed)} namespaces" + (f": {', '.join(removed)}" if removed else ""))
+        return
+    if scenario is None or out_dir is None:
+        _fail_input("give SCENARIO and --out DIR (or --cleanup)")
+        return
+    try:
+        summary = measure_scenario(scenario, out_dir, progress=lambda text: err.print(text, highlight=False))
+    except (_core.InputError, MeasureError) as e:
+        _fail_input(str(e))
+        return
+    for flow in summary["flows"]:
+        delay = flow.get("delay_mean_s")
+        err.print(
+            f"{flow['name']}: sent {flow['sent']}, received {flow['received']}, mean delay {delay * 1e3:.3f} ms"
+            if delay is not None
+            else f"{flow['name']}: nothing received",
+            highlight=False,
+        )
+    err.print(f"wrote {out_dir}/summary.json")
+
+
 def register(app: typer.Typer) -> None:
     """Adds the real-packet commands to the ``schedlab`` command."""
     app.command(name="gateway")(gateway)
+    app.command(name="gen")(gen)
+    app.command(name="sink")(sink)
+    app.command(name="measure")(measure)

@@ -49,6 +49,12 @@ confidence interval, so that derived values (shares, ratios) get an honest inter
 ``below``
     ``ours`` × ``factor`` ≤ ``than``: ``match``; ``ours`` < ``than`` only: ``trend``;
     otherwise ``mismatch`` (e.g. "two orders of magnitude lower": ``factor = 100``).
+``converges``
+    for results with ``timeseries = true`` (replication 0 of every point is run again for
+    its per-bin throughput, ``table = "series"``): the start of the first bin from which every
+    later bin of each flow in ``targets_bps`` (``{ flow = bit/s }``) stays within ±``scale``
+    (default 0.2) of its target, compared with ``paper`` (seconds) within ``tolerance_abs``
+    (with ``upper_bound = true``: at most ``paper`` + ``tolerance_abs``, for "within 0.3 s").
 """
 
 from __future__ import annotations
@@ -73,8 +79,8 @@ from schedlab.stats import mean_ci95
 #: The papers, in the order of their seeds: (paper id, experiments folder).
 PAPERS = (("zhang", "thesis"), ("wang", "wang"), ("dwcs", "dwcs"), ("ewrr", "ewrr"), ("vd", "vd"))
 VERDICTS = ("match", "trend", "mismatch", "not_expressible")
-CHECKS = ("compare", "ratio", "order", "shape", "below")
-_RESULT_KEYS = {"id", "title", "scenario", "needs", "quick", "figure", "claim", "note"}
+CHECKS = ("compare", "ratio", "order", "shape", "below", "converges")
+_RESULT_KEYS = {"id", "title", "scenario", "needs", "quick", "figure", "claim", "note", "timeseries"}
 _CLAIM_KEYS = {
     "id",
     "statement",
@@ -95,6 +101,8 @@ _CLAIM_KEYS = {
     "explanation",
     "statistic",
     "needs",
+    "targets_bps",
+    "upper_bound",
 }
 _SELECTION_KEYS = {"metric", "table", "flow", "flows", "class", "link", "where", "x", "aggregate"}
 
@@ -123,6 +131,7 @@ class Result:
     figure: dict
     claims: list[dict]
     note: str = ""
+    timeseries: bool = False
 
     @property
     def status(self) -> str:
@@ -185,8 +194,8 @@ def _check_selection(selection, where: str) -> None:
     if not isinstance(selection, dict) or "metric" not in selection:
         raise ReproduceError(f"{where} = {selection!r}: must be a table with a metric")
     _check_keys(selection, _SELECTION_KEYS, where)
-    if selection.get("table", "flows") not in ("flows", "links"):
-        raise ReproduceError(f"{where}.table = {selection['table']!r}: use flows or links")
+    if selection.get("table", "flows") not in ("flows", "links", "series"):
+        raise ReproduceError(f"{where}.table = {selection['table']!r}: use flows, links or series")
     if selection.get("aggregate", "sum") not in ("sum", "mean"):
         raise ReproduceError(f"{where}.aggregate = {selection['aggregate']!r}: use sum or mean")
 
@@ -201,8 +210,14 @@ def _check_claim(claim: dict, values: dict, where: str) -> None:
         return  # evaluated as not_expressible: nothing else to check
     if check not in CHECKS:
         raise ReproduceError(f"{where}.check = {check!r}: unknown; known: {', '.join(CHECKS)}")
-    if check in ("compare", "ratio", "shape", "below"):
+    if check in ("compare", "ratio", "shape", "below", "converges"):
         _check_selection(claim.get("ours"), f"{where}.ours")
+    if check == "converges":
+        targets = claim.get("targets_bps")
+        if not isinstance(targets, dict) or not targets:
+            raise ReproduceError(f"{where}.targets_bps = {targets!r}: a table flow = bit/s, e.g. {{ 1 = 2.5e6 }}")
+        if claim.get("paper") not in values:
+            raise ReproduceError(f"{where}.paper = {claim.get('paper')!r}: not a key of paper_values.csv")
     if check == "ratio":
         _check_selection(claim.get("over"), f"{where}.over")
     if check == "below":
@@ -268,6 +283,7 @@ def load_paper(paper_id: str, folder: Path) -> Paper:
                 dict(entry.get("figure", {})),
                 list(claims),
                 str(entry.get("note", "")),
+                bool(entry.get("timeseries", False)),
             )
         )
     return paper
@@ -314,6 +330,25 @@ def scenario_for(result: Result, quick: bool) -> Scenario:
         if "run.replications" not in result.quick:
             scenario = scenario.set("run.replications", min(2, scenario.replications))
     return scenario
+
+
+def _time_series(scenario: Scenario, run_dir: Path) -> pd.DataFrame:
+    """Replication 0 of every point run again with its output tables, for the per-bin
+    throughput (``timeseries.csv``) of results that are about the transient (EWRR figures
+    12-14); one row per point × bin × flow with the point's swept values."""
+    from schedlab.api import run_summary
+
+    frames = []
+    for point in scenario.points():
+        target = run_dir / "series" / f"p{point.index:04d}"
+        target.mkdir(parents=True, exist_ok=True)
+        run_summary(point.scenario, target, replication=0)
+        frame = pd.read_csv(target / "timeseries.csv")
+        frame["point"] = point.index
+        for key, value in point.values.items():
+            frame[key] = value
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _run_key(result: Result, quick: bool) -> str:
@@ -462,6 +497,22 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
         ok = _shape_holds([p[1] for p in pairs], shape, tolerance)
         verdict = "match" if ok else "mismatch"
         why = f"ours is {'' if ok else 'not '}{shape} along x"
+    elif check == "converges":
+        stat = _convergence(replications, claim, x_key)
+        out["ours"] = stat
+        target = out["paper"]["value"]
+        slack = max(tolerance * abs(target), float(claim.get("tolerance_abs", 0.0)))
+        if claim.get("upper_bound"):
+            within = stat["value"] <= target + slack
+            rule = f"at most {target:g} s (+{slack:g})"
+        else:
+            within = abs(stat["value"] - target) <= slack
+            rule = f"{target:g} ± {slack:g} s"
+        verdict = "match" if within else "mismatch"
+        why = (
+            f"ours converges at {stat['value']:.2g} s (every later bin within ±{stat['band']:.0%} of each class's"
+            f" share): {'' if within else 'not '}{rule}"
+        )
     else:  # below
         statistic = claim.get("statistic", "mean")
         a = _stat(_selection_values(replications, claim["ours"], x_key) * scale, statistic)
@@ -480,6 +531,38 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
     if verdict != "match" and claim.get("explanation"):
         out["explanation"] = claim["explanation"]
     return out
+
+
+def _convergence(frames, claim: dict, x_key: str | None) -> dict:
+    """The convergence time of a per-bin throughput series (``table = "series"``): the start
+    of the first time bin from which every later bin of every flow in ``targets_bps`` lies
+    within ±``band`` (default 20%) of that flow's target; the run's end if none does."""
+    selection = claim["ours"]
+    frame = frames.get("series") if isinstance(frames, dict) else None
+    if frame is None or frame.empty:
+        raise ReproduceError("a converges check needs the result's time series (timeseries = true)")
+    if "x" in selection:
+        frame = frame[frame[x_key] == selection["x"]]
+    for key, value in selection.get("where", {}).items():
+        frame = frame[frame[key] == value]
+    band = float(claim.get("scale", 0.2))
+    starts = sorted(set(frame["time_s"]))
+    if not starts:
+        raise ReproduceError(f"selection {selection!r}: selects no time bins")
+    converged_at = None
+    for start in reversed(starts):
+        later = frame[frame["time_s"] >= start]
+        ok = True
+        for flow, target in claim["targets_bps"].items():
+            rows = later[later["flow"] == int(flow)][selection["metric"]]
+            if rows.empty or ((rows - target).abs() > band * target).any():
+                ok = False
+                break
+        if not ok:
+            break
+        converged_at = start
+    end = float(frame["bin_end_s"].max()) if "bin_end_s" in frame.columns else starts[-1]
+    return {"value": end if converged_at is None else float(converged_at), "ci95": None, "band": band}
 
 
 def _not_expressible(result: Result) -> list[dict]:
@@ -579,16 +662,19 @@ def reproduce(
                 )
                 if sweep.failures:
                     raise ReproduceError(f"{len(sweep.failures)} task(s) failed: {sweep.failures[0]['error']}")
-                runs[key] = (scenario, sweep)
-            scenario, sweep = runs[key]
+                series = _time_series(scenario, run_dir) if result.timeseries else pd.DataFrame()
+                runs[key] = (scenario, sweep, series)
+            scenario, sweep, series = runs[key]
             x_key = scenario.sweep.x if scenario.sweep else None
             sweep.table.to_csv(folder / "data.csv", index=False)
             sweep.replications.to_csv(folder / "replications.csv", index=False)
             sweep.links.to_csv(folder / "data_links.csv", index=False)
-            frames = {"flows": sweep.replications, "links": sweep.link_replications}
+            frames = {"flows": sweep.replications, "links": sweep.link_replications, "series": series}
+            if not series.empty:
+                series.to_csv(folder / "timeseries.csv", index=False)
             claims = [evaluate_claim(c, frames, x_key, values[result.paper]) for c in result.claims]
             outcome = Outcome(result, claims, folder)
-            table = sweep.links if result.figure.get("table") == "links" else sweep.table
+            table = {"links": sweep.links, "series": series}.get(result.figure.get("table"), sweep.table)
             outcome.figure = draw_figure(result, scenario, table, values[result.paper], folder)
         except OutputFolderError:
             raise

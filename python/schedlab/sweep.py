@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from schedlab import outputs
+from schedlab.interrupts import stop_children, worker_signals
 from schedlab.scenario import Scenario
 from schedlab.stats import mean_ci95
 from schedlab.theory import validate_report
@@ -150,15 +151,21 @@ def run_sweep(
             futures = {client.submit(_task, texts[p], base, r, pure=False): (p, r) for p, r in todo}
             from distributed import as_completed as dask_completed
 
-            for future in dask_completed(futures):
-                task = futures[future]
-                try:
-                    finish(task, future.result(), None)
-                except Exception as e:  # noqa: BLE001 - a failing point is reported, others kept
-                    finish(task, None, e)
+            try:
+                for future in dask_completed(futures):
+                    task = futures[future]
+                    try:
+                        finish(task, future.result(), None)
+                    except Exception as e:  # noqa: BLE001 - a failing point is reported, others kept
+                        finish(task, None, e)
+            except KeyboardInterrupt:
+                client.cancel(list(futures))
+                _interrupted(out_dir, info, done, len(tasks))
+                raise
     elif todo:
         max_workers = workers or os.cpu_count() or 1
-        with ProcessPoolExecutor(max_workers=max_workers) as pool:
+        pool = ProcessPoolExecutor(max_workers=max_workers, initializer=worker_signals)
+        try:
             futures = {pool.submit(_task, texts[p], base, r): (p, r) for p, r in todo}
             for future in as_completed(futures):
                 task = futures[future]
@@ -166,6 +173,13 @@ def run_sweep(
                     finish(task, future.result(), None)
                 except Exception as e:  # noqa: BLE001
                     finish(task, None, e)
+        except KeyboardInterrupt:
+            # Stop the workers now rather than letting them finish their tasks.
+            stop_children()
+            pool.shutdown(wait=False, cancel_futures=True)
+            _interrupted(out_dir, info, done, len(tasks))
+            raise
+        pool.shutdown()
 
     # Merge every finished task (this run's and resumed ones).
     rows = []
@@ -215,6 +229,12 @@ def run_sweep(
     (out_dir / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))
     outputs.finish(out_dir, info, "complete", resumed_tasks=skipped, failed_tasks=len(failures))
     return SweepResult(out_dir, table, replications, failures, skipped, links, link_replications)
+
+
+def _interrupted(out_dir: Path, info: dict, done: int, total: int) -> None:
+    """Record an interrupted sweep: the finished task files stay (``--resume`` reuses them);
+    ``sweep.csv`` and ``sweep.json`` are not written."""
+    outputs.finish(out_dir, info, "interrupted", finished_tasks=done, tasks=total)
 
 
 def _read_point(path: Path) -> dict:

@@ -28,6 +28,17 @@ import time
 from dataclasses import dataclass, field
 
 PREFIX = "schedlab-"
+
+
+def prefix() -> str:
+    """The namespace prefix: ``SCHEDLAB_NETNS_PREFIX`` if set (it must start with ``schedlab-``,
+    so that a test can scope ``--cleanup`` to its own runs), else :data:`PREFIX`."""
+    chosen = os.environ.get("SCHEDLAB_NETNS_PREFIX", PREFIX)
+    if not chosen.startswith(PREFIX):
+        raise TestbedError(f"SCHEDLAB_NETNS_PREFIX = {chosen!r}: must start with {PREFIX!r}")
+    return chosen
+
+
 SOURCE_ADDRESS = "198.18.0.1"
 SINK_ADDRESS = "198.18.0.2"
 SOURCE_ADDRESS6 = "2001:db8:5c::1"
@@ -60,16 +71,18 @@ def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return result
 
 
-def namespaces(prefix: str = PREFIX) -> list[str]:
-    """Network namespaces whose name starts with ``prefix``."""
+def namespaces(start: str | None = None) -> list[str]:
+    """Network namespaces whose name starts with ``start`` (default: :func:`prefix`)."""
+    start = start or prefix()
     listing = _run("ip", "netns", "list", check=False).stdout
-    return [line.split()[0] for line in listing.splitlines() if line.split() and line.split()[0].startswith(prefix)]
+    return [line.split()[0] for line in listing.splitlines() if line.split() and line.split()[0].startswith(start)]
 
 
-def cleanup(prefix: str = PREFIX) -> list[str]:
-    """Kills the processes inside every namespace named ``prefix…`` (by pid) and deletes the
-    namespaces (and with them their veth pairs). Returns the namespaces removed."""
-    found = namespaces(prefix)
+def cleanup(start: str | None = None) -> list[str]:
+    """Kills the processes inside every namespace named ``start…`` (default: :func:`prefix`;
+    by pid) and deletes the namespaces (and with them their veth pairs). Returns the
+    namespaces removed."""
+    found = namespaces(start)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         alive = False
         for ns in found:
@@ -96,7 +109,7 @@ class Testbed:
 
     @property
     def prefix(self) -> str:
-        return f"{PREFIX}{self.tag}-"
+        return f"{prefix()}{self.tag}-"
 
     @property
     def source(self) -> str:

@@ -36,6 +36,20 @@ def test_registry_covers_every_paper_with_unique_result_ids(cli):
     assert "gateway" in by_key[("vd", "fig7")]["status"]
 
 
+def test_every_registered_scenario_validates():
+    """Each expressible result's scenario (and every point of its sweep) passes the Rust
+    validator, so a change to the scenario format cannot silently break a reproduction."""
+    from schedlab.api import validate
+
+    results = [r for p in rp.registry() for r in p.results if r.needs is None]
+    assert len(results) >= 15
+    for result in results:
+        info = validate(result.scenario)
+        assert info["flows"], result.id
+        quick = rp.scenario_for(result, quick=True)
+        assert quick.replications <= 2
+
+
 def _verdicts(path):
     doc = json.loads(path.read_text())
     assert set(doc) >= {"paper", "result", "title", "status", "claims", "quick"}

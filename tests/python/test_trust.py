@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -210,3 +214,92 @@ def test_python_api_argument_errors_name_the_argument(call, message):
 def test_add_link_accepts_the_kind_alone():
     s = Scenario.new(duration="1s").add_link("l", "1Mbit", "drr")
     assert s.data["link"][0]["scheduler"] == {"kind": "drr"}
+
+
+LONG = """
+[run]
+duration = "100000s"
+seed = 1
+replications = 2
+
+[[link]]
+name = "l"
+rate = "100Mbit"
+scheduler = { kind = "drr" }
+
+[[source]]
+flow = 0
+path = ["l"]
+arrivals = { model = "poisson", rate_pps = 5000 }
+size = { dist = "constant", size = 1000 }
+"""
+
+
+def _start(args: list[str], cwd) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "schedlab", *args],
+        cwd=cwd,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A child started from a non-interactive shell may inherit an ignored SIGINT.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def _wait_for(path, process, seconds=120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_run_stops_on_a_signal_and_leaves_nothing_that_looks_complete(tmp_path, signum, status):
+    # Unstopped, this run takes minutes (two replications of 5e8 packets).
+    (tmp_path / "long.toml").write_text(LONG)
+    process = _start(["run", "long.toml", "--out", "o"], tmp_path)
+    _wait_for(tmp_path / "o" / RUN_INFO, process)
+    time.sleep(0.5)  # inside the first replication
+    sent = time.monotonic()
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=30)
+    stopped = time.monotonic() - sent
+    assert process.returncode == status, stderr
+    assert stopped < 10, f"took {stopped:.1f} s to stop"  # generous: CI machines are shared
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [RUN_INFO]
+    assert json.loads((tmp_path / "o" / RUN_INFO).read_text())["status"] == "interrupted"
+    assert "interrupted" in stderr
+
+
+def test_sweep_stops_its_workers_on_ctrl_c(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    (tmp_path / "long.toml").write_text(LONG + '[sweep]\nzip = { "source[0].arrivals.rate_pps" = [4000, 5000] }\n')
+    process = _start(["sweep", "long.toml", "--out", "o", "--workers", "2"], tmp_path)
+    _wait_for(tmp_path / "o" / RUN_INFO, process)
+    deadline = time.monotonic() + 60
+    while len(workers := psutil.Process(process.pid).children()) < 2:
+        assert time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.1)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive, "a worker process kept running"
+    assert not (tmp_path / "o" / "sweep.csv").exists() and not (tmp_path / "o" / "sweep.json").exists()
+    assert json.loads((tmp_path / "o" / RUN_INFO).read_text())["status"] == "interrupted"
+
+
+def test_python_api_run_reports_progress_within_a_replication():
+    calls = []
+    scenario = Scenario.from_text(LONG.replace('"100000s"', '"200s"').replace("replications = 2", "replications = 1"))
+    start = time.monotonic()
+    import schedlab
+
+    schedlab.run(scenario, progress=lambda done, total: calls.append((done, total)))
+    fractions = [d for d, _ in calls if 0 < d < 1]
+    assert calls[0] == (0, 1) and calls[-1] == (1, 1)
+    # 2e6 packets take well over 0.2 s of wall time, so at least one report came from inside.
+    assert time.monotonic() - start < 0.4 or fractions, calls
+    assert fractions == sorted(fractions)

@@ -3,8 +3,8 @@
 # 1, 64, 1,024 and 16,384 pipes, in the same state as schedlab's core bench (4 packets queued
 # per pipe), plus a light-load variant (64 packets queued in all) and the rte_ring FIFO floor.
 #
-# Installs Debian's dpdk-dev and pkg-config if missing (needs root), builds the harness kept
-# in the shared folder beside the repository (shared/peers/dpdk, see its README) in a
+# Installs Debian's dpdk-dev and pkg-config if missing (needs root), builds schedlab's own
+# harness rte_sched_cost.c (beside this script; its header says what it measures) in a
 # temporary directory, and runs it on one core without hugepages or NICs.
 #
 # Output (stdout): one tab-separated row per configuration after a header line:
@@ -12,30 +12,12 @@
 # (median / min / max over the repetitions; short_deq = dequeue calls returning fewer than
 # `burst` packets, drops must be 0). Raw harness output goes to stderr.
 #
-# Environment: DPDK_HARNESS_DIR (default: found as shared/peers/dpdk beside the repository
-# root or one of its parents), DPDK_PIPES (default "1 64 1024 16384"), DPDK_PKTS (packets per
-# timed repetition, default 5000000), DPDK_REPS (default 3), DPDK_BURST (default 32),
-# DPDK_LCORE (default 1), DPDK_LIGHT_BACKLOG (default 64; empty to skip the light rows).
+# Environment: DPDK_PIPES (default "1 64 1024 16384"), DPDK_PKTS (packets per timed
+# repetition, default 5000000), DPDK_REPS (default 3), DPDK_BURST (default 32), DPDK_LCORE
+# (default 1), DPDK_LIGHT_BACKLOG (default 64; empty to skip the light rows).
 set -euo pipefail
 
-root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
-harness=${DPDK_HARNESS_DIR:-}
-if [[ -z $harness ]]; then
-	dir=$root
-	while [[ $dir != / ]]; do
-		if [[ -f $dir/../shared/peers/dpdk/sched_bench.c ]]; then
-			harness=$(cd "$dir/../shared/peers/dpdk" && pwd)
-			break
-		fi
-		dir=$(dirname "$dir")
-	done
-fi
-if [[ -z $harness || ! -f $harness/sched_bench.c ]]; then
-	echo "run.sh: DPDK harness not found (looked for ../shared/peers/dpdk above $root;" \
-		"set DPDK_HARNESS_DIR)" >&2
-	exit 1
-fi
-
+here=$(cd "$(dirname "$0")" && pwd)
 if ! pkg-config --exists libdpdk 2>/dev/null; then
 	if [[ $(id -u) != 0 ]]; then
 		echo "run.sh: dpdk-dev is not installed and installing it needs root" >&2
@@ -48,8 +30,9 @@ fi
 
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
-cp "$harness/sched_bench.c" "$harness/Makefile" "$build/"
-make -s -C "$build" sched_bench >&2
+# shellcheck disable=SC2046  # pkg-config prints several flags
+cc -O3 -Wall -Wextra -DALLOW_EXPERIMENTAL_API $(pkg-config --cflags libdpdk) \
+	-o "$build/rte_sched_cost" "$here/rte_sched_cost.c" $(pkg-config --libs libdpdk) >&2
 
 pipes=${DPDK_PIPES:-1 64 1024 16384}
 pkts=${DPDK_PKTS:-5000000}
@@ -57,12 +40,12 @@ reps=${DPDK_REPS:-3}
 burst=${DPDK_BURST:-32}
 lcore=${DPDK_LCORE:-1}
 light=${DPDK_LIGHT_BACKLOG-64}
-# No hugepages, no PCI, no shared files (the flags the harness README found to work here);
+# No hugepages (none are mounted here), no PCI devices, no shared runtime files, no telemetry;
 # 1 GiB of ordinary memory is enough for 16,384 pipes with 65,536 mbufs.
 eal=(--no-huge --no-pci -m 1024 --no-shconf --no-telemetry -l "$lcore" --log-level=lib.eal:notice)
 
 run() { # pipes backlog [--no-fifo]
-	"$build/sched_bench" "${eal[@]}" -- --pipes "$1" --backlog "$2" --burst "$burst" \
+	"$build/rte_sched_cost" "${eal[@]}" -- --pipes "$1" --backlog "$2" --burst "$burst" \
 		--pkts "$pkts" --reps "$reps" "${@:3}" 2>&1 | tee /dev/stderr | grep '^RESULT' || {
 		echo "run.sh: harness failed for pipes=$1 backlog=$2" >&2
 		exit 1

@@ -37,6 +37,7 @@ const CASES: &[(&str, &str)] = &[
     ("stfq", "kind = \"stfq\""),
     ("wfq", "kind = \"wfq\""),
     ("wf2q_plus", "kind = \"wf2q_plus\""),
+    ("qfq", "kind = \"qfq\""),
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];

@@ -213,6 +213,18 @@ impl Counters {
         });
     }
 
+    /// Refuses a packet of a valid flow that the discipline cannot take (larger than its
+    /// maximum packet size): counts its arrival and its drop for the flow, and reports it in
+    /// `drops` as [`DropReason::InvalidPacket`].
+    pub fn refuse_invalid_packet(&mut self, packet: Packet, drops: &mut Vec<Dropped>) {
+        self.record_arrival(&packet);
+        self.record_drop(&packet, DropReason::InvalidPacket, false);
+        drops.push(Dropped {
+            packet,
+            reason: DropReason::InvalidPacket,
+        });
+    }
+
     /// Packets refused because their flow id was above [`crate::MAX_FLOW_ID`].
     pub fn invalid_flow_packets(&self) -> u64 {
         self.invalid_flow

@@ -72,6 +72,7 @@ disciplines! {
     Stfq => stfq::Stfq,
     Wfq => wfq::Wfq,
     Wf2qPlus => wf2q_plus::Wf2qPlus,
+    Qfq => qfq::Qfq,
 }
 
 impl Scheduler for AnyScheduler {

@@ -121,6 +121,27 @@ pub fn check_invariants<S: Scheduler + ?Sized>(
     Ok(run)
 }
 
+/// The example of the WF2Q paper (Bennett & Zhang, INFOCOM '96): session 1 has weight 10,
+/// sessions 2–11 weight 1; at t = 0 session 1 queues 11 packets of 1000 B and every other
+/// session one. Returns the weights and the packets (ids in order).
+pub fn wf2q_example() -> (Vec<(FlowId, u32)>, Vec<Packet>) {
+    let weights = std::iter::once((1, 10)).chain((2..=11).map(|f| (f, 1))).collect();
+    let flows = std::iter::repeat_n(1, 11).chain(2..=11);
+    let packets = flows
+        .enumerate()
+        .map(|(id, flow)| Packet::new(id as u64, flow, 1000, 0))
+        .collect();
+    (weights, packets)
+}
+
+/// The flows of `packets` in the order the scheduler sent them on [`link`].
+pub fn flows_in_send_order<S: Scheduler + ?Sized>(scheduler: &mut S, packets: &[Packet]) -> Vec<FlowId> {
+    send_order(scheduler, packets)
+        .iter()
+        .map(|id| packets[*id as usize].flow)
+        .collect()
+}
+
 /// Bytes served per flow when every flow in `flows` starts with `per_flow` packets of
 /// `size(flow, k)` bytes queued at time 0 and the link serves `packets_to_send` packets.
 pub fn backlogged_service<S: Scheduler + ?Sized>(

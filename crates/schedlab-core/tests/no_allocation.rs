@@ -227,6 +227,11 @@ const CASES: &[Case] = &[
         scheduler: "kind = \"wf2q_plus\"",
         flow: share_params,
     },
+    Case {
+        id: "qfq",
+        scheduler: "kind = \"qfq\"",
+        flow: all_params,
+    },
 ];
 
 fn case(id: &str) -> &'static Case {

@@ -35,7 +35,7 @@ use schedlab_core::{
     AnyScheduler, ConfigError, DropReason, Dropped, FlowId, Packet, Rate, Scheduler, TimeNs,
 };
 use schedlab_sim::stats::DelayHistogram;
-use schedlab_sim::{InputError, ReplayConfig};
+use schedlab_sim::{InputError, ReplayConfig, Scenario};
 use serde_json::{json, Map, Value};
 
 use crate::classify::{parse_frame, Classifier, Frame, MalformedReason, Rule, MAX_RULE_FLOW_ID};
@@ -217,6 +217,104 @@ pub fn build(config: &ReplayConfig) -> Result<(GatewayConfig, AnyScheduler, Clas
     let scheduler = with_buffer.build_scheduler(|label| Some(label as FlowId), first_dynamic)?;
     let classifier = Classifier::new(gateway.rules.clone(), first_dynamic, gateway.max_flows);
     Ok((gateway, scheduler, classifier))
+}
+
+/// The bottleneck of a single-bottleneck scenario: the last link of every source's path,
+/// which must be the same link.
+pub fn bottleneck(scenario: &Scenario) -> Result<usize, ConfigError> {
+    let mut found = None;
+    for (index, source) in scenario.sources.iter().enumerate() {
+        if source.transport.is_some() {
+            return Err(ConfigError::new(
+                format!("source[{index}].transport"),
+                "tcp",
+                "measured runs send open-loop UDP traffic only; TCP sources run in the simulator",
+            ));
+        }
+        let last = *source.path.last().ok_or_else(|| {
+            ConfigError::new(
+                format!("source[{index}].path"),
+                "[]",
+                "a measured source needs a path",
+            )
+        })?;
+        match found {
+            None => found = Some(last),
+            Some(link) if link == last => {}
+            Some(link) => {
+                return Err(ConfigError::new(
+                    format!("source[{index}].path"),
+                    format!("{:?}", scenario.links[last].name),
+                    format!(
+                        "a measured scenario has one bottleneck: every path must end at the same link \
+                         ({:?} for the sources before)",
+                        scenario.links[link].name
+                    ),
+                ))
+            }
+        }
+    }
+    found.ok_or_else(|| {
+        ConfigError::new(
+            "source",
+            "(none)",
+            "a measured scenario needs at least one source",
+        )
+    })
+}
+
+/// The gateway of a scenario's bottleneck link ([`bottleneck`]): its rate, propagation delay,
+/// scheduler and per-flow parameters, and one rule per source (UDP from port
+/// `port_base + flow` → the source's flow id and class), as `schedlab measure` uses it.
+/// Links before the bottleneck (access links) are not emulated.
+pub fn build_from_scenario(
+    scenario: &Scenario,
+    port_base: u16,
+) -> Result<(GatewayConfig, AnyScheduler, Classifier), ConfigError> {
+    let index = bottleneck(scenario)?;
+    let mut link = scenario.links[index].clone();
+    if !link.scheduler.contains_key("buffer") && !link.scheduler.contains_key("buffer_packets") {
+        link.scheduler
+            .insert("buffer".into(), toml::Value::Integer(DEFAULT_BUFFER_BYTES as i64));
+    }
+    let scheduler = link.build_scheduler(index)?;
+    let mut rules = Vec::new();
+    for (i, source) in scenario.sources.iter().enumerate() {
+        let port = port_base as u64 + source.flow as u64;
+        if port > 65_535 || source.flow as u64 > MAX_RULE_FLOW_ID {
+            return Err(ConfigError::new(
+                format!("source[{i}].flow"),
+                source.flow.to_string(),
+                format!(
+                    "a measured flow id must be at most {}",
+                    (65_535 - port_base as u64).min(MAX_RULE_FLOW_ID)
+                ),
+            ));
+        }
+        rules.push(Rule {
+            dscp: None,
+            source: None,
+            destination: None,
+            protocol: Some(crate::classify::PROTOCOL_UDP),
+            source_port: Some((port as u16, port as u16)),
+            destination_port: None,
+            flow: source.flow,
+            class: Some(source.class),
+        });
+    }
+    let first_dynamic = scenario.sources.iter().map(|s| s.flow).max().map_or(0, |m| m + 1);
+    let config = GatewayConfig {
+        rate: link.rate,
+        propagation_delay: link.delay,
+        max_flows: DEFAULT_MAX_FLOWS,
+        memory_limit: DEFAULT_MEMORY_LIMIT,
+        rules: rules.clone(),
+    };
+    Ok((
+        config,
+        scheduler,
+        Classifier::new(rules, first_dynamic, DEFAULT_MAX_FLOWS),
+    ))
 }
 
 /// What the caller does with a frame it gave to [`Gateway::on_ingress`].

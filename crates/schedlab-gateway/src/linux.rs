@@ -31,7 +31,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use schedlab_core::TimeNs;
 use schedlab_sim::{InputError, ReplayConfig};
 
-use crate::gateway::{build, Departure, Gateway, Ingress};
+use crate::gateway::{build, build_from_scenario, Departure, Gateway, Ingress};
+
+/// Reads and validates a scenario file (errors name the file and line).
+pub fn load_scenario(path: &Path) -> Result<schedlab_sim::Scenario, InputError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+        path: file.clone(),
+        message: e.to_string(),
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    schedlab_sim::validate_scenario_text(&text, base).map_err(|e| e.into_input_error(&file, &text))
+}
+
+/// A configuration error about a scenario file.
+pub fn scenario_input_error(path: &Path, error: schedlab_core::ConfigError) -> InputError {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    InputError::config(&file, &text, error)
+}
 
 /// Size of one receive slot; a frame longer than this minus the slot header is counted as
 /// `capture_truncated` and dropped. 2,048 bytes hold a 1,500-byte-MTU Ethernet frame.
@@ -93,6 +111,21 @@ fn set_option<T>(fd: i32, level: i32, name: i32, value: &T) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// One `mmsghdr` per iovec (for `sendmmsg` / `recvmmsg`); the headers point into `iovecs`,
+/// which must outlive them.
+pub(crate) fn message_headers(iovecs: &mut [libc::iovec]) -> Vec<libc::mmsghdr> {
+    iovecs
+        .iter_mut()
+        .map(|iov| {
+            // SAFETY: an all-zero mmsghdr is valid (no name, no control data).
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = iov as *mut libc::iovec;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect()
 }
 
 /// An AF_PACKET socket bound to one interface, in promiscuous mode, with a TPACKET_V2
@@ -254,16 +287,7 @@ impl PacketSocket {
                 iov_len: f.len(),
             })
             .collect();
-        // SAFETY: zeroed mmsghdr is valid; each points at one iovec that outlives the call.
-        let mut messages: Vec<libc::mmsghdr> = iovecs
-            .iter_mut()
-            .map(|iov| {
-                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                m.msg_hdr.msg_iov = iov as *mut libc::iovec;
-                m.msg_hdr.msg_iovlen = 1;
-                m
-            })
-            .collect();
+        let mut messages = message_headers(&mut iovecs);
         let mut start = 0;
         while start < messages.len() {
             // SAFETY: the messages from `start` on are valid and point to live buffers.
@@ -302,7 +326,7 @@ impl Drop for PacketSocket {
     }
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 static DUMP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_stop(_: libc::c_int) {
@@ -315,12 +339,12 @@ extern "C" fn on_dump(_: libc::c_int) {
 
 /// SIGINT/SIGTERM set the stop flag, SIGUSR1 the dump flag, until dropped (the previous
 /// handlers come back, so an embedding Python process keeps its own).
-struct SignalGuard {
+pub(crate) struct SignalGuard {
     previous: Vec<(libc::c_int, libc::sigaction)>,
 }
 
 impl SignalGuard {
-    fn install() -> SignalGuard {
+    pub(crate) fn install() -> SignalGuard {
         STOP.store(false, Ordering::SeqCst);
         DUMP.store(false, Ordering::SeqCst);
         let mut previous = Vec::new();
@@ -353,11 +377,25 @@ impl Drop for SignalGuard {
     }
 }
 
+/// Where the gateway's scheduler and link come from.
+#[derive(Clone, Debug)]
+pub enum GatewaySetup {
+    /// A configuration file (`[link]`, `[scheduler]`, `[[flow]]`, `[gateway]`).
+    Config(PathBuf),
+    /// The bottleneck link of a scenario (see [`crate::gateway::build_from_scenario`]).
+    Scenario {
+        /// The scenario file.
+        path: PathBuf,
+        /// `schedlab gen`'s first source port (source `flow` sends from `port_base + flow`).
+        port_base: u16,
+    },
+}
+
 /// What `schedlab gateway` runs.
 #[derive(Clone, Debug)]
 pub struct GatewayOptions {
-    /// The configuration file (`[link]`, `[scheduler]`, `[[flow]]`, `[gateway]`).
-    pub config: PathBuf,
+    /// The scheduler, link and classification.
+    pub setup: GatewaySetup,
     /// The interface whose traffic is scheduled.
     pub ingress: String,
     /// The interface the bottleneck transmits on.
@@ -388,13 +426,20 @@ fn write_stats(gateway: &Gateway, path: Option<&Path>, uptime: TimeNs) -> Result
 /// Runs the gateway until SIGINT/SIGTERM (or `duration`), then writes the stats and returns
 /// the final stats document.
 pub fn run(options: &GatewayOptions) -> Result<serde_json::Value, GatewayError> {
-    let file = options.config.display().to_string();
-    let text = std::fs::read_to_string(&options.config).map_err(|e| InputError::Io {
-        path: file.clone(),
-        message: e.to_string(),
-    })?;
-    let config = ReplayConfig::parse(&text, &file)?;
-    let (gateway_config, scheduler, classifier) = build(&config)?;
+    let (gateway_config, scheduler, classifier) = match &options.setup {
+        GatewaySetup::Config(path) => {
+            let file = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| InputError::Io {
+                path: file.clone(),
+                message: e.to_string(),
+            })?;
+            build(&ReplayConfig::parse(&text, &file)?)?
+        }
+        GatewaySetup::Scenario { path, port_base } => {
+            let scenario = load_scenario(path)?;
+            build_from_scenario(&scenario, *port_base).map_err(|e| scenario_input_error(path, e))?
+        }
+    };
     let mut gateway = Gateway::new(gateway_config, scheduler, classifier);
     if options.ingress == options.egress {
         return Err(GatewayError::Interface {

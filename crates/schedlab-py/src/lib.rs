@@ -91,7 +91,13 @@ fn validate_scenario(
 /// Runs a scenario and returns `summary.json` as a string; writes every output table to
 /// `out_dir` when given. `replication` runs only that replication (0-based), with the same
 /// random streams as in a full run. The GIL is released while the simulation runs.
-/// `progress`, when given, is called as `progress(done, total)` with replications finished.
+/// `progress`, when given, is called as `progress(done, total)`: with whole numbers before
+/// the first replication and after each one, and with a fraction (replications done plus the
+/// simulated fraction of the current one) at most every 0.2 s in between.
+///
+/// Python signal handlers (Ctrl-C, SIGTERM) run while the simulation runs: the simulator
+/// checks for them every few thousand events (`schedlab_sim::watch`), stops, writes nothing
+/// and re-raises the handler's exception (`KeyboardInterrupt` for Ctrl-C).
 #[pyfunction]
 #[pyo3(signature = (text, base_dir, out_dir=None, replication=None, file=None, progress=None))]
 fn run_scenario(
@@ -103,29 +109,118 @@ fn run_scenario(
     file: Option<String>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let results = py
-        .detach(|| {
-            let scenario = schedlab_sim::validate_scenario_text(&text, &base_dir)?;
-            match (replication, progress) {
-                (Some(r), _) => schedlab_sim::run_scenario_replication(&scenario, r),
-                (None, None) => schedlab_sim::run_scenario(&scenario),
-                (None, Some(callback)) => {
-                    // Reported between replications; an error in the callback is not the
-                    // simulation's, so it is ignored (the bar is cosmetic).
-                    let mut report = |done: u32, total: u32| {
-                        Python::attach(|py| {
-                            let _ = callback.call1(py, (done, total));
-                        })
-                    };
-                    schedlab_sim::run_scenario_with_progress(&scenario, &mut report)
-                }
-            }
-        })
-        .map_err(|e| scenario_error(e, file.as_deref(), &text))?;
+    let mut watcher = SignalWatcher::new(progress);
+    let results = py.detach(|| {
+        let scenario = schedlab_sim::validate_scenario_text(&text, &base_dir)?;
+        schedlab_sim::run_scenario_watched(&scenario, replication, &mut |p| watcher.poll(p))
+    });
+    let results = match results {
+        Ok(results) => results,
+        Err(schedlab_sim::ScenarioError::Interrupted) => return Err(watcher.into_error()),
+        Err(e) => return Err(scenario_error(e, file.as_deref(), &text)),
+    };
     if let Some(dir) = out_dir {
         py.detach(|| write_results(&results, &dir)).map_err(input_error)?;
     }
     Ok(results.summary().to_string())
+}
+
+/// Runs replication 0 of a scenario again keeping a row per measured packet of `flows` (every
+/// flow when None) and writes them to `path` with the replay's departure columns
+/// (`schedlab run --packets`). Returns the number of rows written.
+#[pyfunction]
+#[pyo3(signature = (text, base_dir, path, flows=None, file=None))]
+fn write_packets(
+    py: Python<'_>,
+    text: String,
+    base_dir: PathBuf,
+    path: PathBuf,
+    flows: Option<Vec<u32>>,
+    file: Option<String>,
+) -> PyResult<u64> {
+    let mut watcher = SignalWatcher::new(None);
+    let logged = py.detach(|| {
+        let scenario = schedlab_sim::validate_scenario_text(&text, &base_dir)?;
+        if let Some(flows) = &flows {
+            for flow in flows {
+                if !scenario.sources.iter().any(|s| s.flow == *flow) {
+                    let known: Vec<String> = scenario.sources.iter().map(|s| s.flow.to_string()).collect();
+                    return Err(schedlab_sim::ScenarioError::Config(
+                        schedlab_core::ConfigError::new(
+                            "--packets-flows",
+                            flow.to_string(),
+                            format!("no source has this flow id (flows: {})", known.join(", ")),
+                        ),
+                    ));
+                }
+            }
+        }
+        let log = schedlab_sim::packet_log::PacketLog::new(flows.as_deref());
+        let total = 1.0;
+        schedlab_sim::engine::run_replication_logged(&scenario, 0, log, &mut |fraction| {
+            watcher.poll(schedlab_sim::Progress {
+                done: fraction,
+                total,
+            })
+        })
+    });
+    let (_, log) = match logged {
+        Ok(done) => done,
+        Err(schedlab_sim::ScenarioError::Interrupted) => return Err(watcher.into_error()),
+        Err(e) => return Err(scenario_error(e, file.as_deref(), &text)),
+    };
+    py.detach(|| log.write(&path)).map_err(input_error)
+}
+
+/// Polled by a long run with the GIL released: runs Python's signal handlers (keeping the
+/// exception one of them raises, which stops the run) and reports progress to a Python
+/// callback — whole units always, fractions at most every [`FRACTION_EVERY`].
+struct SignalWatcher {
+    progress: Option<Py<PyAny>>,
+    error: Option<PyErr>,
+    last_fraction: std::time::Instant,
+}
+
+/// Least wall time between two fractional progress reports.
+const FRACTION_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+impl SignalWatcher {
+    fn new(progress: Option<Py<PyAny>>) -> SignalWatcher {
+        SignalWatcher {
+            progress,
+            error: None,
+            last_fraction: std::time::Instant::now(),
+        }
+    }
+
+    fn poll(&mut self, progress: schedlab_sim::Progress) -> bool {
+        let whole = progress.done.fract() == 0.0;
+        let report = self.progress.is_some() && (whole || self.last_fraction.elapsed() >= FRACTION_EVERY);
+        Python::attach(|py| {
+            if let Err(e) = py.check_signals() {
+                self.error = Some(e);
+                return false;
+            }
+            if report {
+                if let Some(callback) = &self.progress {
+                    self.last_fraction = std::time::Instant::now();
+                    // An error in the callback is not the run's: the bar is cosmetic.
+                    let _ = if whole {
+                        callback.call1(py, (progress.done as u64, progress.total as u64))
+                    } else {
+                        callback.call1(py, (progress.done, progress.total as u64))
+                    };
+                }
+            }
+            true
+        })
+    }
+
+    /// The exception that stopped the run.
+    fn into_error(self) -> PyErr {
+        self.error
+            .unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"))
+    }
 }
 
 fn write_results(results: &schedlab_sim::SimResults, dir: &Path) -> Result<(), InputError> {
@@ -218,44 +313,170 @@ fn size_distributions(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 }
 
 /// The `schedlab._core` module.
+#[cfg(target_os = "linux")]
+fn gateway_error(error: schedlab_gateway::linux::GatewayError) -> PyErr {
+    use schedlab_gateway::linux::GatewayError;
+    match error {
+        GatewayError::Input(e) => input_error(e),
+        e @ GatewayError::Interface { .. } => PyInputError::new_err(e.to_string()),
+        GatewayError::Io(message) => pyo3::exceptions::PyOSError::new_err(message),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn seconds_option(name: &str, value: Option<f64>) -> PyResult<Option<u64>> {
+    value
+        .map(|s| {
+            schedlab_core::time::seconds_to_ns(s).ok_or_else(|| {
+                PyInputError::new_err(format!("{name} = {s}: must be a non-negative number of seconds"))
+            })
+        })
+        .transpose()
+}
+
 /// Runs `schedlab gateway` in this process until SIGINT/SIGTERM or `duration_s`: forwards
-/// frames from `ingress` to `egress` through the configured scheduler (see
-/// `schedlab_gateway::linux`). Returns the final stats document as a JSON string. Bad
-/// configuration and interfaces that cannot be opened (missing, no permission) raise
-/// `InputError`; failures while running raise `OSError`.
+/// frames from `ingress` to `egress` through the scheduler of `config` (a replay
+/// configuration) or of `scenario`'s bottleneck link (classifying `schedlab gen`'s sources by
+/// port `port_base + flow`). Returns the final stats document as a JSON string. Bad input and
+/// interfaces that cannot be opened raise `InputError`; failures while running `OSError`.
 #[cfg(target_os = "linux")]
 #[pyfunction]
-#[pyo3(signature = (config, ingress, egress, stats=None, duration_s=None))]
+#[pyo3(signature = (ingress, egress, config=None, scenario=None, port_base=20000, stats=None, duration_s=None))]
+#[allow(clippy::too_many_arguments)]
 fn gateway(
     py: Python<'_>,
-    config: PathBuf,
     ingress: String,
     egress: String,
+    config: Option<PathBuf>,
+    scenario: Option<PathBuf>,
+    port_base: u16,
     stats: Option<PathBuf>,
     duration_s: Option<f64>,
 ) -> PyResult<String> {
-    use schedlab_gateway::linux::{run, GatewayError, GatewayOptions};
-    let duration = match duration_s {
-        None => None,
-        Some(s) => Some(schedlab_core::time::seconds_to_ns(s).ok_or_else(|| {
-            PyInputError::new_err(format!(
-                "--duration = {s}: must be a non-negative number of seconds"
+    use schedlab_gateway::linux::{run, GatewayOptions, GatewaySetup};
+    let setup = match (config, scenario) {
+        (Some(path), None) => GatewaySetup::Config(path),
+        (None, Some(path)) => GatewaySetup::Scenario { path, port_base },
+        _ => {
+            return Err(PyInputError::new_err(
+                "give exactly one of --config and --scenario",
             ))
-        })?),
+        }
     };
     let options = GatewayOptions {
-        config,
+        setup,
         ingress,
         egress,
         stats,
-        duration,
+        duration: seconds_option("--duration", duration_s)?,
     };
-    match py.detach(|| run(&options)) {
-        Ok(stats) => Ok(stats.to_string()),
-        Err(GatewayError::Input(e)) => Err(input_error(e)),
-        Err(e @ GatewayError::Interface { .. }) => Err(PyInputError::new_err(e.to_string())),
-        Err(GatewayError::Io(message)) => Err(pyo3::exceptions::PyOSError::new_err(message)),
-    }
+    py.detach(|| run(&options))
+        .map(|s| s.to_string())
+        .map_err(gateway_error)
+}
+
+/// Runs `schedlab gen`: sends the packets of `scenario`'s sources (replication
+/// `replication`; `sources` by index, all if empty) as UDP datagrams to `destination:port`
+/// from ports `port_base + flow`, at `origin_ns + time` on CLOCK_MONOTONIC (default: in
+/// 0.2 s). Writes the sent log to `log`; returns the report as a JSON string.
+#[cfg(target_os = "linux")]
+#[pyfunction]
+#[pyo3(signature = (scenario, destination, port=9000, port_base=20000, replication=0, sources=Vec::new(), origin_ns=None, log=None))]
+#[allow(clippy::too_many_arguments)]
+fn generate(
+    py: Python<'_>,
+    scenario: PathBuf,
+    destination: String,
+    port: u16,
+    port_base: u16,
+    replication: u32,
+    sources: Vec<usize>,
+    origin_ns: Option<u64>,
+    log: Option<PathBuf>,
+) -> PyResult<String> {
+    let destination = destination.parse().map_err(|_| {
+        PyInputError::new_err(format!(
+            "--destination = {destination}: must be an IPv4 or IPv6 address"
+        ))
+    })?;
+    let options = schedlab_gateway::endpoints::GenOptions {
+        scenario,
+        replication,
+        sources,
+        destination,
+        port,
+        port_base,
+        origin: origin_ns,
+        log,
+    };
+    py.detach(|| schedlab_gateway::endpoints::generate(&options))
+        .map(|s| s.to_string())
+        .map_err(gateway_error)
+}
+
+/// Runs `schedlab sink` on UDP `port` until `until_s` after `origin_ns` (or SIGINT/SIGTERM);
+/// writes the received log to `log`; returns a short report as a JSON string.
+#[cfg(target_os = "linux")]
+#[pyfunction]
+#[pyo3(signature = (log, port=9000, origin_ns=None, until_s=None))]
+fn sink(
+    py: Python<'_>,
+    log: PathBuf,
+    port: u16,
+    origin_ns: Option<u64>,
+    until_s: Option<f64>,
+) -> PyResult<String> {
+    let options = schedlab_gateway::endpoints::SinkOptions {
+        port,
+        origin: origin_ns.unwrap_or_else(schedlab_gateway::linux::monotonic_ns),
+        until: seconds_option("--until", until_s)?,
+        log,
+    };
+    py.detach(|| schedlab_gateway::endpoints::sink(&options))
+        .map(|s| s.to_string())
+        .map_err(gateway_error)
+}
+
+/// Builds the results of a measured run (`schedlab measure`) from the logs of each
+/// replication — a list of `(replication, sent_log, received_log, gateway_stats_json_or_None)`
+/// — and writes the files of `schedlab run` plus `measure.json` into `out_dir`.
+#[pyfunction]
+fn write_measured(
+    py: Python<'_>,
+    scenario: PathBuf,
+    runs: Vec<(u32, PathBuf, PathBuf, Option<PathBuf>)>,
+    out_dir: PathBuf,
+) -> PyResult<()> {
+    let work = || -> Result<(), String> {
+        let file = scenario.display().to_string();
+        let text = std::fs::read_to_string(&scenario).map_err(|e| format!("{file}: {e}"))?;
+        let base = scenario.parent().unwrap_or(Path::new("."));
+        let parsed = schedlab_sim::validate_scenario_text(&text, base)
+            .map_err(|e| e.into_input_error(&file, &text).to_string())?;
+        let bottleneck =
+            schedlab_gateway::gateway::bottleneck(&parsed).map_err(|e| format!("{file}: {e}"))?;
+        let mut measured = Vec::new();
+        for (replication, sent, received, stats) in &runs {
+            let gateway = match stats {
+                Some(path) => {
+                    let text =
+                        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                    Some(serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?)
+                }
+                None => None,
+            };
+            measured.push(schedlab_gateway::measured::MeasuredRun {
+                replication: *replication,
+                sent: schedlab_gateway::traffic::read_sent(sent)?,
+                received: schedlab_gateway::traffic::read_received(received)?,
+                gateway,
+            });
+        }
+        let (results, extra) = schedlab_gateway::measured::measured_results(&parsed, &measured, bottleneck)?;
+        schedlab_gateway::measured::write_measured(&results, &extra, &out_dir)
+            .map_err(|e| format!("{}: {e}", out_dir.display()))
+    };
+    py.detach(work).map_err(PyInputError::new_err)
 }
 
 #[pymodule]
@@ -265,13 +486,19 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(write_packets, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration_s, m)?)?;
     m.add_function(wrap_pyfunction!(disciplines, m)?)?;
     m.add_function(wrap_pyfunction!(traffic_models, m)?)?;
     m.add_function(wrap_pyfunction!(size_distributions, m)?)?;
+    m.add_function(wrap_pyfunction!(write_measured, m)?)?;
     #[cfg(target_os = "linux")]
-    m.add_function(wrap_pyfunction!(gateway, m)?)?;
+    {
+        m.add_function(wrap_pyfunction!(gateway, m)?)?;
+        m.add_function(wrap_pyfunction!(generate, m)?)?;
+        m.add_function(wrap_pyfunction!(sink, m)?)?;
+    }
     Ok(())
 }

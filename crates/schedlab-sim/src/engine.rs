@@ -32,6 +32,7 @@ use schedlab_core::{AnyScheduler, Backlog, Dropped, Packet, Rate, Scheduler, Tim
 use rand::RngExt as _;
 
 use crate::event_queue::{Event, EventQueue, SourceClock, NEVER};
+use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError};
 use crate::stats::{Accumulator, Jitter};
 use crate::tcp::{TcpConnection, TcpCounters};
@@ -85,6 +86,8 @@ struct Slot {
     seq: u64,
     /// TCP data: payload bytes.
     len: u32,
+    /// Row in the packet log ([`PacketLog::NONE`]: not logged).
+    log: RowIndex,
 }
 
 #[derive(Debug, Default)]
@@ -366,6 +369,8 @@ struct Engine<'s> {
     packets: u64,
     events: u64,
     now: TimeNs,
+    /// Per-packet rows for `schedlab run --packets` (`None`: not kept).
+    packet_log: Option<PacketLog>,
 }
 
 const NO_CLASS: u16 = u16::MAX;
@@ -486,6 +491,7 @@ impl<'s> Engine<'s> {
             packets: 0,
             events: 0,
             now: 0,
+            packet_log: None,
         };
         if run.warmup > 0 {
             engine.push(run.warmup, MARK_WARMUP, 0);
@@ -602,8 +608,24 @@ impl<'s> Engine<'s> {
         self.arrivals.set(index, release, seq);
     }
 
-    fn run(&mut self) -> Result<(), ScenarioError> {
+    /// The fraction of this replication done: simulated time over the duration, or packets
+    /// generated over the packet budget (the drain after the window is not counted).
+    fn fraction_done(&self) -> f64 {
+        match self.scenario.run.length {
+            RunLength::Duration(d) if d > 0 => (self.now as f64 / d as f64).min(1.0),
+            RunLength::Packets(p) if p > 0 => (self.packets as f64 / p as f64).min(1.0),
+            _ => 1.0,
+        }
+    }
+
+    fn run(&mut self, watch: &mut dyn FnMut(f64) -> bool) -> Result<(), ScenarioError> {
         loop {
+            if self.events > 0
+                && self.events.is_multiple_of(crate::watch::POLL_EVERY)
+                && !watch(self.fraction_done())
+            {
+                return Err(ScenarioError::Interrupted);
+            }
             let (source, next_packet) = self.arrivals.earliest();
             let event = match self.heap.peek() {
                 Some(&event) if event.key() < next_packet => event,
@@ -787,6 +809,12 @@ impl<'s> Engine<'s> {
     ) -> Result<Packet, ScenarioError> {
         let now = self.now;
         let measured = self.measuring;
+        let log = match &mut self.packet_log {
+            Some(packet_log) if measured && kind != TCP_ACK => {
+                packet_log.enter(self.sources[index].flow, size, now)
+            }
+            _ => PacketLog::NONE,
+        };
         let id = self.slab.insert(Slot {
             entry: now,
             source: index as u32,
@@ -795,6 +823,7 @@ impl<'s> Engine<'s> {
             kind,
             seq,
             len,
+            log,
         })?;
         self.packets += 1;
         if measured {
@@ -868,6 +897,9 @@ impl<'s> Engine<'s> {
             link.tx_start = now;
             let end = now + link.rate.transmission_time(packet.size as u64);
             self.push(end, TX_END, l);
+            if let Some(packet_log) = &mut self.packet_log {
+                packet_log.start(self.slab.get(packet.id).log, now);
+            }
         } else if link.backlog.packets > 0 {
             link.idle_while_backlogged += 1;
             if let Some(wakeup) = link.scheduler.next_wakeup(now).filter(|&w| w > now) {
@@ -884,6 +916,9 @@ impl<'s> Engine<'s> {
             let Dropped { packet, reason } = self.drops[i];
             self.links[l].dropped[reason as usize] += 1;
             let slot = self.slab.remove(packet.id);
+            if let Some(packet_log) = &mut self.packet_log {
+                packet_log.end(slot.log, Fate::Dropped { at: self.now });
+            }
             if slot.kind == TCP_ACK {
                 if let Some(tcp) = self.sources[slot.source as usize].tcp.as_mut() {
                     tcp.acks_dropped += 1;
@@ -912,6 +947,9 @@ impl<'s> Engine<'s> {
         if link.loss_threshold > 0 && link.loss_rng.random::<u64>() < link.loss_threshold {
             link.lost += 1;
             let slot = self.slab.remove(packet.id);
+            if let Some(packet_log) = &mut self.packet_log {
+                packet_log.end(slot.log, Fate::Lost { at: now });
+            }
             if slot.kind == TCP_ACK {
                 if let Some(tcp) = self.sources[slot.source as usize].tcp.as_mut() {
                     tcp.acks_dropped += 1;
@@ -970,6 +1008,9 @@ impl<'s> Engine<'s> {
         if slot.kind == TCP_ACK {
             self.ack_arrives(s, slot.seq);
             return;
+        }
+        if let Some(packet_log) = &mut self.packet_log {
+            packet_log.delivered(slot.log, now);
         }
         while now >= self.bin_end {
             self.bin_index += 1;
@@ -1099,6 +1140,7 @@ impl<'s> Engine<'s> {
             kind: TCP_ACK,
             seq: ack,
             len: 0,
+            log: PacketLog::NONE,
         }) else {
             // More than 2³² packets in flight: the ACK is lost (the data path reports the
             // error when it next sends).
@@ -1264,10 +1306,37 @@ impl<'s> Engine<'s> {
     }
 }
 
+/// Runs replication `replication` of `scenario` keeping a row per measured packet of the
+/// flows `log` selects (`schedlab run --packets`): the same random streams, and so the same
+/// packets, as that replication in a run without the log.
+pub fn run_replication_logged(
+    scenario: &Scenario,
+    replication: u32,
+    log: PacketLog,
+    watch: &mut dyn FnMut(f64) -> bool,
+) -> Result<(RawReplication, PacketLog), ScenarioError> {
+    let (mut engine, seeds) = Engine::new(scenario, replication)?;
+    engine.packet_log = Some(log);
+    engine.run(watch)?;
+    let log = engine.packet_log.take().unwrap_or_default();
+    Ok((engine.finish(replication, seeds)?, log))
+}
+
 /// Runs replication `replication` of `scenario`.
 pub fn run_replication(scenario: &Scenario, replication: u32) -> Result<RawReplication, ScenarioError> {
+    run_replication_watched(scenario, replication, &mut |_| true)
+}
+
+/// Runs replication `replication` of `scenario`, calling `watch(fraction done)` every
+/// [`crate::watch::POLL_EVERY`] events; when it returns false the run stops with
+/// [`ScenarioError::Interrupted`].
+pub fn run_replication_watched(
+    scenario: &Scenario,
+    replication: u32,
+    watch: &mut dyn FnMut(f64) -> bool,
+) -> Result<RawReplication, ScenarioError> {
     let (mut engine, seeds) = Engine::new(scenario, replication)?;
-    engine.run()?;
+    engine.run(watch)?;
     engine.finish(replication, seeds)
 }
 

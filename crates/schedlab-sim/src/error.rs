@@ -37,6 +37,9 @@ pub enum InputError {
         /// What went wrong.
         message: String,
     },
+    /// The run was stopped by its watcher (Ctrl-C, SIGTERM) before it finished.
+    #[error("interrupted before the run finished")]
+    Interrupted,
 }
 
 impl InputError {

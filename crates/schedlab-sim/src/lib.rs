@@ -44,6 +44,7 @@ pub mod catalogue;
 pub mod engine;
 pub mod error;
 mod event_queue;
+pub mod packet_log;
 pub mod replay;
 pub mod results;
 pub mod scenario;
@@ -52,12 +53,14 @@ pub mod tcp;
 pub mod trace;
 pub mod trace_source;
 pub mod traffic;
+pub mod watch;
 
 pub use error::InputError;
 pub use replay::{replay, replay_files, Replay, ReplayConfig};
 pub use results::{ReplicationResult, SimResults};
 pub use scenario::{Scenario, ScenarioError};
 pub use trace::{Trace, TraceError};
+pub use watch::Progress;
 
 /// Parses and validates a scenario (every link's scheduler is built once with the flow
 /// parameters of the flows crossing it). Relative file names are resolved against `base_dir`.
@@ -67,7 +70,7 @@ pub fn validate_scenario_text(toml_text: &str, base_dir: &Path) -> Result<Scenar
 
 /// Runs every replication of a parsed scenario, one after the other.
 pub fn run_scenario(scenario: &Scenario) -> Result<SimResults, ScenarioError> {
-    run_replications(scenario, 0..scenario.run.replications, &mut |_, _| {})
+    run_replications(scenario, 0..scenario.run.replications, &mut |_| true)
 }
 
 /// Like [`run_scenario`], calling `progress(done, total)` before the first replication and
@@ -76,13 +79,40 @@ pub fn run_scenario_with_progress(
     scenario: &Scenario,
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<SimResults, ScenarioError> {
-    run_replications(scenario, 0..scenario.run.replications, progress)
+    run_replications(scenario, 0..scenario.run.replications, &mut |p: Progress| {
+        if p.done.fract() == 0.0 {
+            progress(p.done as u32, p.total as u32);
+        }
+        true
+    })
+}
+
+/// Runs `replication` (0-based) alone when given, else every replication, calling
+/// `watch` with the replications done (a fraction within the current one) before the
+/// first, after each, and every [`watch::POLL_EVERY`] events in between. When `watch`
+/// returns false the run stops with [`ScenarioError::Interrupted`] and nothing is returned.
+pub fn run_scenario_watched(
+    scenario: &Scenario,
+    replication: Option<u32>,
+    watch: &mut dyn FnMut(Progress) -> bool,
+) -> Result<SimResults, ScenarioError> {
+    match replication {
+        Some(r) => {
+            check_replication(scenario, r)?;
+            run_replications(scenario, r..r + 1, watch)
+        }
+        None => run_replications(scenario, 0..scenario.run.replications, watch),
+    }
 }
 
 /// Runs only replication `replication` (0-based) of a scenario: the same random streams, and
 /// so the same results, as that replication in a full run (for sweeps that spread
 /// replications over processes).
 pub fn run_scenario_replication(scenario: &Scenario, replication: u32) -> Result<SimResults, ScenarioError> {
+    run_scenario_watched(scenario, Some(replication), &mut |_| true)
+}
+
+fn check_replication(scenario: &Scenario, replication: u32) -> Result<(), ScenarioError> {
     if replication >= scenario.run.replications {
         return Err(schedlab_core::ConfigError::new(
             "run.replications",
@@ -91,16 +121,22 @@ pub fn run_scenario_replication(scenario: &Scenario, replication: u32) -> Result
         )
         .into());
     }
-    run_replications(scenario, replication..replication + 1, &mut |_, _| {})
+    Ok(())
 }
 
 fn run_replications(
     scenario: &Scenario,
     replications: std::ops::Range<u32>,
-    progress: &mut dyn FnMut(u32, u32),
+    watch: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<SimResults, ScenarioError> {
     let total = replications.len() as u32;
-    progress(0, total);
+    let progress = |done: f64| Progress {
+        done,
+        total: total as f64,
+    };
+    if !watch(progress(0.0)) {
+        return Err(ScenarioError::Interrupted);
+    }
     let started = Instant::now();
     let mut histograms: Vec<_> = scenario
         .sources
@@ -110,14 +146,20 @@ fn run_replications(
     let mut done = Vec::new();
     for replication in replications {
         let t0 = Instant::now();
-        let raw = engine::run_replication(scenario, replication)?;
+        let finished = done.len() as f64;
+        let raw = engine::run_replication_watched(scenario, replication, &mut |fraction| {
+            // A whole number means "between replications"; inside one, stay below the next.
+            watch(progress(finished + fraction.clamp(1e-9, 0.999)))
+        })?;
         done.push(results::reduce(
             scenario,
             raw,
             t0.elapsed().as_secs_f64(),
             &mut histograms,
         ));
-        progress(done.len() as u32, total);
+        if !watch(progress(done.len() as f64)) {
+            return Err(ScenarioError::Interrupted);
+        }
     }
     Ok(SimResults {
         scenario: scenario.clone(),

@@ -334,8 +334,9 @@ fn tcp_row(flow: u64, name: &str, raw: &TcpRaw, window_ns: u64) -> Row {
 }
 
 /// Reduces a raw replication to result tables, merging its delay histograms into
-/// `histograms` (one per flow).
-pub(crate) fn reduce(
+/// `histograms` (one per flow). Used by the simulator and by `schedlab measure`, which builds
+/// the raw replication from packets measured on a real network.
+pub fn reduce(
     scenario: &Scenario,
     raw: RawReplication,
     wall_time_s: f64,

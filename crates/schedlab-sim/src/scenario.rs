@@ -225,6 +225,9 @@ pub enum ScenarioError {
     /// The run could not complete (e.g. more packets in flight than the simulator can track).
     #[error("simulation failed: {0}")]
     Run(String),
+    /// The run was stopped by its watcher (Ctrl-C, SIGTERM) before it finished.
+    #[error("interrupted before the run finished")]
+    Interrupted,
 }
 
 impl ScenarioError {
@@ -241,6 +244,7 @@ impl ScenarioError {
                 path: file.to_string(),
                 message,
             },
+            ScenarioError::Interrupted => crate::InputError::Interrupted,
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod dwcs;
 pub mod ewrr;
 pub mod fifo;
 pub mod priority;
+pub mod qfq;
 pub mod scfq;
 pub mod stfq;
 pub mod vd;

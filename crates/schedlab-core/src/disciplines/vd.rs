@@ -345,16 +345,11 @@ impl Scheduler for Vd {
             self.counters.refuse_invalid_flow(packet, drops);
             return;
         }
-        self.counters.record_arrival(&packet);
         if packet.size > self.mtu {
-            self.counters
-                .record_drop(&packet, DropReason::InvalidPacket, false);
-            drops.push(Dropped {
-                packet,
-                reason: DropReason::InvalidPacket,
-            });
+            self.counters.refuse_invalid_packet(packet, drops);
             return;
         }
+        self.counters.record_arrival(&packet);
         let index = packet.flow as usize;
         if index >= self.flows.len() {
             self.flows.resize(index + 1, VdFlow::default());

@@ -438,23 +438,9 @@ mod tests {
     /// 1000/20 = 50 per packet) reaches its start tag, so the order is 1, 2, 1, 3, …, 1, 11, 1.
     #[test]
     fn wf2q_paper_example() {
-        let weights: Vec<(FlowId, u32)> = std::iter::once((1, 10)).chain((2..=11).map(|f| (f, 1))).collect();
-        let mut packets = Vec::new();
-        for _ in 0..11 {
-            packets.push(Packet::new(packets.len() as u64, 1, 1000, 0));
-        }
-        for flow in 2..=11 {
-            packets.push(Packet::new(packets.len() as u64, flow, 1000, 0));
-        }
-        let flows_in_order = |order: Vec<u64>| {
-            order
-                .iter()
-                .map(|id| packets[*id as usize].flow)
-                .collect::<Vec<_>>()
-        };
-
+        let (weights, packets) = testkit::wf2q_example();
         let mut s = wf2q_plus(&weights, BufferLimit::UNLIMITED);
-        let order = flows_in_order(testkit::send_order(&mut s, &packets));
+        let order = testkit::flows_in_send_order(&mut s, &packets);
         let mut expected = Vec::new();
         for other in 2..=11 {
             expected.extend([1, other]);
@@ -471,7 +457,7 @@ mod tests {
             link_rate: testkit::link(),
         };
         let mut wfq = Wfq::build(WfqConfig, &context).unwrap();
-        let order = flows_in_order(testkit::send_order(&mut wfq, &packets));
+        let order = testkit::flows_in_send_order(&mut wfq, &packets);
         let mut expected = vec![1; 10];
         expected.extend(2..=11);
         expected.push(1);

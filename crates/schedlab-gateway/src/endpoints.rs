@@ -1,0 +1,303 @@
+//! `schedlab gen` and `schedlab sink` on Linux: UDP endpoints around
+//! [`crate::traffic::Schedule`] and [`crate::traffic::Header`].
+//!
+//! * **gen** sends every packet of the scenario's schedule at `origin + time` (an absolute
+//!   `CLOCK_MONOTONIC` instant shared with the sink): `clock_nanosleep` to 50 µs before the
+//!   send time, then a busy wait. Each source sends from its own UDP socket bound to port
+//!   `port_base + flow`, so the gateway can classify by port. Fragmentation is left to the
+//!   kernel (`IP_PMTUDISC_DONT`): a datagram larger than the path MTU leaves as IP fragments,
+//!   as the thesis's 15–17 kB MPEG frames did. A packet that the kernel refuses (no buffer) is
+//!   counted as a send error and not logged as sent.
+//! * **sink** receives with `recvmmsg` (64 datagrams per call, 8 MiB socket buffer), stamps
+//!   each with `CLOCK_MONOTONIC` relative to the same origin, and logs it.
+//!
+//! Both stop at their end time or on SIGINT/SIGTERM (within 50 ms), and write their log
+//! through a temporary file and a rename.
+
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use schedlab_core::TimeNs;
+use serde_json::{json, Value};
+
+use crate::linux::{
+    load_scenario, message_headers, monotonic_ns, write_atomically, GatewayError, SignalGuard, STOP,
+};
+use crate::traffic::{
+    received_csv, sent_csv, Header, ReceivedPacket, Schedule, SentPacket, HEADER_BYTES, IPV4_UDP_OVERHEAD,
+    IPV6_UDP_OVERHEAD, MAX_PAYLOAD,
+};
+
+/// What `schedlab gen` sends.
+#[derive(Clone, Debug)]
+pub struct GenOptions {
+    /// The scenario whose sources to run.
+    pub scenario: PathBuf,
+    /// Replication (selects the random streams, as in `schedlab run`).
+    pub replication: u32,
+    /// Source indices to run (all when empty).
+    pub sources: Vec<usize>,
+    /// The sink's address.
+    pub destination: IpAddr,
+    /// The sink's port.
+    pub port: u16,
+    /// Source `flow` sends from port `port_base + flow`.
+    pub port_base: u16,
+    /// `CLOCK_MONOTONIC` instant of time 0 of the scenario, ns (`None`: now + 0.2 s).
+    pub origin: Option<TimeNs>,
+    /// Where to write the sent log.
+    pub log: Option<PathBuf>,
+}
+
+fn io_error(what: &str, error: std::io::Error) -> GatewayError {
+    GatewayError::Io(format!("{what}: {error}"))
+}
+
+fn set_int_option(socket: &impl AsRawFd, level: i32, name: i32, value: i32) {
+    // SAFETY: an int option on a live socket; failure only leaves the default.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            &value as *const i32 as *const libc::c_void,
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Sleeps until the monotonic clock reads `target` (sleep, then a short busy wait), or until
+/// a stop signal; returns false if stopped.
+fn wait_until(target: TimeNs) -> bool {
+    const SPIN: TimeNs = 50_000;
+    loop {
+        if STOP.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = monotonic_ns();
+        if now >= target {
+            return true;
+        }
+        if target - now > SPIN {
+            // Sleep in slices of at most 50 ms so that a signal is seen quickly.
+            let wake = (target - SPIN).min(now + 50_000_000);
+            let ts = libc::timespec {
+                tv_sec: (wake / 1_000_000_000) as libc::time_t,
+                tv_nsec: (wake % 1_000_000_000) as libc::c_long,
+            };
+            // SAFETY: absolute sleep on the monotonic clock with a valid timespec.
+            unsafe {
+                libc::clock_nanosleep(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TIMER_ABSTIME,
+                    &ts,
+                    std::ptr::null_mut(),
+                )
+            };
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Runs the generator; returns its report (per source: packets, bytes, requested and achieved
+/// rate, send lateness, send errors).
+pub fn generate(options: &GenOptions) -> Result<Value, GatewayError> {
+    let scenario = load_scenario(&options.scenario)?;
+    for &index in &options.sources {
+        if index >= scenario.sources.len() {
+            return Err(GatewayError::Input(schedlab_sim::InputError::Io {
+                path: options.scenario.display().to_string(),
+                message: format!(
+                    "--source {index}: the scenario has {} sources (0 to {})",
+                    scenario.sources.len(),
+                    scenario.sources.len().saturating_sub(1)
+                ),
+            }));
+        }
+    }
+    let overhead = if options.destination.is_ipv4() {
+        IPV4_UDP_OVERHEAD
+    } else {
+        IPV6_UDP_OVERHEAD
+    };
+    let unspecified: IpAddr = if options.destination.is_ipv4() {
+        "0.0.0.0".parse().expect("address")
+    } else {
+        "::".parse().expect("address")
+    };
+    let mut sockets = Vec::with_capacity(scenario.sources.len());
+    for (index, source) in scenario.sources.iter().enumerate() {
+        if !options.sources.is_empty() && !options.sources.contains(&index) {
+            sockets.push(None);
+            continue;
+        }
+        let port = options.port_base as u32 + source.flow;
+        let port = u16::try_from(port).map_err(|_| {
+            GatewayError::Io(format!(
+                "source[{index}]: port {port} (port base + flow) is above 65535"
+            ))
+        })?;
+        let socket = UdpSocket::bind(SocketAddr::new(unspecified, port))
+            .map_err(|e| io_error(&format!("binding UDP port {port} for source[{index}]"), e))?;
+        socket
+            .connect(SocketAddr::new(options.destination, options.port))
+            .map_err(|e| io_error("connect", e))?;
+        if options.destination.is_ipv4() {
+            set_int_option(
+                &socket,
+                libc::IPPROTO_IP,
+                libc::IP_MTU_DISCOVER,
+                libc::IP_PMTUDISC_DONT,
+            );
+        } else {
+            set_int_option(
+                &socket,
+                libc::IPPROTO_IPV6,
+                libc::IPV6_MTU_DISCOVER,
+                libc::IP_PMTUDISC_DONT,
+            );
+        }
+        set_int_option(&socket, libc::SOL_SOCKET, libc::SO_SNDBUF, 4 << 20);
+        sockets.push(Some(socket));
+    }
+    let _signals = SignalGuard::install();
+    let origin = options.origin.unwrap_or_else(|| monotonic_ns() + 200_000_000);
+    let n = scenario.sources.len();
+    let mut log: Vec<SentPacket> = Vec::new();
+    let mut errors = vec![0u64; n];
+    let mut payload = vec![0u8; MAX_PAYLOAD];
+    for packet in Schedule::new(&scenario, options.replication, &options.sources) {
+        if !wait_until(origin + packet.time) {
+            break;
+        }
+        let sent = monotonic_ns().saturating_sub(origin);
+        let length = (packet.size.saturating_sub(overhead) as usize).clamp(HEADER_BYTES, MAX_PAYLOAD);
+        Header {
+            source: packet.source,
+            sequence: packet.sequence,
+            sent,
+        }
+        .write(&mut payload[..length]);
+        let socket = sockets[packet.source as usize]
+            .as_ref()
+            .expect("a socket per scheduled source");
+        match socket.send(&payload[..length]) {
+            Ok(_) => log.push(SentPacket {
+                source: packet.source,
+                sequence: packet.sequence,
+                scheduled: packet.time,
+                sent,
+                size: length as u32 + overhead,
+            }),
+            Err(_) => errors[packet.source as usize] += 1,
+        }
+    }
+    if let Some(path) = &options.log {
+        write_atomically(path, &sent_csv(&log)).map_err(|e| io_error(&path.display().to_string(), e))?;
+    }
+    let mut report = Vec::new();
+    for (index, source) in scenario.sources.iter().enumerate() {
+        let mine: Vec<&SentPacket> = log.iter().filter(|p| p.source == index as u32).collect();
+        let bytes: u64 = mine.iter().map(|p| p.size as u64).sum();
+        let span = |f: fn(&SentPacket) -> TimeNs| match (mine.first(), mine.last()) {
+            (Some(a), Some(b)) if f(b) > f(a) => Some((f(b) - f(a)) as f64 / 1e9),
+            _ => None,
+        };
+        let last_bytes = mine.last().map_or(0, |p| p.size as u64);
+        let rate = |span: Option<f64>| span.map(|s| (bytes - last_bytes) as f64 * 8.0 / s);
+        let lateness: Vec<u64> = mine.iter().map(|p| p.sent.saturating_sub(p.scheduled)).collect();
+        report.push(json!({
+            "source": index,
+            "flow": source.flow,
+            "name": source.name,
+            "packets": mine.len(),
+            "bytes": bytes,
+            "requested_bps": rate(span(|p| p.scheduled)),
+            "achieved_bps": rate(span(|p| p.sent)),
+            "lateness_mean_s": (!lateness.is_empty()).then(|| lateness.iter().sum::<u64>() as f64 / lateness.len() as f64 / 1e9),
+            "lateness_max_s": lateness.iter().max().map(|&m| m as f64 / 1e9),
+            "send_errors": errors[index],
+        }));
+    }
+    Ok(json!({ "origin_ns": origin, "sources": report }))
+}
+
+/// What `schedlab sink` receives.
+#[derive(Clone, Debug)]
+pub struct SinkOptions {
+    /// UDP port to listen on (all IPv4 addresses).
+    pub port: u16,
+    /// `CLOCK_MONOTONIC` instant of time 0, ns (as given to gen).
+    pub origin: TimeNs,
+    /// Stop at this many ns after the origin (`None`: at SIGINT/SIGTERM).
+    pub until: Option<TimeNs>,
+    /// Where to write the received log.
+    pub log: PathBuf,
+}
+
+/// Runs the sink; returns a short report (datagrams received, foreign datagrams ignored).
+pub fn sink(options: &SinkOptions) -> Result<Value, GatewayError> {
+    let socket = UdpSocket::bind(SocketAddr::new("0.0.0.0".parse().expect("address"), options.port))
+        .map_err(|e| io_error(&format!("binding UDP port {}", options.port), e))?;
+    set_int_option(&socket, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20);
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_millis(50)))
+        .map_err(|e| io_error("SO_RCVTIMEO", e))?;
+    let _signals = SignalGuard::install();
+    const BATCH: usize = 64;
+    let mut buffers = vec![vec![0u8; 65_536]; BATCH];
+    let mut log: Vec<ReceivedPacket> = Vec::new();
+    let mut foreign = 0u64;
+    loop {
+        if STOP.load(Ordering::Relaxed) {
+            break;
+        }
+        if options
+            .until
+            .is_some_and(|u| monotonic_ns() >= options.origin + u)
+        {
+            break;
+        }
+        let mut iovecs: Vec<libc::iovec> = buffers
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            })
+            .collect();
+        let mut messages = message_headers(&mut iovecs);
+        // SAFETY: BATCH valid messages; blocks at most the socket's 50 ms receive timeout.
+        let count = unsafe {
+            libc::recvmmsg(
+                socket.as_raw_fd(),
+                messages.as_mut_ptr(),
+                BATCH as u32,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
+        };
+        let now = monotonic_ns().saturating_sub(options.origin);
+        if count <= 0 {
+            continue;
+        }
+        for (message, buffer) in messages.iter().zip(&buffers).take(count as usize) {
+            let length = message.msg_len as usize;
+            match Header::read(&buffer[..length]) {
+                Some(header) => log.push(ReceivedPacket {
+                    source: header.source,
+                    sequence: header.sequence,
+                    sent: header.sent,
+                    received: now,
+                    size: length as u32 + IPV4_UDP_OVERHEAD,
+                }),
+                None => foreign += 1,
+            }
+        }
+    }
+    write_atomically(&options.log, &received_csv(&log))
+        .map_err(|e| io_error(&options.log.display().to_string(), e))?;
+    Ok(json!({ "received": log.len(), "foreign": foreign }))
+}

@@ -1,0 +1,127 @@
+"""``schedlab measure``: a scenario on real packets, through the namespace testbed.
+
+For each replication: a fresh :class:`schedlab.testbed.Testbed`; in it ``schedlab sink`` (sink
+namespace), ``schedlab gateway --scenario`` (gateway namespace: the bottleneck link's
+scheduler, rate, buffer and propagation delay) and ``schedlab gen`` (source namespace: every
+source of the scenario, the replication's random streams). All three are child processes
+running the Rust code of the extension module; gen and sink share one ``CLOCK_MONOTONIC``
+origin (one second after the gateway is up), so one-way delays are exact. The sink stops
+``drain`` seconds after the scenario's end, then the gateway (SIGINT) writes its stats. The
+logs of every replication are turned into the files of ``schedlab run`` by
+``schedlab._core.write_measured``.
+
+Layout of ``OUT``: ``summary.json`` … (as ``schedlab run``), ``measure.json`` (duplicates,
+reordering, achieved rates, gateway stats per replication), ``replication-N/{sent.csv,
+received.csv, gateway.json, gen.json}``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from schedlab import _core, testbed
+
+PORT = 9000
+PORT_BASE = 20000
+# Seconds between the gateway being up and the scenario's time 0, and after its end.
+LEAD_S = 4.0
+DRAIN_S = 2.0
+
+
+class MeasureError(RuntimeError):
+    """A measured run failed (the message says which process and why)."""
+
+
+def _declared(scenario: Path) -> dict:
+    text = scenario.read_text()
+    return json.loads(_core.validate_scenario(text, str(scenario.parent), str(scenario)))
+
+
+def _wait_for(path: Path, process: subprocess.Popen, what: str, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if process.poll() is not None:
+            raise MeasureError(f"{what} exited with status {process.returncode}: {process.stderr.read().strip()}")
+        if time.monotonic() > deadline:
+            raise MeasureError(f"{what} did not start within {timeout} s")
+        time.sleep(0.05)
+
+
+def _finish(process: subprocess.Popen, what: str, timeout: float) -> None:
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise MeasureError(f"{what} did not finish within {timeout:.0f} s") from e
+    if process.returncode != 0:
+        raise MeasureError(f"{what} exited with status {process.returncode}: {process.stderr.read().strip()}")
+
+
+def _replication(scenario: Path, replication: int, folder: Path, duration_s: float) -> tuple:
+    folder.mkdir(parents=True, exist_ok=True)
+    stats, sent, received = folder / "gateway.json", folder / "sent.csv", folder / "received.csv"
+    for stale in (stats, sent, received):
+        stale.unlink(missing_ok=True)
+    python = [sys.executable, "-m", "schedlab"]
+    quiet = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    with testbed.Testbed() as bed:
+        gateway = bed.spawn(
+            bed.gateway,
+            [*python, "gateway", "--scenario", str(scenario), "--port-base", str(PORT_BASE)]
+            + ["-i", "gwin", "-e", "gwout", "--stats", str(stats)],
+            **quiet,
+        )
+        _wait_for(stats, gateway, "the gateway")
+        origin = time.monotonic_ns() + int(LEAD_S * 1e9)
+        until = duration_s + DRAIN_S
+        sink = bed.spawn(
+            bed.sink,
+            [
+                *python,
+                "sink",
+                "--port",
+                str(PORT),
+                "--origin",
+                str(origin),
+                "--until",
+                str(until),
+                "--log",
+                str(received),
+            ],
+            **quiet,
+        )
+        gen = bed.spawn(
+            bed.source,
+            [*python, "gen", str(scenario), "--destination", testbed.SINK_ADDRESS, "--port", str(PORT)]
+            + ["--port-base", str(PORT_BASE), "--replication", str(replication), "--origin", str(origin)]
+            + ["--log", str(sent)],
+            **quiet,
+        )
+        _finish(gen, "schedlab gen", LEAD_S + duration_s + 30)
+        (folder / "gen.json").write_text(gen.stdout.read())
+        _finish(sink, "schedlab sink", LEAD_S + until + 30)
+        gateway.send_signal(signal.SIGINT)
+        _finish(gateway, "the gateway", 5)
+    return (replication, str(sent), str(received), str(stats))
+
+
+def measure_scenario(scenario: Path, out_dir: Path, progress: Callable[[str], None] = lambda _: None) -> dict:
+    """Measures every replication of ``scenario`` into ``out_dir``; returns ``summary.json``."""
+    declared = _declared(scenario)
+    length = declared["run"]["length"]
+    if "duration_s" not in length:
+        raise MeasureError(f"{scenario}: run.packets: a measured run needs run.duration")
+    duration_s = float(length["duration_s"])
+    replications = int(declared["run"]["replications"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for replication in range(replications):
+        progress(f"replication {replication + 1}/{replications}: {duration_s:g} s of traffic on real packets")
+        runs.append(_replication(scenario, replication, out_dir / f"replication-{replication}", duration_s))
+    _core.write_measured(str(scenario), runs, str(out_dir))
+    return json.loads((out_dir / "summary.json").read_text())
