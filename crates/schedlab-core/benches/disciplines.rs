@@ -67,7 +67,7 @@ fn flows(kind: &str, count: u32) -> FlowTable {
             "wrr" => format!("packets_per_round = {share}"),
             "ewrr" => format!("weight_bytes = {}", 1500 * share),
             "vd" => format!("quantum_mtus = {share}"),
-            "scfq" | "virtual" | "stfq" | "wfq" | "wf2q" => format!("share = {share}"),
+            "scfq" | "virtual" | "stfq" | "wfq" | "wf2q" | "qfq" => format!("share = {share}"),
             _ => String::new(),
         };
         table.set(flow, text.parse().expect("TOML"), format!("flow {flow}"));

@@ -230,7 +230,7 @@ const CASES: &[Case] = &[
     Case {
         id: "qfq",
         scheduler: "kind = \"qfq\"",
-        flow: all_params,
+        flow: share_params,
     },
 ];
 
