@@ -32,6 +32,23 @@ err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, widt
 out = Console() if sys.stdout.isatty() else Console(width=160)
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from schedlab import _core
+
+        print(f"schedlab {_core.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """A laboratory for packet scheduling: replay traces, simulate scenarios, compare disciplines."""
+
+
 def _fail_input(message: str) -> None:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
@@ -50,41 +67,84 @@ def _interruptible():
         raise typer.Exit(exit_status(e)) from None
 
 
-def _print_flows(title: str, flows: list[dict]) -> None:
-    table = Table(title=title)
+#: Flows a terminal summary shows unless --all (the rest are summed in an "all flows" row).
+TOP_FLOWS = 20
+
+
+def _ms(seconds) -> str:
+    return "" if seconds is None or seconds != seconds else f"{seconds * 1e3:.3f} ms"
+
+
+def _top(flows: list[dict], show_all: bool, sent_key: str) -> tuple[list[dict], dict | None, str]:
+    """The flows to print: all of them, or the TOP_FLOWS with the largest mean delay plus an
+    aggregate row over every flow; and a note for the title."""
+    if show_all or len(flows) <= TOP_FLOWS:
+        return flows, None, ""
+
+    def delay(f):
+        d = f.get("delay_mean_s")
+        return -1.0 if d is None or d != d else d
+
+    top = sorted(flows, key=delay, reverse=True)[:TOP_FLOWS]
+    weights = [(f.get(sent_key) or 0, f.get("delay_mean_s")) for f in flows]
+    counted = sum(w for w, d in weights if d is not None and d == d)
+    maxima = [
+        f["delay_max_s"] for f in flows if f.get("delay_max_s") is not None and f["delay_max_s"] == f["delay_max_s"]
+    ]
+    total = {
+        "flow": "all",
+        sent_key: sum(f.get(sent_key) or 0 for f in flows),
+        "dropped": sum(f.get("dropped") or 0 for f in flows),
+        "bytes": sum(f.get("bytes") or 0 for f in flows),
+        "throughput_bps": sum(f.get("throughput_bps") or 0 for f in flows),
+        "delay_mean_s": sum(w * d for w, d in weights if d is not None and d == d) / counted if counted else None,
+        "delay_p99_s": None,
+        "delay_max_s": max(maxima) if maxima else None,
+    }
+    note = f" ({TOP_FLOWS} of {len(flows)} flows with the largest mean delay, then all flows; --all prints every flow)"
+    return top, total, note
+
+
+def _print_flows(title: str, flows: list[dict], show_all: bool = False) -> None:
+    flows, total, note = _top(flows, show_all, "sent")
+    table = Table(title=escape(title + note))
     for column in ("flow", "sent", "dropped", "bytes", "throughput", "mean delay", "p99 delay", "max delay"):
         table.add_column(column, justify="right")
-    for f in flows:
+    for f in flows + ([total] if total else []):
         table.add_row(
             str(f["flow"]),
             str(f["sent"]),
             str(f["dropped"]),
             str(f["bytes"]),
             f"{f['throughput_bps'] / 1e3:.1f} kbit/s",
-            f"{f['delay_mean_s'] * 1e3:.3f} ms",
-            f"{f['delay_p99_s'] * 1e3:.3f} ms",
-            f"{f['delay_max_s'] * 1e3:.3f} ms",
+            _ms(f["delay_mean_s"]),
+            _ms(f["delay_p99_s"]),
+            _ms(f["delay_max_s"]),
+            end_section=f is flows[-1] and total is not None,
         )
     out.print(table)
 
 
-def _print_sim_flows(title: str, results) -> None:
-    table = Table(title=title)
+def _print_sim_flows(title: str, results, show_all: bool = False) -> None:
+    flows, total, note = _top(results.flows.to_dict("records"), show_all, "received")
+    table = Table(title=escape(title + note))
     columns = ("flow", "name", "received", "dropped", "throughput", "mean delay ± 95% CI", "p99 delay", "max delay")
     for column in columns:
         table.add_column(column, justify="right")
-    for f in results.flows.to_dict("records"):
+    for f in flows + ([total] if total else []):
         ci = f.get("delay_mean_ci95_s")
         ci_text = "" if ci is None or ci != ci else f" ± {ci * 1e3:.3f}"
+        mean = _ms(f["delay_mean_s"])
         table.add_row(
             str(f["flow"]),
-            str(f.get("name") or ""),
+            escape(str(f.get("name") or "")),
             str(f["received"]),
             str(f["dropped"]),
             f"{f['throughput_bps'] / 1e3:.1f} kbit/s",
-            f"{f['delay_mean_s'] * 1e3:.3f}{ci_text} ms",
-            f"{f['delay_p99_s'] * 1e3:.3f} ms",
-            f"{f['delay_max_s'] * 1e3:.3f} ms",
+            mean.replace(" ms", f"{ci_text} ms") if mean else "",
+            _ms(f["delay_p99_s"]),
+            _ms(f["delay_max_s"]),
+            end_section=f is flows[-1] and total is not None,
         )
     out.print(table)
 
@@ -98,10 +158,14 @@ def replay(
     out_path: Path = typer.Option(..., "--out", "-o", help="Departure CSV to write (one row per input packet)."),
     summary: bool = typer.Option(False, "--summary", help="Print per-flow packets, bytes, throughput and delays."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    show_all: bool = typer.Option(
+        False, "--all", help=f"Print every flow (default: the {TOP_FLOWS} worst and a total)."
+    ),
 ) -> None:
     """Replay a packet trace through one scheduler on one link.
 
-    Example: schedlab replay --config experiments/replay/drr.toml --trace trace.csv --out dep.csv --summary
+    Example: schedlab replay --config experiments/replay/drr.toml --trace experiments/replay/trace.csv
+    --out dep.csv --summary
     """
     try:
         with _interruptible():
@@ -112,7 +176,7 @@ def replay(
     if as_json:
         print(json.dumps(result, indent=2))
     elif summary:
-        _print_flows(f"{result['discipline']}: {result['packets']} packets", result["flows"])
+        _print_flows(f"{result['discipline']}: {result['packets']} packets", result["flows"], show_all)
         if result["discipline_counters"]:
             out.print(result["discipline_counters"])
     else:
@@ -159,6 +223,9 @@ def run(
     out_dir: Path = typer.Option(..., "--out", "-o", help="Output folder (summary.json, flows.csv, timeseries.csv)."),
     report: bool = typer.Option(False, "--report", help="Also write report.html and figures."),
     as_json: bool = typer.Option(False, "--json", help="Print summary.json on stdout."),
+    show_all: bool = typer.Option(
+        False, "--all", help=f"Print every flow (default: the {TOP_FLOWS} worst and a total)."
+    ),
     force: bool = typer.Option(
         False, "--force", help="Clear --out first if it holds other results (else they are never overwritten)."
     ),
@@ -232,7 +299,9 @@ def run(
     else:
         results = Results.load(out_dir)
         _print_sim_flows(
-            f"{s.name}: {results.summary['run'].get('replications', 1)} replication(s) -> {out_dir}", results
+            f"{s.name}: {results.summary['run'].get('replications', 1)} replication(s) -> {out_dir}",
+            results,
+            show_all,
         )
 
 
@@ -252,7 +321,7 @@ def sweep(
     report: bool = typer.Option(False, "--report", help="Also write report.html and figures."),
     as_json: bool = typer.Option(False, "--json", help="Print the merged table as JSON records."),
 ) -> None:
-    """Run every point of a scenario's [sweep] times every replication, in parallel.
+    """Run every point of a scenario's sweep table times every replication, in parallel.
 
     --out must be empty or hold results of the same scenario (run-info.json has its
     fingerprint); --force clears it; --resume reuses the points whose fingerprint matches.
@@ -407,7 +476,7 @@ def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print a
     if as_json:
         print(json.dumps({"disciplines": infos, "traffic_models": models, "size_distributions": sizes}, indent=2))
         return
-    out.print("[bold underline]Scheduling disciplines[/] ([scheduler] kind = ...)")
+    out.print(f"[bold underline]Scheduling disciplines[/] ({escape('[scheduler] kind = ...')})")
     for info in infos:
         out.print(f"[bold]{info['id']}[/] — {escape(info['name'])}; {escape(info['citation'])}", highlight=False)
         out.print(f"  {escape(info['summary'])}", highlight=False)

@@ -5,7 +5,8 @@ namespace), ``schedlab gateway --scenario`` (gateway namespace: the bottleneck l
 scheduler, rate, buffer and propagation delay) and ``schedlab gen`` (source namespace: every
 source of the scenario, the replication's random streams). All three are child processes
 running the Rust code of the extension module; gen and sink share one ``CLOCK_MONOTONIC``
-origin (one second after the gateway is up), so one-way delays are exact. The sink stops
+origin, set only once both say they are ready (:func:`run_traffic`), so one-way delays are
+exact and slow start-ups cannot make the generator late. The sink stops
 ``drain`` seconds after the scenario's end, then the gateway (SIGINT) writes its stats. The
 logs of every replication are turned into the files of ``schedlab run`` by
 ``schedlab._core.write_measured``.
@@ -29,8 +30,8 @@ from schedlab import _core, testbed
 
 PORT = 9000
 PORT_BASE = 20000
-# Seconds between the gateway being up and the scenario's time 0, and after its end.
-LEAD_S = 4.0
+# Seconds between gen and sink being ready and the scenario's time 0; after its end.
+LEAD_S = 0.2
 DRAIN_S = 2.0
 
 
@@ -43,7 +44,7 @@ def _declared(scenario: Path) -> dict:
     return json.loads(_core.validate_scenario(text, str(scenario.parent), str(scenario)))
 
 
-def _wait_for(path: Path, process: subprocess.Popen, what: str, timeout: float = 15) -> None:
+def _wait_for(path: Path, process: subprocess.Popen, what: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
         if process.poll() is not None:
@@ -62,52 +63,60 @@ def _finish(process: subprocess.Popen, what: str, timeout: float) -> None:
         raise MeasureError(f"{what} exited with status {process.returncode}: {process.stderr.read().strip()}")
 
 
-def _replication(scenario: Path, replication: int, folder: Path, duration_s: float) -> tuple:
-    folder.mkdir(parents=True, exist_ok=True)
-    stats, sent, received = folder / "gateway.json", folder / "sent.csv", folder / "received.csv"
-    for stale in (stats, sent, received):
+def run_traffic(bed: testbed.Testbed, scenario: Path, folder: Path, duration_s: float, replication: int = 0) -> None:
+    """Runs ``schedlab sink`` and ``schedlab gen`` for ``scenario`` in ``bed``; both start
+    up, say they are ready, and only then get the shared origin (0.2 s ahead), so slow
+    start-ups cannot make the generator late. Leaves ``sent.csv``, ``received.csv`` and
+    ``gen.json`` in ``folder``."""
+    sent, received, origin = folder / "sent.csv", folder / "received.csv", folder / "origin"
+    sink_ready, gen_ready = folder / "sink.ready", folder / "gen.ready"
+    for stale in (sent, received, origin, sink_ready, gen_ready):
         stale.unlink(missing_ok=True)
     python = [sys.executable, "-m", "schedlab"]
     quiet = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    sink = bed.spawn(
+        bed.sink,
+        [*python, "sink", "--port", str(PORT), "--origin-file", str(origin), "--until", str(duration_s + DRAIN_S)]
+        + ["--log", str(received), "--ready", str(sink_ready)],
+        **quiet,
+    )
+    gen = bed.spawn(
+        bed.source,
+        [*python, "gen", str(scenario), "--destination", testbed.SINK_ADDRESS, "--port", str(PORT)]
+        + ["--port-base", str(PORT_BASE), "--replication", str(replication), "--origin-file", str(origin)]
+        + ["--log", str(sent), "--ready", str(gen_ready)],
+        **quiet,
+    )
+    _wait_for(sink_ready, sink, "schedlab sink")
+    _wait_for(gen_ready, gen, "schedlab gen")
+    partial = origin.with_suffix(".partial")
+    partial.write_text(str(time.monotonic_ns() + int(LEAD_S * 1e9)))
+    partial.rename(origin)
+    _finish(gen, "schedlab gen", LEAD_S + duration_s + 30)
+    (folder / "gen.json").write_text(gen.stdout.read())
+    _finish(sink, "schedlab sink", LEAD_S + duration_s + DRAIN_S + 30)
+    for marker in (origin, sink_ready, gen_ready):
+        marker.unlink(missing_ok=True)
+
+
+def _replication(scenario: Path, replication: int, folder: Path, duration_s: float) -> tuple:
+    folder.mkdir(parents=True, exist_ok=True)
+    stats = folder / "gateway.json"
+    stats.unlink(missing_ok=True)
     with testbed.Testbed() as bed:
         gateway = bed.spawn(
             bed.gateway,
-            [*python, "gateway", "--scenario", str(scenario), "--port-base", str(PORT_BASE)]
+            [sys.executable, "-m", "schedlab", "gateway", "--scenario", str(scenario), "--port-base", str(PORT_BASE)]
             + ["-i", "gwin", "-e", "gwout", "--stats", str(stats)],
-            **quiet,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         _wait_for(stats, gateway, "the gateway")
-        origin = time.monotonic_ns() + int(LEAD_S * 1e9)
-        until = duration_s + DRAIN_S
-        sink = bed.spawn(
-            bed.sink,
-            [
-                *python,
-                "sink",
-                "--port",
-                str(PORT),
-                "--origin",
-                str(origin),
-                "--until",
-                str(until),
-                "--log",
-                str(received),
-            ],
-            **quiet,
-        )
-        gen = bed.spawn(
-            bed.source,
-            [*python, "gen", str(scenario), "--destination", testbed.SINK_ADDRESS, "--port", str(PORT)]
-            + ["--port-base", str(PORT_BASE), "--replication", str(replication), "--origin", str(origin)]
-            + ["--log", str(sent)],
-            **quiet,
-        )
-        _finish(gen, "schedlab gen", LEAD_S + duration_s + 30)
-        (folder / "gen.json").write_text(gen.stdout.read())
-        _finish(sink, "schedlab sink", LEAD_S + until + 30)
+        run_traffic(bed, scenario, folder, duration_s, replication)
         gateway.send_signal(signal.SIGINT)
         _finish(gateway, "the gateway", 5)
-    return (replication, str(sent), str(received), str(stats))
+    return (replication, str(folder / "sent.csv"), str(folder / "received.csv"), str(stats))
 
 
 def measure_scenario(scenario: Path, out_dir: Path, progress: Callable[[str], None] = lambda _: None) -> dict:

@@ -11,6 +11,8 @@ duration (restoring Python's afterwards).
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import typer
@@ -75,6 +77,12 @@ def gateway(
             f"{total['malformed_packets']} malformed, {total['passed_unscheduled']} not IP",
             highlight=False,
         )
+    # Everything is written: exit now rather than after the interpreter's teardown of the
+    # scientific stack (seconds on a loaded machine), so that SIGINT/SIGTERM end the process
+    # within one second.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def gen(
@@ -88,6 +96,8 @@ def gen(
         None, "--origin", help="CLOCK_MONOTONIC ns of the scenario's time 0 (default: in 0.2 s)."
     ),
     log: Path = typer.Option(None, "--log", help="Write every sent packet here (CSV)."),
+    ready: Path = typer.Option(None, "--ready", help="Create this file once set up."),
+    origin_file: Path = typer.Option(None, "--origin-file", help="Wait for this file; it holds the origin in ns."),
 ) -> None:
     """Send a scenario's traffic as UDP datagrams, paced by the simulator's own traffic models.
 
@@ -109,6 +119,8 @@ def gen(
             sources=list(source),
             origin_ns=origin,
             log=str(log) if log else None,
+            ready=str(ready) if ready else None,
+            origin_file=str(origin_file) if origin_file else None,
         )
     except _core.InputError as e:
         _fail_input(str(e))
@@ -121,6 +133,8 @@ def sink(
     port: int = typer.Option(9000, "--port", help="UDP port to receive on."),
     origin: int = typer.Option(None, "--origin", help="CLOCK_MONOTONIC ns of time 0, as given to gen (default: now)."),
     until: float = typer.Option(None, "--until", help="Stop this many seconds after the origin (default: SIGINT)."),
+    ready: Path = typer.Option(None, "--ready", help="Create this file once listening."),
+    origin_file: Path = typer.Option(None, "--origin-file", help="Wait for this file; it holds the origin in ns."),
 ) -> None:
     """Receive `schedlab gen` datagrams and log source, sequence, send and receive time, size.
 
@@ -133,7 +147,14 @@ def sink(
     from schedlab.cli import _fail_input
 
     try:
-        text = _core.sink(str(log), port=port, origin_ns=origin, until_s=until)
+        text = _core.sink(
+            str(log),
+            port=port,
+            origin_ns=origin,
+            until_s=until,
+            ready=str(ready) if ready else None,
+            origin_file=str(origin_file) if origin_file else None,
+        )
     except _core.InputError as e:
         _fail_input(str(e))
         return
@@ -159,7 +180,7 @@ def measure(
     Example: schedlab measure experiments/thesis/measure_fig5_1_lambda10.toml --out out/measured
     """
     from schedlab import testbed
-    from schedlab.cli import _fail_input, err
+    from schedlab.cli import _fail_input, _interruptible, err
     from schedlab.measure import MeasureError, measure_scenario
 
     if not testbed.can_admin_network():
@@ -173,7 +194,8 @@ def measure(
         _fail_input("give SCENARIO and --out DIR (or --cleanup)")
         return
     try:
-        summary = measure_scenario(scenario, out_dir, progress=lambda text: err.print(text, highlight=False))
+        with _interruptible():
+            summary = measure_scenario(scenario, out_dir, progress=lambda text: err.print(text, highlight=False))
     except (_core.InputError, MeasureError) as e:
         _fail_input(str(e))
         return

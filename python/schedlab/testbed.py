@@ -105,6 +105,9 @@ class Testbed:
     """One source namespace, one gateway namespace, one sink namespace (see the module doc)."""
 
     tag: str = field(default_factory=lambda: f"{os.getpid()}-{time.monotonic_ns() % 100000}")
+    #: ``"gateway"`` (gwin/gwout bare, for ``schedlab gateway``) or ``"bridge"`` (the kernel
+    #: forwards between them: a Linux bridge ``br0``, the baseline of the benchmarks).
+    mode: str = "gateway"
     processes: list[subprocess.Popen] = field(default_factory=list)
 
     @property
@@ -171,6 +174,11 @@ class Testbed:
                 _run("ip", "-n", ns, "link", "set", dev, "up")
             for dev in ("gwin", "gwout"):
                 _run("ip", "-n", self.gateway, "link", "set", dev, "up")
+            if self.mode == "bridge":
+                _run("ip", "-n", self.gateway, "link", "add", "br0", "type", "bridge")
+                for dev in ("gwin", "gwout"):
+                    _run("ip", "-n", self.gateway, "link", "set", dev, "master", "br0")
+                _run("ip", "-n", self.gateway, "link", "set", "br0", "up")
         except Exception:
             self.destroy()
             raise

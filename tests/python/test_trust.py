@@ -303,3 +303,60 @@ def test_python_api_run_reports_progress_within_a_replication():
     # 2e6 packets take well over 0.2 s of wall time, so at least one report came from inside.
     assert time.monotonic() - start < 0.4 or fractions, calls
     assert fractions == sorted(fractions)
+
+
+def test_version(cli):
+    import schedlab
+
+    result = cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"schedlab {schedlab.__version__}"
+
+
+def test_bracketed_text_survives_rich_markup(small, tmp_path, cli):
+    assert "([scheduler] kind = ...)" in cli("list").stdout
+    base = tmp_path / "base.toml"
+    base.write_text(SMALL)
+    result = cli("run", str(base), "--out", str(tmp_path / "o"))
+    assert "the scenario has a [sweep]" in result.stderr
+    assert "scenario's sweep table" in cli("--help").stdout
+
+
+def test_every_help_example_uses_files_that_exist(cli):
+    import re
+
+    from conftest import REPO
+
+    commands = ["replay", "validate", "run", "sweep", "report", "list"]
+    for command in commands:
+        text = " ".join(cli(command, "--help").stdout.split())
+        example = text.split("Example:")[1]
+        for path in re.findall(r"experiments/\S+", example):
+            assert (REPO / path).exists(), f"`{command} --help` cites {path}, which does not exist"
+    # The replay example runs as printed.
+    example = " ".join(cli("replay", "--help").stdout.split()).split("Example: schedlab ")[1].split(" --summary")[0]
+    assert "experiments/replay/drr.toml" in example
+
+
+def test_mmpp_initial_state_default_is_what_the_code_does(cli):
+    models = json.loads(cli("list", "--json").stdout)["traffic_models"]
+    mmpp = next(m for m in models if m["id"] == "mmpp")
+    initial = next(p for p in mmpp["params"] if p["name"] == "initial_state")
+    assert initial["default"] != "0" and "stationary" in initial["description"]
+
+
+def test_terminal_summary_shows_top_flows_and_a_total_unless_all(tmp_path, cli):
+    flows = "".join(
+        f'[[source]]\nflow = {i}\npath = ["l"]\narrivals = {{ model = "cbr", rate_pps = {1 + i % 7} }}\n'
+        'size = { dist = "constant", size = 500 }\n'
+        for i in range(60)
+    )
+    (tmp_path / "many.toml").write_text(
+        '[run]\nduration = "5s"\nseed = 1\n[[link]]\nname = "l"\nrate = "1Mbit"\nscheduler = { kind = "drr" }\n' + flows
+    )
+    short = cli("run", str(tmp_path / "many.toml"), "--out", str(tmp_path / "a"))
+    assert short.returncode == 0, short.stderr
+    rows = [line for line in short.stdout.splitlines() if line.startswith("│")]
+    assert len(rows) == 21 and rows[-1].split("│")[1].strip() == "all"
+    assert "20 of 60 flows" in " ".join(short.stdout.split())
+    every = cli("run", str(tmp_path / "many.toml"), "--out", str(tmp_path / "a"), "--all")
+    assert len([line for line in every.stdout.splitlines() if line.startswith("│")]) == 60

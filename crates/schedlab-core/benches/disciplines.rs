@@ -38,6 +38,8 @@ const CASES: &[(&str, &str)] = &[
     ("wfq", "kind = \"wfq\""),
     ("wf2q_plus", "kind = \"wf2q_plus\""),
     ("qfq", "kind = \"qfq\""),
+    ("srr", "kind = \"srr\"\nquantum = 1500"),
+    ("aliquem", "kind = \"aliquem\"\nquantum = 1500\nscaling = 5"),
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];

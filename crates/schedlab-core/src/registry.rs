@@ -73,6 +73,8 @@ disciplines! {
     Wfq => wfq::Wfq,
     Wf2qPlus => wf2q_plus::Wf2qPlus,
     Qfq => qfq::Qfq,
+    Srr => srr::Srr,
+    Aliquem => aliquem::Aliquem,
 }
 
 impl Scheduler for AnyScheduler {

@@ -232,6 +232,16 @@ const CASES: &[Case] = &[
         scheduler: "kind = \"qfq\"",
         flow: share_params,
     },
+    Case {
+        id: "srr",
+        scheduler: "kind = \"srr\"\nquantum = 1500",
+        flow: all_params,
+    },
+    Case {
+        id: "aliquem",
+        scheduler: "kind = \"aliquem\"\nquantum = 1500\nscaling = 5",
+        flow: all_params,
+    },
 ];
 
 fn case(id: &str) -> &'static Case {

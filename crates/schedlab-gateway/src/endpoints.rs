@@ -45,10 +45,57 @@ pub struct GenOptions {
     pub port: u16,
     /// Source `flow` sends from port `port_base + flow`.
     pub port_base: u16,
-    /// `CLOCK_MONOTONIC` instant of time 0 of the scenario, ns (`None`: now + 0.2 s).
-    pub origin: Option<TimeNs>,
+    /// When time 0 of the scenario is.
+    pub origin: Origin,
     /// Where to write the sent log.
     pub log: Option<PathBuf>,
+    /// A file to create once the sockets are bound and the schedule is ready.
+    pub ready: Option<PathBuf>,
+}
+
+/// Time 0 of a measured run on `CLOCK_MONOTONIC`, shared by gen and sink.
+#[derive(Clone, Debug)]
+pub enum Origin {
+    /// This instant, ns.
+    At(TimeNs),
+    /// 0.2 s after start-up.
+    Soon,
+    /// Read from this file (decimal ns) once it appears: a supervisor writes it when every
+    /// process is ready, so that slow start-ups cannot make anyone late.
+    File(PathBuf),
+}
+
+impl Origin {
+    /// Waits for the origin (a file origin: up to 60 s); `None` if stopped by a signal.
+    fn resolve(&self) -> Result<Option<TimeNs>, GatewayError> {
+        match self {
+            Origin::At(t) => Ok(Some(*t)),
+            Origin::Soon => Ok(Some(monotonic_ns() + 200_000_000)),
+            Origin::File(path) => {
+                let deadline = monotonic_ns() + 60_000_000_000;
+                loop {
+                    if STOP.load(Ordering::Relaxed) {
+                        return Ok(None);
+                    }
+                    if let Ok(text) = std::fs::read_to_string(path) {
+                        return text.trim().parse().map(Some).map_err(|_| {
+                            GatewayError::Io(format!(
+                                "{}: must hold the origin in ns, found {text:?}",
+                                path.display()
+                            ))
+                        });
+                    }
+                    if monotonic_ns() > deadline {
+                        return Err(GatewayError::Io(format!(
+                            "{}: no origin after 60 s",
+                            path.display()
+                        )));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+        }
+    }
 }
 
 fn io_error(what: &str, error: std::io::Error) -> GatewayError {
@@ -164,12 +211,18 @@ pub fn generate(options: &GenOptions) -> Result<Value, GatewayError> {
         sockets.push(Some(socket));
     }
     let _signals = SignalGuard::install();
-    let origin = options.origin.unwrap_or_else(|| monotonic_ns() + 200_000_000);
+    let schedule = Schedule::new(&scenario, options.replication, &options.sources);
+    if let Some(path) = &options.ready {
+        write_atomically(path, "ready\n").map_err(|e| io_error(&path.display().to_string(), e))?;
+    }
+    let Some(origin) = options.origin.resolve()? else {
+        return Ok(json!({ "stopped": "before the origin" }));
+    };
     let n = scenario.sources.len();
     let mut log: Vec<SentPacket> = Vec::new();
     let mut errors = vec![0u64; n];
     let mut payload = vec![0u8; MAX_PAYLOAD];
-    for packet in Schedule::new(&scenario, options.replication, &options.sources) {
+    for packet in schedule {
         if !wait_until(origin + packet.time) {
             break;
         }
@@ -230,12 +283,14 @@ pub fn generate(options: &GenOptions) -> Result<Value, GatewayError> {
 pub struct SinkOptions {
     /// UDP port to listen on (all IPv4 addresses).
     pub port: u16,
-    /// `CLOCK_MONOTONIC` instant of time 0, ns (as given to gen).
-    pub origin: TimeNs,
+    /// Time 0, as given to gen.
+    pub origin: Origin,
     /// Stop at this many ns after the origin (`None`: at SIGINT/SIGTERM).
     pub until: Option<TimeNs>,
     /// Where to write the received log.
     pub log: PathBuf,
+    /// A file to create once the socket is bound (a supervisor starts the generator then).
+    pub ready: Option<PathBuf>,
 }
 
 /// Runs the sink; returns a short report (datagrams received, foreign datagrams ignored).
@@ -247,6 +302,12 @@ pub fn sink(options: &SinkOptions) -> Result<Value, GatewayError> {
         .set_read_timeout(Some(std::time::Duration::from_millis(50)))
         .map_err(|e| io_error("SO_RCVTIMEO", e))?;
     let _signals = SignalGuard::install();
+    if let Some(path) = &options.ready {
+        write_atomically(path, "ready\n").map_err(|e| io_error(&path.display().to_string(), e))?;
+    }
+    let Some(origin) = options.origin.resolve()? else {
+        return Ok(json!({ "stopped": "before the origin" }));
+    };
     const BATCH: usize = 64;
     let mut buffers = vec![vec![0u8; 65_536]; BATCH];
     let mut log: Vec<ReceivedPacket> = Vec::new();
@@ -255,10 +316,7 @@ pub fn sink(options: &SinkOptions) -> Result<Value, GatewayError> {
         if STOP.load(Ordering::Relaxed) {
             break;
         }
-        if options
-            .until
-            .is_some_and(|u| monotonic_ns() >= options.origin + u)
-        {
+        if options.until.is_some_and(|u| monotonic_ns() >= origin + u) {
             break;
         }
         let mut iovecs: Vec<libc::iovec> = buffers
@@ -279,7 +337,7 @@ pub fn sink(options: &SinkOptions) -> Result<Value, GatewayError> {
                 std::ptr::null_mut(),
             )
         };
-        let now = monotonic_ns().saturating_sub(options.origin);
+        let now = monotonic_ns().saturating_sub(origin);
         if count <= 0 {
             continue;
         }

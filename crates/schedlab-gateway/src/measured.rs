@@ -32,7 +32,7 @@ use schedlab_core::{DropReason, TimeNs};
 use schedlab_sim::engine::{FlowSeries, LinkSnapshot, RawReplication};
 use schedlab_sim::results::reduce;
 use schedlab_sim::scenario::{RunLength, Scenario};
-use schedlab_sim::stats::{delay_histogram, Accumulator};
+use schedlab_sim::stats::{Accumulator, DelayHistogram};
 use schedlab_sim::SimResults;
 use serde_json::{json, Value};
 
@@ -81,7 +81,7 @@ pub fn measured_results(
     };
     let warmup = scenario.run.warmup;
     let n = scenario.sources.len();
-    let mut histograms: Vec<_> = (0..n).map(|_| delay_histogram()).collect();
+    let mut histograms: Vec<_> = (0..n).map(|_| DelayHistogram::new()).collect();
     let mut replications = Vec::new();
     let mut extra = Vec::new();
     for run in runs {

@@ -375,13 +375,29 @@ fn gateway(
         .map_err(gateway_error)
 }
 
+/// The shared time 0: an instant, a file to wait for, or `otherwise`.
+#[cfg(target_os = "linux")]
+fn origin(
+    at: Option<u64>,
+    file: Option<PathBuf>,
+    otherwise: schedlab_gateway::endpoints::Origin,
+) -> schedlab_gateway::endpoints::Origin {
+    use schedlab_gateway::endpoints::Origin;
+    match (at, file) {
+        (Some(t), _) => Origin::At(t),
+        (None, Some(path)) => Origin::File(path),
+        (None, None) => otherwise,
+    }
+}
+
 /// Runs `schedlab gen`: sends the packets of `scenario`'s sources (replication
 /// `replication`; `sources` by index, all if empty) as UDP datagrams to `destination:port`
-/// from ports `port_base + flow`, at `origin_ns + time` on CLOCK_MONOTONIC (default: in
-/// 0.2 s). Writes the sent log to `log`; returns the report as a JSON string.
+/// from ports `port_base + flow`, at `origin + time` on CLOCK_MONOTONIC (`origin_ns`, or read
+/// from `origin_file` once it appears, else in 0.2 s). Creates `ready` once set up. Writes
+/// the sent log to `log`; returns the report as a JSON string.
 #[cfg(target_os = "linux")]
 #[pyfunction]
-#[pyo3(signature = (scenario, destination, port=9000, port_base=20000, replication=0, sources=Vec::new(), origin_ns=None, log=None))]
+#[pyo3(signature = (scenario, destination, port=9000, port_base=20000, replication=0, sources=Vec::new(), origin_ns=None, log=None, ready=None, origin_file=None))]
 #[allow(clippy::too_many_arguments)]
 fn generate(
     py: Python<'_>,
@@ -393,6 +409,8 @@ fn generate(
     sources: Vec<usize>,
     origin_ns: Option<u64>,
     log: Option<PathBuf>,
+    ready: Option<PathBuf>,
+    origin_file: Option<PathBuf>,
 ) -> PyResult<String> {
     let destination = destination.parse().map_err(|_| {
         PyInputError::new_err(format!(
@@ -406,8 +424,9 @@ fn generate(
         destination,
         port,
         port_base,
-        origin: origin_ns,
+        origin: origin(origin_ns, origin_file, schedlab_gateway::endpoints::Origin::Soon),
         log,
+        ready,
     };
     py.detach(|| schedlab_gateway::endpoints::generate(&options))
         .map(|s| s.to_string())
@@ -415,22 +434,30 @@ fn generate(
 }
 
 /// Runs `schedlab sink` on UDP `port` until `until_s` after `origin_ns` (or SIGINT/SIGTERM);
-/// writes the received log to `log`; returns a short report as a JSON string.
+/// writes the received log to `log`; creates `ready` once listening; returns a short report as
+/// a JSON string.
 #[cfg(target_os = "linux")]
 #[pyfunction]
-#[pyo3(signature = (log, port=9000, origin_ns=None, until_s=None))]
+#[pyo3(signature = (log, port=9000, origin_ns=None, until_s=None, ready=None, origin_file=None))]
 fn sink(
     py: Python<'_>,
     log: PathBuf,
     port: u16,
     origin_ns: Option<u64>,
     until_s: Option<f64>,
+    ready: Option<PathBuf>,
+    origin_file: Option<PathBuf>,
 ) -> PyResult<String> {
     let options = schedlab_gateway::endpoints::SinkOptions {
         port,
-        origin: origin_ns.unwrap_or_else(schedlab_gateway::linux::monotonic_ns),
+        origin: origin(
+            origin_ns,
+            origin_file,
+            schedlab_gateway::endpoints::Origin::At(schedlab_gateway::linux::monotonic_ns()),
+        ),
         until: seconds_option("--until", until_s)?,
         log,
+        ready,
     };
     py.detach(|| schedlab_gateway::endpoints::sink(&options))
         .map(|s| s.to_string())

@@ -87,7 +87,12 @@ pub const TRAFFIC_MODELS: &[ModelInfo] = &[
         params: &[
             p("rates_pps", "packets/s per state", "required", "Poisson rate in each state"),
             p("transition_rates", "1/s, n×n", "required", "rate of moving from state i to j (diagonal ignored)"),
-            p("initial_state", "index", "0", "state at time 0"),
+            p(
+                "initial_state",
+                "index",
+                "drawn",
+                "state at time 0 (default: drawn from the stationary distribution)",
+            ),
         ],
         example: "{ model = \"mmpp\", rates_pps = [10, 100], transition_rates = [[0, 1], [2, 0]] }",
     },

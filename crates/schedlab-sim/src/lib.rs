@@ -141,7 +141,7 @@ fn run_replications(
     let mut histograms: Vec<_> = scenario
         .sources
         .iter()
-        .map(|_| stats::delay_histogram())
+        .map(|_| stats::DelayHistogram::new())
         .collect();
     let mut done = Vec::new();
     for replication in replications {

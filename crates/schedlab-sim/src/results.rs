@@ -22,7 +22,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::engine::{FlowSeries, LinkSnapshot, RawReplication, TcpRaw, TcpSample};
 use crate::scenario::{CiMethod, RunLength, Scenario};
-use crate::stats::Accumulator;
+use crate::stats::{Accumulator, DelayHistogram};
 
 /// One cell of a result table.
 #[derive(Clone, Debug, PartialEq)]
@@ -340,17 +340,16 @@ pub fn reduce(
     scenario: &Scenario,
     raw: RawReplication,
     wall_time_s: f64,
-    histograms: &mut [Histogram<u64>],
+    histograms: &mut [DelayHistogram],
 ) -> ReplicationResult {
     let window = raw.window_end - raw.window_start;
     let mut flows = Vec::with_capacity(raw.flows.len());
     let mut throughputs = Vec::with_capacity(raw.flows.len());
     for (i, (source, acc)) in scenario.sources.iter().zip(&raw.flows).enumerate() {
-        // One flow's full-range histogram at a time (each is a few hundred kB).
+        // One flow's full-range histogram at a time (each is a few hundred kB); the merged
+        // ones stay compact.
         let delay = acc.delay.to_hdr();
-        histograms[i]
-            .add(&delay)
-            .expect("histograms with the same bounds merge");
+        histograms[i].merge(&acc.delay);
         let mut row: Row = vec![
             ("flow", Cell::Id(source.flow as u64)),
             ("name", Cell::Text(source.name.clone())),
@@ -447,8 +446,9 @@ pub struct SimResults {
     pub replications: Vec<ReplicationResult>,
     /// Wall-clock time of the whole run, seconds.
     pub wall_time_s: f64,
-    /// Per flow (scenario order), the delay histogram merged over replications, ns.
-    pub delay_histograms: Vec<Histogram<u64>>,
+    /// Per flow (scenario order), the delay histogram merged over replications, ns (compact:
+    /// [`DelayHistogram::to_hdr`] gives the `hdrhistogram` form).
+    pub delay_histograms: Vec<DelayHistogram>,
 }
 
 /// Reduces rows with the same position over replications (see the module doc).
@@ -821,10 +821,11 @@ impl SimResults {
 
     fn delay_cdf_csv(&self) -> String {
         let mut out = String::from("flow,name,delay_s,cdf\n");
-        for (source, histogram) in self.scenario.sources.iter().zip(&self.delay_histograms) {
-            if histogram.is_empty() {
+        for (source, compact) in self.scenario.sources.iter().zip(&self.delay_histograms) {
+            if compact.is_empty() {
                 continue;
             }
+            let histogram = compact.to_hdr();
             for v in histogram.iter_quantiles(4) {
                 let _ = writeln!(
                     out,

@@ -59,14 +59,30 @@ fn bucket_value(index: usize) -> u64 {
     }
 }
 
-/// Delay histogram being recorded: the bucket counts of [`delay_histogram`] in a plain array
-/// grown on demand (to the largest delay seen, so short delays use little memory), plus the
-/// exact smallest and largest value. Values above [`HISTOGRAM_MAX_NS`] are kept aside and
-/// given to `Histogram::saturating_record` at the end, so that the result is exactly the
-/// histogram the values would have made one `saturating_record` at a time.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Distinct buckets a [`DelayHistogram`] keeps as a sorted list before it switches to a
+/// dense window of counts: 128 entries are 2 KiB, about what the dense window of a flow whose
+/// delays span a factor of two costs.
+const SPARSE_MAX: usize = 128;
+
+/// The counts of a [`DelayHistogram`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Counts {
+    /// Few distinct buckets: (bucket index, count), sorted by index.
+    Sparse(Vec<(u32, u64)>),
+    /// Many: the counts of buckets `offset .. offset + counts.len()`.
+    Dense { offset: usize, counts: Vec<u64> },
+}
+
+/// Delay histogram being recorded: the bucket counts of [`delay_histogram`], kept compact —
+/// a sorted list of (bucket, count) while a flow has used few distinct buckets (a light flow
+/// costs a few hundred bytes), then a dense window of counts from its smallest to its largest
+/// bucket, grown on demand — plus the exact smallest and largest value. Values above
+/// [`HISTOGRAM_MAX_NS`] are kept aside and given to `Histogram::saturating_record` at the
+/// end, so that the result is exactly the histogram the values would have made one
+/// `saturating_record` at a time.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DelayHistogram {
-    counts: Vec<u64>,
+    counts: Counts,
     /// Smallest and largest value counted in `counts` (`u64::MAX`, 0 while empty).
     min: u64,
     max: u64,
@@ -74,11 +90,17 @@ pub struct DelayHistogram {
     beyond: Vec<u64>,
 }
 
+impl Default for DelayHistogram {
+    fn default() -> Self {
+        DelayHistogram::new()
+    }
+}
+
 impl DelayHistogram {
-    /// An empty histogram.
+    /// An empty histogram (no heap memory until the first value).
     pub fn new() -> DelayHistogram {
         DelayHistogram {
-            counts: Vec::new(),
+            counts: Counts::Sparse(Vec::new()),
             min: u64::MAX,
             max: 0,
             beyond: Vec::new(),
@@ -93,24 +115,92 @@ impl DelayHistogram {
             return;
         }
         let value = value.max(1);
-        let index = bucket_index(value);
-        if index >= self.counts.len() {
-            self.grow(index);
-        }
-        self.counts[index] += 1;
+        self.add(bucket_index(value), 1);
         self.min = self.min.min(value);
         self.max = self.max.max(value);
     }
 
-    /// Extends the counts past `index` (doubling, so a histogram grows a few times at most
-    /// and never beyond the range of [`delay_histogram`]).
+    /// Adds `count` to bucket `index`.
+    #[inline]
+    fn add(&mut self, index: usize, count: u64) {
+        match &mut self.counts {
+            Counts::Dense { offset, counts } if index >= *offset && index < *offset + counts.len() => {
+                counts[index - *offset] += count;
+            }
+            Counts::Dense { .. } => {
+                self.grow(index);
+                self.add(index, count);
+            }
+            Counts::Sparse(entries) => match entries.binary_search_by_key(&(index as u32), |e| e.0) {
+                Ok(at) => entries[at].1 += count,
+                Err(at) if entries.len() < SPARSE_MAX => entries.insert(at, (index as u32, count)),
+                Err(_) => {
+                    self.densify();
+                    self.add(index, count);
+                }
+            },
+        }
+    }
+
+    /// Turns the sorted list into a dense window over its buckets.
+    #[cold]
+    fn densify(&mut self) {
+        let Counts::Sparse(entries) = &self.counts else {
+            return;
+        };
+        let (first, last) = (entries[0].0 as usize, entries[entries.len() - 1].0 as usize);
+        let mut counts = vec![0; last - first + 1];
+        for &(index, count) in entries {
+            counts[index as usize - first] = count;
+        }
+        self.counts = Counts::Dense {
+            offset: first,
+            counts,
+        };
+    }
+
+    /// Extends the dense window to cover `index` (at least doubling it, so that it grows a
+    /// few times at most, and never beyond the range of [`delay_histogram`]).
     #[cold]
     fn grow(&mut self, index: usize) {
+        let Counts::Dense { offset, counts } = &mut self.counts else {
+            return;
+        };
         let last = bucket_index(HISTOGRAM_MAX_NS);
-        let len = (index + 1)
-            .next_power_of_two()
-            .clamp(2 * HALF_COUNT as usize, last + 1);
-        self.counts.resize(len, 0);
+        let len = counts.len();
+        if index >= *offset + len {
+            let new_len = (index + 1 - *offset).max(2 * len).min(last + 1 - *offset);
+            counts.resize(new_len, 0);
+        } else {
+            let new_offset = index.min(offset.saturating_sub(len));
+            let mut grown = vec![0; *offset - new_offset + len];
+            grown[*offset - new_offset..].copy_from_slice(counts);
+            *counts = grown;
+            *offset = new_offset;
+        }
+    }
+
+    /// The non-zero buckets: (index, count) in increasing index order.
+    fn buckets(&self) -> Box<dyn Iterator<Item = (usize, u64)> + '_> {
+        match &self.counts {
+            Counts::Sparse(entries) => Box::new(entries.iter().map(|&(i, c)| (i as usize, c))),
+            Counts::Dense { offset, counts } => Box::new(
+                counts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &c)| c > 0)
+                    .map(move |(i, &c)| (offset + i, c)),
+            ),
+        }
+    }
+
+    /// Heap memory held, bytes (for the memory estimate and its tests).
+    pub fn heap_bytes(&self) -> usize {
+        let counts = match &self.counts {
+            Counts::Sparse(entries) => entries.capacity() * std::mem::size_of::<(u32, u64)>(),
+            Counts::Dense { counts, .. } => counts.capacity() * std::mem::size_of::<u64>(),
+        };
+        counts + self.beyond.capacity() * std::mem::size_of::<u64>()
     }
 
     /// Whether nothing was recorded.
@@ -120,11 +210,8 @@ impl DelayHistogram {
 
     /// Adds `other`'s counts.
     pub fn merge(&mut self, other: &DelayHistogram) {
-        if other.counts.len() > self.counts.len() {
-            self.counts.resize(other.counts.len(), 0);
-        }
-        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
-            *mine += theirs;
+        for (index, count) in other.buckets() {
+            self.add(index, count);
         }
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
@@ -133,13 +220,11 @@ impl DelayHistogram {
 
     /// The `hdrhistogram` histogram of the same values (equal to recording each with
     /// `saturating_record` into [`delay_histogram`]: same counts, total, minimum and maximum).
+    /// It holds the full range (a few hundred kB): make one at a time.
     pub fn to_hdr(&self) -> Histogram<u64> {
         let mut histogram = delay_histogram();
         let (min_index, max_index) = (bucket_index(self.min.max(1)), bucket_index(self.max.max(1)));
-        for (index, &count) in self.counts.iter().enumerate() {
-            if count == 0 {
-                continue;
-            }
+        for (index, count) in self.buckets() {
             // Any value of the bucket counts the same; the exact extremes keep the
             // histogram's minimum and maximum exact.
             let mut record = |value: u64, n: u64| {
@@ -200,7 +285,7 @@ impl Jitter {
 }
 
 /// Accumulated statistics of one flow or one class over the measurement window.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Accumulator {
     /// Packets that entered the network in the window.
     pub sent: u64,
@@ -226,25 +311,6 @@ pub struct Accumulator {
     pub jitter: Jitter,
     /// Sum of shaping delays of the packets sent, ns.
     pub shaper_delay_sum: u128,
-}
-
-impl Default for Accumulator {
-    fn default() -> Self {
-        Accumulator {
-            sent: 0,
-            sent_bytes: 0,
-            received: 0,
-            received_bytes: 0,
-            dropped: [0; 4],
-            dropped_bytes: 0,
-            lost: 0,
-            delay_sum: 0,
-            delay_max: 0,
-            delay: DelayHistogram::new(),
-            jitter: Jitter::default(),
-            shaper_delay_sum: 0,
-        }
-    }
 }
 
 impl Accumulator {
@@ -382,6 +448,26 @@ mod tests {
         );
         let same = [777_777; 5];
         assert_identical(&via_delay_histogram(&same), &recorded_one_by_one(&same));
+    }
+
+    #[test]
+    fn a_light_flow_costs_little_memory_and_a_heavy_one_goes_dense() {
+        let mut light = DelayHistogram::new();
+        assert_eq!(light.heap_bytes(), 0);
+        for k in 0..20 {
+            light.record(1_000_000 + k * 250_000); // 20 packets, 1 to 6 ms
+        }
+        assert!(light.heap_bytes() <= 1024, "{} bytes", light.heap_bytes());
+        let values: Vec<u64> = (0..5000).map(|k| 1_000 + k * 7_919).collect();
+        let mut heavy = DelayHistogram::new();
+        values.iter().for_each(|&v| heavy.record(v));
+        assert!(matches!(heavy.counts, Counts::Dense { .. }));
+        assert_identical(&heavy.to_hdr(), &recorded_one_by_one(&values));
+        // Growing downwards keeps every count.
+        let mut down = DelayHistogram::new();
+        let falling: Vec<u64> = (0..3000).rev().map(|k| 50 + k * 31_337).collect();
+        falling.iter().for_each(|&v| down.record(v));
+        assert_identical(&down.to_hdr(), &recorded_one_by_one(&falling));
     }
 
     proptest! {

@@ -1,6 +1,7 @@
 //! One file per discipline. Each file's header cites the paper and section it implements and
 //! maps the paper's pseudo-code names to the code's.
 
+pub mod aliquem;
 pub mod drr;
 pub mod drr_plus;
 pub mod drr_plusplus;
@@ -10,6 +11,7 @@ pub mod fifo;
 pub mod priority;
 pub mod qfq;
 pub mod scfq;
+pub mod srr;
 pub mod stfq;
 pub mod vd;
 pub mod virtual_clock;
