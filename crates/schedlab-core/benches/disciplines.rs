@@ -69,6 +69,8 @@ fn flows(kind: &str, count: u32) -> FlowTable {
             "wrr" => format!("packets_per_round = {share}"),
             "ewrr" => format!("weight_bytes = {}", 1500 * share),
             "vd" => format!("quantum_mtus = {share}"),
+            "srr" => format!("visits_per_pass = {share}"),
+            "aliquem" => format!("quantum_units = {share}"),
             "scfq" | "virtual" | "stfq" | "wfq" | "wf2q" | "qfq" => format!("share = {share}"),
             _ => String::new(),
         };

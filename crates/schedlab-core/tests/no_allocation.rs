@@ -147,6 +147,14 @@ fn vd_params(flow: FlowId) -> String {
     format!("quantum_mtus = {}", 1 + flow % 4)
 }
 
+fn srr_params(flow: FlowId) -> String {
+    format!("visits_per_pass = {}", 1 + flow % 4)
+}
+
+fn aliquem_params(flow: FlowId) -> String {
+    format!("quantum_units = {}", 1 + flow % 4)
+}
+
 fn share_params(flow: FlowId) -> String {
     format!("share = {}", 1 + flow % 4)
 }
@@ -235,12 +243,12 @@ const CASES: &[Case] = &[
     Case {
         id: "srr",
         scheduler: "kind = \"srr\"\nquantum = 1500",
-        flow: all_params,
+        flow: srr_params,
     },
     Case {
         id: "aliquem",
         scheduler: "kind = \"aliquem\"\nquantum = 1500\nscaling = 5",
-        flow: all_params,
+        flow: aliquem_params,
     },
 ];
 
