@@ -72,6 +72,8 @@ disciplines! {
     Stfq => stfq::Stfq,
     Wfq => wfq::Wfq,
     Wf2qPlus => wf2q_plus::Wf2qPlus,
+    DynamicPriority => dynamic_priority::DynamicPriority,
+    Adaptive => adaptive::Adaptive,
     Qfq => qfq::Qfq,
     Srr => srr::Srr,
     Aliquem => aliquem::Aliquem,
@@ -239,6 +241,7 @@ mod tests {
     fn minimal_scheduler(info: &DisciplineInfo) -> toml::Table {
         let extra = match info.id {
             "vd" => "\nrounds = 8",
+            "dynamic_priority" | "adaptive" => "\nshare = [0.5, 0.5]\ninterval = \"1ms\"",
             _ => "",
         };
         format!("kind = \"{}\"{extra}", info.id).parse().unwrap()

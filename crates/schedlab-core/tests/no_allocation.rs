@@ -236,6 +236,16 @@ const CASES: &[Case] = &[
         flow: share_params,
     },
     Case {
+        id: "dynamic_priority",
+        scheduler: "kind = \"dynamic_priority\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
+        flow: no_params,
+    },
+    Case {
+        id: "adaptive",
+        scheduler: "kind = \"adaptive\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
+        flow: no_params,
+    },
+    Case {
         id: "qfq",
         scheduler: "kind = \"qfq\"",
         flow: share_params,
