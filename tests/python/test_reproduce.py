@@ -320,3 +320,15 @@ def test_swept_tables_become_labels():
     )
     assert swept_label([0.6, 0.2, 0.2]) == "[0.6, 0.2, 0.2]"
     assert swept_label(633) == 633 and swept_label("10ms") == "10ms"
+
+
+def test_vd_testbed_scenarios_validate_and_say_why_they_are_not_measured():
+    """Figures 7-8 of paper 004 are ready as simulator scenarios; their registry status names
+    what schedlab measure lacks (TCP senders), not a component that exists."""
+    from schedlab.api import validate
+
+    by_id = {r.id: r for p in rp.registry() if p.id == "vd" for r in p.results}
+    for rid, name in [("fig7", "fig7_linux_three_tcp.toml"), ("fig8", "fig8_linux_tcp_udp.toml")]:
+        info = validate(rp.experiments_dir() / "vd" / name)
+        assert len(info["flows"]) == 3
+        assert "refuse TCP sources" in by_id[rid].status and name in by_id[rid].status
