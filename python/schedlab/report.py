@@ -4,7 +4,10 @@ output folder of ``schedlab run`` (``summary.json``) or ``schedlab sweep`` (``sw
 Figures of a sweep: mean delay versus the swept parameter with 95% CI error bars per series
 and flow, with the scenario's theory overlays; p99 delay; throughput; Jain's fairness index.
 Figures of a run (and of the representative runs a sweep keeps): throughput over time, delay
-CDF, per-flow mean delay with CI, per-flow throughput with Jain's index.
+CDF, per-flow mean delay with CI, per-flow throughput with Jain's index; with more than
+:data:`MANY_FLOWS` flows, distributions across flows instead (see ``docs/sweeps.md``).
+Figures are embedded as inline SVG (legible at page width, measurable in a browser) and the
+same results give the same bytes.
 """
 
 from __future__ import annotations
@@ -42,6 +45,19 @@ class Figure:
     def data_uri(self) -> str:
         return "data:image/png;base64," + base64.b64encode(self.png.read_bytes()).decode()
 
+    def inline_svg(self) -> str:
+        """The SVG markup to place in the page (without its XML prologue): it scales to the
+        page's width and its tick labels can be measured in the browser."""
+        text = self.svg.read_text()
+        return text[text.index("<svg") :]
+
+
+#: Above this many flows, run figures show distributions across flows (CDFs, top flows, a
+#: median with a 10-90 % band) instead of one line or bar per flow.
+MANY_FLOWS = 12
+#: The number of flows the "top flows" bars show.
+TOP_FLOWS = 10
+
 
 def save_figure(fig, out: Path, name: str, title: str) -> Figure:
     """Write a matplotlib figure as ``out/name.png`` and ``.svg`` and close it; both files are
@@ -55,17 +71,17 @@ def save_figure(fig, out: Path, name: str, title: str) -> Figure:
     return Figure(name, title, png, svg)
 
 
-def _flow_label(flow) -> str:
+def _flow_label(flow, name=None) -> str:
+    """``flow 3``, or the source's name (``flow 3 (LC)``) when the scenario gives one."""
+    if name is not None and pd.notna(name) and str(name):
+        return f"flow {flow} ({name})"
     return f"flow {flow}"
 
 
 def _flow_name(rows: pd.DataFrame, flow) -> str:
     """``flow 0 (LC)`` when the scenario names the flow's source."""
-    if "name" in rows.columns:
-        names = rows["name"].dropna()
-        if len(names) and str(names.iloc[0]):
-            return f"flow {flow} ({names.iloc[0]})"
-    return _flow_label(flow)
+    names = rows["name"].dropna() if "name" in rows.columns else []
+    return _flow_label(flow, names.iloc[0] if len(names) else None)
 
 
 def _series_values(table: pd.DataFrame, series: str | None):
@@ -87,7 +103,7 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
     def by_series_and_flow(metric: str, ylabel: str, name: str, title: str, scale: float, with_theory: bool):
         series_values = _series_values(table, series)
         fig, axes = plt.subplots(
-            1, len(series_values), figsize=(5.5 * len(series_values), 4.5), sharey=True, squeeze=False
+            1, len(series_values), figsize=(max(9, 5.5 * len(series_values)), 4.5), sharey=True, squeeze=False
         )
         styles = ["--", ":", "-.", (0, (5, 1))]
         for ax, s in zip(axes[0], series_values, strict=True):
@@ -131,7 +147,7 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
             ax.set_xlabel(x_label)
             ax.set_title(title if s is None else f"{title}: {s}")
             ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=8)
         axes[0][0].set_ylabel(ylabel)
         return save_figure(fig, figures_dir, name, title)
 
@@ -147,7 +163,7 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
         figures.append(
             by_series_and_flow("throughput_bps", "throughput (kbit/s)", "throughput_vs_x", "Throughput", 1e-3, False)
         )
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        fig, ax = plt.subplots(figsize=(9, 4.5))
         for s in _series_values(table, series):
             frame = table if s is None else table[table[series] == s]
             jain = frame.groupby(x)["throughput_bps"].apply(lambda v: jain_index(v.tolist()))
@@ -162,80 +178,125 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
     return figures
 
 
+def _complete_bins(ts: pd.DataFrame, summary: dict) -> pd.DataFrame:
+    """The time bins that end within their replication's measurement window: the last bin of
+    a run whose length is not a multiple of the bin is partial, and its throughput (bytes
+    over the whole bin width) would be drawn as a drop that did not happen."""
+    if "bin_end_s" not in ts.columns:
+        return ts
+    ends = {w["replication"]: w["end_s"] for w in summary.get("run", {}).get("windows", [])}
+    if not ends or "replication" not in ts.columns:
+        return ts
+    window_end = ts["replication"].map(ends)
+    complete = ts[ts["bin_end_s"] <= window_end + 1e-9]
+    return complete if not complete.empty else ts
+
+
+def _cdf(ax, values, label: str, scale: float = 1.0) -> None:
+    """A step CDF of ``values`` (one per flow) on ``ax``."""
+    ordered = sorted(v * scale for v in values if pd.notna(v))
+    if ordered:
+        ax.step(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], where="post", label=label)
+
+
+def _names(flows: pd.DataFrame) -> list[str]:
+    names = flows["name"] if "name" in flows.columns else [None] * len(flows)
+    return [_flow_label(f, n) for f, n in zip(flows["flow"], names, strict=True)]
+
+
 def run_figures(
     out_dir: Path, summary: dict, prefix: str = "", title_suffix: str = "", figures_dir: Path | None = None
 ) -> list[Figure]:
-    """Figures of one run (see the module docs), into ``figures_dir`` (default ``out_dir/figures``)."""
+    """Figures of one run (see the module docs), into ``figures_dir`` (default ``out_dir/figures``).
+    With more than :data:`MANY_FLOWS` flows they show distributions across flows."""
     figures_dir = figures_dir or out_dir / "figures"
     figures: list[Figure] = []
     flows = pd.DataFrame(summary.get("flows", []))
+    many = len(flows) > MANY_FLOWS
     timeseries = out_dir / "timeseries.csv"
     if timeseries.exists():
         ts = pd.read_csv(timeseries)
         if {"time_s", "flow", "throughput_bps"} <= set(ts.columns) and not ts.empty:
             if "replication" in ts.columns:
                 ts = ts[ts["replication"] == ts["replication"].min()]
-            fig, ax = plt.subplots(figsize=(7, 4))
-            for flow, rows in ts.groupby("flow"):
-                ax.plot(rows["time_s"], rows["throughput_bps"] / 1e3, label=_flow_label(flow))
+            ts = _complete_bins(ts, summary)
+            fig, ax = plt.subplots(figsize=(9, 4.5))
+            if many or ts["flow"].nunique() > MANY_FLOWS:
+                by_time = ts.groupby("time_s")["throughput_bps"]
+                low, median, high = (by_time.quantile(q) / 1e3 for q in (0.1, 0.5, 0.9))
+                ax.fill_between(low.index, low.values, high.values, alpha=0.3, step="post", label="10-90 % of flows")
+                ax.step(median.index, median.values, where="post", label="median flow")
+                title = f"Per-flow throughput over time ({ts['flow'].nunique()} flows){title_suffix}"
+            else:
+                for flow, rows in ts.groupby("flow"):
+                    ax.plot(rows["time_s"], rows["throughput_bps"] / 1e3, label=_flow_name(rows, flow))
+                title = f"Throughput over time{title_suffix}"
             ax.set_xlabel("time (s)")
             ax.set_ylabel("throughput (kbit/s)")
-            ax.set_title(f"Throughput over time{title_suffix}")
+            ax.set_title(title)
             ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7)
-            figures.append(
-                save_figure(fig, figures_dir, f"{prefix}throughput_time", f"Throughput over time{title_suffix}")
-            )
-    cdf_path = out_dir / "delay_cdf.csv"
-    fig, ax = plt.subplots(figsize=(7, 4))
+            ax.legend(fontsize=8)
+            figures.append(save_figure(fig, figures_dir, f"{prefix}throughput_time", title))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     drawn = False
-    if cdf_path.exists():
-        cdf = pd.read_csv(cdf_path)
-        if {"flow", "delay_s", "cdf"} <= set(cdf.columns) and not cdf.empty:
-            for flow, rows in cdf.groupby("flow"):
-                ax.step(rows["delay_s"] * 1e3, rows["cdf"], where="post", label=_flow_label(flow))
-                drawn = True
-    if not drawn and not flows.empty:
-        quantiles = [
-            ("delay_p50_s", 0.5),
-            ("delay_p95_s", 0.95),
-            ("delay_p99_s", 0.99),
-            ("delay_p999_s", 0.999),
-        ]
-        for _, row in flows.iterrows():
-            pts = [(row[k] * 1e3, q) for k, q in quantiles if k in row and pd.notna(row[k])]
-            if "delay_max_s" in row and pd.notna(row["delay_max_s"]):
-                pts.append((row["delay_max_s"] * 1e3, 1.0))
-            if pts:
-                ax.step(
-                    [0] + [p[0] for p in pts],
-                    [0] + [p[1] for p in pts],
-                    where="post",
-                    label=_flow_label(row["flow"]),
-                )
-                drawn = True
+    cdf_path = out_dir / "delay_cdf.csv"
+    if many:
+        if "delay_mean_s" in flows.columns:
+            _cdf(ax, flows["delay_mean_s"], "mean delay of a flow", 1e3)
+            drawn = True
+        if "delay_p99_s" in flows.columns:
+            _cdf(ax, flows["delay_p99_s"], "99th percentile delay of a flow", 1e3)
+            drawn = True
+        title = f"Delay across {len(flows)} flows (CDF){title_suffix}"
+        ax.set_ylabel("fraction of flows")
+    else:
+        title = f"Delay CDF{title_suffix}"
+        ax.set_ylabel("fraction of packets")
+        if cdf_path.exists():
+            cdf = pd.read_csv(cdf_path)
+            if {"flow", "delay_s", "cdf"} <= set(cdf.columns) and not cdf.empty:
+                for flow, rows in cdf.groupby("flow"):
+                    ax.step(rows["delay_s"] * 1e3, rows["cdf"], where="post", label=_flow_name(rows, flow))
+                    drawn = True
     if drawn:
         ax.set_xlabel("delay (ms)")
-        ax.set_ylabel("fraction of packets")
-        ax.set_title(f"Delay CDF{title_suffix}")
+        ax.set_title(title)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-        figures.append(save_figure(fig, figures_dir, f"{prefix}delay_cdf", f"Delay CDF{title_suffix}"))
+        ax.legend(fontsize=8)
+        figures.append(save_figure(fig, figures_dir, f"{prefix}delay_cdf", title))
     else:
         plt.close(fig)
     if not flows.empty and "delay_mean_s" in flows.columns:
-        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4))
-        labels = [str(f) for f in flows["flow"]]
+        jain = (
+            f" (Jain {jain_index(flows['throughput_bps'].tolist()):.3f})" if "throughput_bps" in flows.columns else ""
+        )
         err = flows.get("delay_mean_ci95_s")
-        left.bar(labels, flows["delay_mean_s"] * 1e3, yerr=None if err is None else err.fillna(0) * 1e3, capsize=3)
-        left.set_xlabel("flow")
-        left.set_ylabel("mean delay (ms)")
-        left.set_title("Mean delay, 95% CI")
-        if "throughput_bps" in flows.columns:
-            right.bar(labels, flows["throughput_bps"] / 1e3)
-            right.set_title(f"Throughput (Jain {jain_index(flows['throughput_bps'].tolist()):.3f})")
-        right.set_xlabel("flow")
-        right.set_ylabel("throughput (kbit/s)")
+        if many:
+            fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+            top = flows.assign(_err=0 if err is None else err.fillna(0)).nlargest(TOP_FLOWS, "delay_mean_s")[::-1]
+            left.barh(_names(top), top["delay_mean_s"] * 1e3, xerr=top["_err"] * 1e3, capsize=3)
+            left.set_xlabel("mean delay (ms), 95% CI")
+            left.set_title(f"The {len(top)} flows with the largest mean delay")
+            if "throughput_bps" in flows.columns:
+                _cdf(right, flows["throughput_bps"], "throughput of a flow", 1e-3)
+            right.set_xlabel("throughput (kbit/s)")
+            right.set_ylabel("fraction of flows")
+            right.set_title(f"Throughput across {len(flows)} flows{jain}")
+            right.grid(True, alpha=0.3)
+        else:
+            fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+            labels = _names(flows)
+            left.bar(labels, flows["delay_mean_s"] * 1e3, yerr=None if err is None else err.fillna(0) * 1e3, capsize=3)
+            left.set_ylabel("mean delay (ms)")
+            left.set_title("Mean delay, 95% CI")
+            if "throughput_bps" in flows.columns:
+                right.bar(labels, flows["throughput_bps"] / 1e3)
+            right.set_title(f"Throughput{jain}")
+            right.set_ylabel("throughput (kbit/s)")
+            for ax in (left, right):
+                ax.tick_params(axis="x", labelrotation=30 if len(flows) > 4 else 0, labelsize=8)
+                for label in ax.get_xticklabels():
+                    label.set_horizontalalignment("right" if len(flows) > 4 else "center")
         figures.append(
             save_figure(fig, figures_dir, f"{prefix}per_flow", f"Per-flow delay and throughput{title_suffix}")
         )
@@ -266,7 +327,10 @@ def _table_html(frame: pd.DataFrame, leading: list[str] | None = None, max_rows:
     columns = [c for c in (leading or []) if c in frame.columns]
     columns += [c for c in MAIN_COLUMNS if c in frame.columns and c not in columns]
     shown = frame[columns] if columns else frame
-    body = shown.head(max_rows).to_html(index=False, float_format=lambda v: f"{v:.6g}", classes="data", border=0)
+    # A missing value (a CI with one replication, a flow without packets) is shown as "–".
+    body = shown.head(max_rows).to_html(
+        index=False, float_format=lambda v: f"{v:.6g}", classes="data", border=0, na_rep="–"
+    )
     return f'<div class="scroll">{body}</div>'
 
 
@@ -325,7 +389,7 @@ def write_report(out_dir: str | Path) -> Path:
     page = env.get_template("report.html.j2").render(
         title=title,
         description=description,
-        figures=[{"title": f.title, "src": f.data_uri(), "name": f.name} for f in figures],
+        figures=[{"title": f.title, "svg": f.inline_svg(), "name": f.name} for f in figures],
         sections=[{"title": t, "html": h} for t, h in sections],
         metadata=html.escape(json.dumps(meta_items, indent=2, default=str)),
         scenario=scenario_text,
