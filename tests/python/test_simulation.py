@@ -169,7 +169,7 @@ def test_sweep_local_merges_points_and_replications(small, tmp_path, cli):
     assert row["delay_mean_s"] == pytest.approx(direct.iloc[0]["delay_mean_s"], rel=1e-12)
     assert row["delay_mean_s_ci95"] == pytest.approx(direct.iloc[0]["delay_mean_ci95_s"], rel=1e-9)
     html = (out / "report.html").read_text()
-    assert html.count("<img") >= 4
+    assert html.count("<figure") >= 4 and html.count("<svg") >= 4
 
 
 def test_sweep_of_whole_tables_labels_them(small, tmp_path):
