@@ -33,7 +33,8 @@ fn scenario_error(error: ScenarioError, file: Option<&str>, text: &str) -> PyErr
     }
 }
 
-/// Replays a trace CSV through the scheduler of a configuration file and writes the
+/// Replays a trace (CSV, or a pcap/pcapng capture classified as the gateway would) through
+/// the scheduler of a configuration file and writes the
 /// departure CSV. Returns a dict with `discipline`, `packets`, `flows` (list of per-flow
 /// dicts) and `discipline_counters`.
 #[pyfunction]
@@ -43,10 +44,23 @@ fn replay<'py>(
     trace: PathBuf,
     out: PathBuf,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let result = py
-        .detach(|| schedlab_sim::replay_files(&config, &trace, &out))
+    let (result, skipped) = py
+        .detach(|| {
+            if schedlab_gateway::pcap::is_capture(&trace) {
+                schedlab_gateway::pcap::replay_pcap_files(&config, &trace, &out).map(|(r, p)| (r, Some(p)))
+            } else {
+                schedlab_sim::replay_files(&config, &trace, &out).map(|r| (r, None))
+            }
+        })
         .map_err(input_error)?;
     let summary = PyDict::new(py);
+    if let Some(read) = skipped {
+        let counts = PyDict::new(py);
+        counts.set_item("not_ip", read.skipped_not_ip)?;
+        counts.set_item("malformed", read.skipped_malformed)?;
+        counts.set_item("flow_table_full", read.skipped_flow_table_full)?;
+        summary.set_item("skipped_frames", counts)?;
+    }
     summary.set_item("discipline", result.discipline)?;
     summary.set_item("packets", result.rows.len())?;
     let flows = PyList::empty(py);
