@@ -38,7 +38,17 @@ const CASES: &[(&str, &str)] = &[
     ("stfq", "kind = \"stfq\""),
     ("wfq", "kind = \"wfq\""),
     ("wf2q_plus", "kind = \"wf2q_plus\""),
+    (
+        "dynamic_priority",
+        "kind = \"dynamic_priority\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
+    ),
+    (
+        "adaptive",
+        "kind = \"adaptive\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
+    ),
     ("qfq", "kind = \"qfq\""),
+    ("srr", "kind = \"srr\"\nquantum = 1500"),
+    ("aliquem", "kind = \"aliquem\"\nquantum = 1500\nscaling = 5"),
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];

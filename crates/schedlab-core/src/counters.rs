@@ -16,6 +16,12 @@ pub enum DropReason {
     /// The packet is not acceptable to the discipline (flow id out of range, larger than the
     /// discipline's maximum packet size).
     InvalidPacket,
+    /// The packet waited in the queue longer than the queue's `max_sojourn` (Wang, Lung and
+    /// Majumdar's 20 ms limit on the wait for the CPU).
+    Sojourn,
+    /// A link-dropping policy found no bandwidth left for the packet's class (Wang, Lung and
+    /// Majumdar §3.2.1: Default-Link, Fixed-Link, Dynamic-Link).
+    NoBandwidth,
 }
 
 #[inline]
@@ -25,21 +31,29 @@ fn add_backlog(backlog: &mut Backlog, size: u64) {
 }
 
 impl DropReason {
+    /// Number of reasons (the length of every per-reason counter array).
+    pub const COUNT: usize = 6;
+
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 4] = [
+    pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::BufferFull,
         DropReason::PushedOut,
         DropReason::Late,
         DropReason::InvalidPacket,
+        DropReason::Sojourn,
+        DropReason::NoBandwidth,
     ];
 
-    /// The name used in output files (`buffer_full`, `pushed_out`, `late`, `invalid_packet`).
+    /// The name used in output files (`buffer_full`, `pushed_out`, `late`, `invalid_packet`,
+    /// `sojourn`, `no_bandwidth`).
     pub fn name(self) -> &'static str {
         match self {
             DropReason::BufferFull => "buffer_full",
             DropReason::PushedOut => "pushed_out",
             DropReason::Late => "late",
             DropReason::InvalidPacket => "invalid_packet",
+            DropReason::Sojourn => "sojourn",
+            DropReason::NoBandwidth => "no_bandwidth",
         }
     }
 
@@ -88,7 +102,7 @@ pub struct FlowCounters {
     /// Bytes handed to the link.
     pub sent_bytes: u64,
     /// Packets dropped, by [`DropReason`] (index = reason order in [`DropReason::ALL`]).
-    pub dropped_packets: [u64; 4],
+    pub dropped_packets: [u64; DropReason::COUNT],
     /// Bytes dropped, all reasons.
     pub dropped_bytes: u64,
 }

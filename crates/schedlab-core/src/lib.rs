@@ -19,6 +19,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod class_share;
 pub mod config;
 pub mod counters;
 pub mod discipline;
@@ -29,6 +30,7 @@ pub mod pool;
 pub mod queues;
 pub mod registry;
 pub mod scheduler;
+pub mod stage;
 pub mod tagged_queues;
 pub mod time;
 pub mod virtual_time;
@@ -46,4 +48,5 @@ pub use link::{run_link, LinkRun, Outcome};
 pub use packet::{FlowId, Packet, MAX_FLOW_ID};
 pub use registry::{build_scheduler, discipline_info, AnyScheduler, DISCIPLINES};
 pub use scheduler::Scheduler;
+pub use stage::{overdue, LinkDropPolicy, LinkDropPolicyKind, ServiceTime};
 pub use time::{format_seconds, parse_duration, parse_rate, parse_size, Rate, TimeNs};

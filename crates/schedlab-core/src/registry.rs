@@ -72,7 +72,11 @@ disciplines! {
     Stfq => stfq::Stfq,
     Wfq => wfq::Wfq,
     Wf2qPlus => wf2q_plus::Wf2qPlus,
+    DynamicPriority => dynamic_priority::DynamicPriority,
+    Adaptive => adaptive::Adaptive,
     Qfq => qfq::Qfq,
+    Srr => srr::Srr,
+    Aliquem => aliquem::Aliquem,
 }
 
 impl Scheduler for AnyScheduler {

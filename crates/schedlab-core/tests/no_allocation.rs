@@ -202,8 +202,28 @@ const CASES: &[Case] = &[
         flow: all_params,
     },
     Case {
+        id: "dynamic_priority",
+        scheduler: "kind = \"dynamic_priority\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
+        flow: all_params,
+    },
+    Case {
+        id: "adaptive",
+        scheduler: "kind = \"adaptive\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
+        flow: all_params,
+    },
+    Case {
         id: "qfq",
         scheduler: "kind = \"qfq\"",
+        flow: all_params,
+    },
+    Case {
+        id: "srr",
+        scheduler: "kind = \"srr\"\nquantum = 1500",
+        flow: all_params,
+    },
+    Case {
+        id: "aliquem",
+        scheduler: "kind = \"aliquem\"\nquantum = 1500\nscaling = 5",
         flow: all_params,
     },
 ];

@@ -273,6 +273,33 @@ pub fn build_from_scenario(
 ) -> Result<(GatewayConfig, AnyScheduler, Classifier), ConfigError> {
     let index = bottleneck(scenario)?;
     let mut link = scenario.links[index].clone();
+    // The router-model keys of paper 001 are simulated only for now: refuse them here rather
+    // than measure a different link than the scenario describes.
+    let path = |key: &str| format!("link[{index}].{key}");
+    if link.service.per_packet > 0 {
+        return Err(ConfigError::new(
+            path("service"),
+            format!("\"{}ns\"", link.service.per_packet),
+            "the gateway emulates a link at a rate; processing stages run in the simulator only",
+        ));
+    }
+    if let Some(max_sojourn) = link.max_sojourn {
+        return Err(ConfigError::new(
+            path("max_sojourn"),
+            format!("\"{max_sojourn}ns\""),
+            "the sojourn limit runs in the simulator only",
+        ));
+    }
+    if link.drop_policy.is_some() {
+        return Err(ConfigError::new(
+            path("drop_policy"),
+            "(a link-dropping policy)",
+            "link-dropping policies run in the simulator only",
+        ));
+    }
+    let rate = link.rate.ok_or_else(|| {
+        ConfigError::new(path("rate"), "(missing)", "the gateway emulates a link at a rate")
+    })?;
     if !link.scheduler.contains_key("buffer") && !link.scheduler.contains_key("buffer_packets") {
         link.scheduler
             .insert("buffer".into(), toml::Value::Integer(DEFAULT_BUFFER_BYTES as i64));
@@ -304,7 +331,7 @@ pub fn build_from_scenario(
     }
     let first_dynamic = scenario.sources.iter().map(|s| s.flow).max().map_or(0, |m| m + 1);
     let config = GatewayConfig {
-        rate: link.rate,
+        rate,
         propagation_delay: link.delay,
         max_flows: DEFAULT_MAX_FLOWS,
         memory_limit: DEFAULT_MEMORY_LIMIT,

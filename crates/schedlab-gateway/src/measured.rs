@@ -211,7 +211,8 @@ pub fn measured_results(
                 if index == bottleneck {
                     end.sent_packets = count("sent_packets");
                     end.sent_bytes = count("sent_bytes");
-                    let busy = link.rate.transmission_time(end.sent_bytes);
+                    // build_from_scenario refuses a bottleneck without a rate.
+                    let busy = link.rate.map_or(0, |rate| rate.transmission_time(end.sent_bytes));
                     end.busy = busy.min(duration - warmup);
                     for (i, reason) in DropReason::ALL.iter().enumerate() {
                         end.dropped[i] = total
@@ -252,6 +253,8 @@ pub fn measured_results(
             link_window,
             link_max_backlog: vec![(0, 0); links],
             link_series: vec![Vec::new(); links],
+            link_class_window: vec![(Vec::new(), Vec::new()); links],
+            link_class_busy_series: vec![Vec::new(); links],
             link_idle_while_backlogged: vec![0; links],
             link_left_queued: vec![count("queued_packets"); links]
                 .into_iter()

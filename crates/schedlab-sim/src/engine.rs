@@ -27,7 +27,10 @@
 
 use std::collections::VecDeque;
 
-use schedlab_core::{AnyScheduler, Backlog, Dropped, Packet, Rate, Scheduler, TimeNs};
+use schedlab_core::{
+    overdue, AnyScheduler, Backlog, DropReason, Dropped, LinkDropPolicy, Packet, Scheduler, ServiceTime,
+    TimeNs,
+};
 
 use rand::RngExt as _;
 
@@ -148,13 +151,31 @@ pub struct LinkSnapshot {
     /// Their bytes.
     pub sent_bytes: u64,
     /// Packets dropped so far (all reasons).
-    pub dropped: [u64; 4],
+    pub dropped: [u64; DropReason::COUNT],
     /// Packets lost after transmission so far (the link's `loss`).
     pub lost: u64,
 }
 
+/// What a link did for one class (the link's packets of that class), as running totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassAtLink {
+    /// Time the link spent serving the class, ns (its busy time; over a window, the paper's
+    /// group CPU utilisation GCU when the link is a CPU stage).
+    pub busy: u64,
+    /// Packets of the class whose service ended.
+    pub sent_packets: u64,
+    /// Σ (service end − arrival at the link) of those packets, ns: queueing plus service at
+    /// this link.
+    pub delay_sum: u128,
+    /// Packets of the class dropped at the link, by reason.
+    pub dropped: [u64; DropReason::COUNT],
+}
+
 struct LinkState {
-    rate: Rate,
+    service: ServiceTime,
+    /// `max_sojourn`, or `TimeNs::MAX` (never overdue).
+    max_sojourn: TimeNs,
+    drop_policy: Option<LinkDropPolicy>,
     delay: TimeNs,
     scheduler: AnyScheduler,
     /// The scheduler's backlog, read after each enqueue and dequeue (it changes only then),
@@ -172,7 +193,13 @@ struct LinkState {
     area_bytes: u128,
     sent_packets: u64,
     sent_bytes: u64,
-    dropped: [u64; 4],
+    dropped: [u64; DropReason::COUNT],
+    /// Per class (index = class, grown on first sight).
+    classes: Vec<ClassAtLink>,
+    classes_at_warmup: Vec<ClassAtLink>,
+    classes_at_end: Vec<ClassAtLink>,
+    /// Per bin boundary: each class's busy time so far, ns.
+    class_busy_series: Vec<Vec<u64>>,
     max_packets: u64,
     max_bytes: u64,
     idle_while_backlogged: u64,
@@ -210,6 +237,29 @@ impl LinkState {
             dropped: self.dropped,
             lost: self.lost,
         }
+    }
+
+    /// The running totals of `class`, growing the table on first sight.
+    #[inline(always)]
+    fn class_mut(&mut self, class: u8) -> &mut ClassAtLink {
+        let index = class as usize;
+        if index >= self.classes.len() {
+            self.classes.resize(index + 1, ClassAtLink::default());
+        }
+        &mut self.classes[index]
+    }
+
+    /// The per-class totals at `now`, counting the packet in service up to `now`.
+    fn class_snapshot(&self, now: TimeNs) -> Vec<ClassAtLink> {
+        let mut classes = self.classes.clone();
+        if self.busy {
+            let class = self.in_service.class as usize;
+            if class >= classes.len() {
+                classes.resize(class + 1, ClassAtLink::default());
+            }
+            classes[class].busy += now - self.tx_start;
+        }
+        classes
     }
 }
 
@@ -315,6 +365,10 @@ pub struct RawReplication {
     pub link_max_backlog: Vec<(u64, u64)>,
     /// Per link: snapshots at every bin boundary.
     pub link_series: Vec<Vec<LinkSnapshot>>,
+    /// Per link: per-class totals at the start and at the end of the window (index = class).
+    pub link_class_window: Vec<(Vec<ClassAtLink>, Vec<ClassAtLink>)>,
+    /// Per link: each class's busy time at every bin boundary, ns.
+    pub link_class_busy_series: Vec<Vec<Vec<u64>>>,
     /// Per link: times the scheduler returned nothing while backlogged and the link was free.
     pub link_idle_while_backlogged: Vec<u64>,
     /// Per link: packets left queued at the end.
@@ -381,7 +435,9 @@ impl<'s> Engine<'s> {
         let mut links = Vec::with_capacity(scenario.links.len());
         for (index, link) in scenario.links.iter().enumerate() {
             links.push(LinkState {
-                rate: link.rate,
+                service: link.service,
+                max_sojourn: link.max_sojourn.unwrap_or(TimeNs::MAX),
+                drop_policy: link.build_drop_policy(),
                 delay: link.delay,
                 scheduler: link.build_scheduler(index)?,
                 backlog: Backlog::default(),
@@ -397,7 +453,11 @@ impl<'s> Engine<'s> {
                 area_bytes: 0,
                 sent_packets: 0,
                 sent_bytes: 0,
-                dropped: [0; 4],
+                dropped: [0; DropReason::COUNT],
+                classes: Vec::new(),
+                classes_at_warmup: Vec::new(),
+                classes_at_end: Vec::new(),
+                class_busy_series: Vec::new(),
                 max_packets: 0,
                 max_bytes: 0,
                 idle_while_backlogged: 0,
@@ -657,6 +717,8 @@ impl<'s> Engine<'s> {
                     for link in &mut self.links {
                         let s = link.snapshot(time);
                         link.series.push(s);
+                        let busy = link.class_snapshot(time).iter().map(|c| c.busy).collect();
+                        link.class_busy_series.push(busy);
                     }
                     for source in &mut self.sources {
                         if let Some(tcp) = source.tcp.as_mut() {
@@ -686,6 +748,7 @@ impl<'s> Engine<'s> {
                     }
                     for link in &mut self.links {
                         link.at_warmup = link.snapshot(time);
+                        link.classes_at_warmup = link.class_snapshot(time);
                         let backlog = link.backlog;
                         link.max_packets = backlog.packets;
                         link.max_bytes = backlog.bytes;
@@ -713,6 +776,7 @@ impl<'s> Engine<'s> {
         self.generation_over = true;
         for link in &mut self.links {
             link.at_end = Some(link.snapshot(now));
+            link.classes_at_end = link.class_snapshot(now);
         }
         for source in &mut self.sources {
             if let Some(tcp) = source.tcp.as_mut() {
@@ -849,6 +913,17 @@ impl<'s> Engine<'s> {
         let now = self.now;
         packet.arrival = now;
         let link = &mut self.links[l];
+        if let Some(policy) = &mut link.drop_policy {
+            if !policy.admit(&packet, now) {
+                self.drops.clear();
+                self.drops.push(Dropped {
+                    packet,
+                    reason: DropReason::NoBandwidth,
+                });
+                self.handle_drops(l);
+                return;
+            }
+        }
         link.touch(now);
         self.drops.clear();
         link.scheduler.enqueue(packet, now, &mut self.drops);
@@ -889,13 +964,24 @@ impl<'s> Engine<'s> {
         link.decision_seq = NO_DECISION;
         link.touch(now);
         self.drops.clear();
-        let next = link.scheduler.dequeue(now, &mut self.drops);
+        let mut next = link.scheduler.dequeue(now, &mut self.drops);
+        // The sojourn limit: a head that waited too long is dropped and the next one taken.
+        while let Some(packet) = next {
+            if !overdue(&packet, now, link.max_sojourn) {
+                break;
+            }
+            self.drops.push(Dropped {
+                packet,
+                reason: DropReason::Sojourn,
+            });
+            next = link.scheduler.dequeue(now, &mut self.drops);
+        }
         link.backlog = link.scheduler.backlog();
         if let Some(packet) = next {
             link.busy = true;
             link.in_service = packet;
             link.tx_start = now;
-            let end = now + link.rate.transmission_time(packet.size as u64);
+            let end = now + link.service.of(packet.size);
             self.push(end, TX_END, l);
             if let Some(packet_log) = &mut self.packet_log {
                 packet_log.start(self.slab.get(packet.id).log, now);
@@ -914,7 +1000,9 @@ impl<'s> Engine<'s> {
     fn handle_drops(&mut self, l: usize) {
         for i in 0..self.drops.len() {
             let Dropped { packet, reason } = self.drops[i];
-            self.links[l].dropped[reason as usize] += 1;
+            let link = &mut self.links[l];
+            link.dropped[reason as usize] += 1;
+            link.class_mut(packet.class).dropped[reason as usize] += 1;
             let slot = self.slab.remove(packet.id);
             if let Some(packet_log) = &mut self.packet_log {
                 packet_log.end(slot.log, Fate::Dropped { at: self.now });
@@ -941,7 +1029,12 @@ impl<'s> Engine<'s> {
         let link = &mut self.links[l];
         let packet = link.in_service;
         link.busy = false;
-        link.busy_done += now - link.tx_start;
+        let served = now - link.tx_start;
+        link.busy_done += served;
+        let class = link.class_mut(packet.class);
+        class.busy += served;
+        class.sent_packets += 1;
+        class.delay_sum += (now - packet.arrival) as u128;
         link.sent_packets += 1;
         link.sent_bytes += packet.size as u64;
         if link.loss_threshold > 0 && link.loss_rng.random::<u64>() < link.loss_threshold {
@@ -1289,6 +1382,21 @@ impl<'s> Engine<'s> {
                 .iter_mut()
                 .map(|l| std::mem::take(&mut l.series))
                 .collect(),
+            link_class_window: self
+                .links
+                .iter_mut()
+                .map(|l| {
+                    (
+                        std::mem::take(&mut l.classes_at_warmup),
+                        std::mem::take(&mut l.classes_at_end),
+                    )
+                })
+                .collect(),
+            link_class_busy_series: self
+                .links
+                .iter_mut()
+                .map(|l| std::mem::take(&mut l.class_busy_series))
+                .collect(),
             link_idle_while_backlogged: self.links.iter().map(|l| l.idle_while_backlogged).collect(),
             link_left_queued: self.links.iter().map(|l| l.scheduler.backlog().packets).collect(),
             discipline_counters: self
@@ -1354,7 +1462,8 @@ mod tests {
         for (i, (rate_kbit, delay_us, buffer)) in links.iter().enumerate() {
             text += &format!(
                 "[[link]]\nname = \"l{i}\"\nrate = \"{rate_kbit}kbit\"\ndelay = \"{delay_us}us\"\n\
-                 buffer = {buffer}\nscheduler = {{ kind = \"{kind}\" }}\n"
+                 buffer = {buffer}\nscheduler = {{ kind = \"{kind}\"{} }}\n",
+                required_parameters(kind)
             );
         }
         for (i, (from, hops, model, rate, size)) in sources.iter().enumerate() {
@@ -1376,6 +1485,15 @@ mod tests {
             );
         }
         text
+    }
+
+    /// The scheduler keys a discipline cannot do without (the CPU-share policies' `share` and
+    /// `interval`), as `, key = value` text.
+    fn required_parameters(kind: &str) -> &'static str {
+        match kind {
+            "dynamic_priority" | "adaptive" => ", share = [0.4, 0.3, 0.3], interval = \"10ms\"",
+            _ => "",
+        }
     }
 
     proptest! {
@@ -1412,7 +1530,7 @@ mod tests {
                         .iter()
                         .map(|&l| {
                             let link = &scenario.links[l];
-                            (link.rate.transmission_time(40) + link.delay) as f64 / 1e9
+                            (link.service.of(40) + link.delay) as f64 / 1e9
                         })
                         .sum();
                     prop_assert!(*min_delay >= floor * 0.999, "median {} below floor {}", min_delay, floor);

@@ -20,7 +20,7 @@ use schedlab_core::DropReason;
 use serde_json::{json, Map, Value};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::engine::{FlowSeries, LinkSnapshot, RawReplication, TcpRaw, TcpSample};
+use crate::engine::{ClassAtLink, FlowSeries, LinkSnapshot, RawReplication, TcpRaw, TcpSample};
 use crate::scenario::{CiMethod, RunLength, Scenario};
 use crate::stats::{Accumulator, DelayHistogram};
 
@@ -125,6 +125,11 @@ pub struct ReplicationResult {
     pub classes: Vec<Row>,
     /// One row per link, in scenario order.
     pub links: Vec<Row>,
+    /// One row per (link, class) the link saw: the class's share of the link's time (GCU),
+    /// drops by reason and delay at that link.
+    pub link_classes: Vec<Row>,
+    /// Per link, per bin: each class's share of the bin's time, by class.
+    pub link_class_series: Vec<Vec<Vec<f64>>>,
     /// Per link, the discipline's own counters at the end of the run.
     pub discipline_counters: Vec<Vec<(&'static str, u64)>>,
     /// Per flow, received packets and bytes per time bin (all packets, warm-up included).
@@ -229,6 +234,8 @@ fn drop_column(reason: DropReason) -> &'static str {
         DropReason::PushedOut => "dropped_pushed_out",
         DropReason::Late => "dropped_late",
         DropReason::InvalidPacket => "dropped_invalid_packet",
+        DropReason::Sojourn => "dropped_sojourn",
+        DropReason::NoBandwidth => "dropped_no_bandwidth",
     }
 }
 
@@ -266,7 +273,9 @@ fn link_row(
         row.push(("queue_max_bytes", Cell::Max(Some(bytes as f64))));
         row.push(("sent_packets", Cell::Count(to.sent_packets - from.sent_packets)));
         row.push(("sent_bytes", Cell::Count(sent_bytes)));
-        let dropped: u64 = (0..4).map(|i| to.dropped[i] - from.dropped[i]).sum();
+        let dropped: u64 = (0..DropReason::COUNT)
+            .map(|i| to.dropped[i] - from.dropped[i])
+            .sum();
         row.push(("dropped", Cell::Count(dropped)));
         for reason in DropReason::ALL {
             let i = reason as usize;
@@ -274,6 +283,48 @@ fn link_row(
         }
         row.push(("lost", Cell::Count(to.lost - from.lost)));
     }
+    row
+}
+
+/// The row of class `class` at link `index` over a window from `from` to `to` (totals; a
+/// class absent from `from` had zeros then).
+fn link_class_row(
+    index: usize,
+    name: &str,
+    class: u8,
+    class_name: Option<&str>,
+    from: Option<&ClassAtLink>,
+    to: &ClassAtLink,
+    span: u64,
+) -> Row {
+    let zero = ClassAtLink::default();
+    let from = from.unwrap_or(&zero);
+    let sent = to.sent_packets - from.sent_packets;
+    let delay = to.delay_sum - from.delay_sum;
+    let mut row: Row = vec![
+        ("link", Cell::Id(index as u64)),
+        ("name", Cell::Text(name.to_string())),
+        ("class", Cell::Id(class as u64)),
+        ("class_name", Cell::Text(class_name.unwrap_or("").to_string())),
+        (
+            "utilisation",
+            Cell::Real(ratio((to.busy - from.busy) as u128, span)),
+        ),
+        ("sent_packets", Cell::Count(sent)),
+        (
+            "dropped",
+            Cell::Count(
+                (0..DropReason::COUNT)
+                    .map(|i| to.dropped[i] - from.dropped[i])
+                    .sum(),
+            ),
+        ),
+    ];
+    for reason in DropReason::ALL {
+        let i = reason as usize;
+        row.push((drop_column(reason), Cell::Count(to.dropped[i] - from.dropped[i])));
+    }
+    row.push(("delay_mean_s", Cell::Real(ratio(delay, sent).map(|d| d / 1e9))));
     row
 }
 
@@ -363,19 +414,69 @@ pub fn reduce(
         .classes
         .iter()
         .map(|(class, acc)| {
-            let mut row: Row = vec![("class", Cell::Id(*class as u64))];
+            let mut row: Row = vec![
+                ("class", Cell::Id(*class as u64)),
+                (
+                    "class_name",
+                    Cell::Text(scenario.class_name(*class).unwrap_or("").to_string()),
+                ),
+            ];
             row.extend(traffic_row(acc, &acc.delay.to_hdr(), None, window));
             row
         })
         .collect();
     let mut links = Vec::with_capacity(scenario.links.len());
     let mut link_series = Vec::with_capacity(scenario.links.len());
+    let mut link_classes = Vec::new();
+    let mut link_class_series = Vec::with_capacity(scenario.links.len());
     for (index, link) in scenario.links.iter().enumerate() {
         let (from, to) = &raw.link_window[index];
+        // A processing stage without a rate reports 0 bit/s (its time is per packet).
+        let rate_bps = link.rate.map_or(0, |r| r.bits_per_second());
+        let (class_from, class_to) = &raw.link_class_window[index];
+        for (class, totals) in class_to.iter().enumerate() {
+            let seen = totals.sent_packets + totals.dropped.iter().sum::<u64>() > 0;
+            if seen {
+                link_classes.push(link_class_row(
+                    index,
+                    &link.name,
+                    class as u8,
+                    scenario.class_name(class as u8),
+                    class_from.get(class),
+                    totals,
+                    window,
+                ));
+            }
+        }
+        let mut previous_busy: &[u64] = &[];
+        let mut previous_time = 0;
+        let mut class_bins = Vec::with_capacity(raw.link_class_busy_series[index].len());
+        for (busy, snapshot) in raw.link_class_busy_series[index]
+            .iter()
+            .zip(&raw.link_series[index])
+        {
+            let span = snapshot.time - previous_time;
+            class_bins.push(
+                busy.iter()
+                    .enumerate()
+                    .map(|(c, b)| {
+                        let before = previous_busy.get(c).copied().unwrap_or(0);
+                        if span > 0 {
+                            (b - before) as f64 / span as f64
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect(),
+            );
+            previous_busy = busy;
+            previous_time = snapshot.time;
+        }
+        link_class_series.push(class_bins);
         let mut row = link_row(
             index,
             &link.name,
-            link.rate.bits_per_second(),
+            rate_bps,
             from,
             to,
             Some(raw.link_max_backlog[index]),
@@ -397,14 +498,7 @@ pub fn reduce(
         let mut previous = LinkSnapshot::default();
         let mut bins = Vec::with_capacity(raw.link_series[index].len());
         for snapshot in &raw.link_series[index] {
-            bins.push(link_row(
-                index,
-                &link.name,
-                link.rate.bits_per_second(),
-                &previous,
-                snapshot,
-                None,
-            ));
+            bins.push(link_row(index, &link.name, rate_bps, &previous, snapshot, None));
             previous = *snapshot;
         }
         link_series.push(bins);
@@ -425,6 +519,8 @@ pub fn reduce(
         flows,
         classes,
         links,
+        link_classes,
+        link_class_series,
         discipline_counters: raw.discipline_counters,
         flow_series: raw.flow_series,
         link_series,
@@ -546,6 +642,33 @@ impl SimResults {
             .collect()
     }
 
+    /// The reduced row of every (link, class) pair seen in any replication, matched by both.
+    pub fn link_class_summaries(&self) -> Vec<Map<String, Value>> {
+        let key = |row: &Row| match (cell(row, "link"), cell(row, "class")) {
+            (Some(Cell::Id(l)), Some(Cell::Id(c))) => Some((*l, *c)),
+            _ => None,
+        };
+        let mut keys: Vec<(u64, u64)> = self
+            .replications
+            .iter()
+            .flat_map(|r| r.link_classes.iter())
+            .filter_map(key)
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.iter()
+            .map(|k| {
+                let rows: Vec<&Row> = self
+                    .replications
+                    .iter()
+                    .flat_map(|r| r.link_classes.iter())
+                    .filter(|row| key(row) == Some(*k))
+                    .collect();
+                reduce_rows(&rows, self.method())
+            })
+            .collect()
+    }
+
     /// The reduced row of every link, with its discipline counters summed over replications.
     pub fn link_summaries(&self) -> Vec<Map<String, Value>> {
         let mut links = self.reduce_table(|r| &r.links);
@@ -624,6 +747,7 @@ impl SimResults {
             "flows": self.flow_summaries(),
             "classes": self.class_summaries(),
             "links": self.link_summaries(),
+            "link_classes": self.link_class_summaries(),
             "fairness": {
                 "jain_index": jain_mean,
                 "jain_index_ci95": jain_ci,
@@ -641,8 +765,9 @@ impl SimResults {
         summary
     }
 
-    /// Writes `summary.json`, `flows.csv`, `classes.csv`, `links.csv`,
+    /// Writes `summary.json`, `flows.csv`, `classes.csv`, `links.csv`, `link_classes.csv`,
     /// `discipline_counters.csv`, `timeseries.csv` (per flow and bin), `link_timeseries.csv`,
+    /// `link_class_timeseries.csv`,
     /// `delay_cdf.csv` and `replications.csv` into `out_dir` (created if missing); returns the
     /// paths written.
     pub fn write(&self, out_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -661,9 +786,11 @@ impl SimResults {
         put("flows.csv", self.table_csv(|r| &r.flows))?;
         put("classes.csv", self.table_csv(|r| &r.classes))?;
         put("links.csv", self.table_csv(|r| &r.links))?;
+        put("link_classes.csv", self.table_csv(|r| &r.link_classes))?;
         put("discipline_counters.csv", self.counters_csv())?;
         put("timeseries.csv", self.flow_series_csv())?;
         put("link_timeseries.csv", self.link_series_csv())?;
+        put("link_class_timeseries.csv", self.link_class_series_csv())?;
         put("delay_cdf.csv", self.delay_cdf_csv())?;
         put("replications.csv", self.replications_csv())?;
         if self.scenario.sources.iter().any(|s| s.transport.is_some()) {
@@ -815,6 +942,37 @@ impl SimResults {
         }
         if !header {
             out.push_str("replication,bin_start_s,bin_end_s,link,name,rate_bps,utilisation,throughput_bps,queue_mean_packets,queue_mean_bytes\n");
+        }
+        out
+    }
+
+    /// `link_class_timeseries.csv`: per replication, link, bin and class, the class's share of
+    /// the bin's time at the link (GCU over time); classes that never used the link are left
+    /// out.
+    fn link_class_series_csv(&self) -> String {
+        let bin = self.scenario.run.bin;
+        let mut out =
+            String::from("replication,bin_start_s,bin_end_s,link,name,class,class_name,utilisation\n");
+        for replication in &self.replications {
+            for (index, bins) in replication.link_class_series.iter().enumerate() {
+                let name = csv_text(&self.scenario.links[index].name);
+                for (k, shares) in bins.iter().enumerate() {
+                    for (class, share) in shares.iter().enumerate() {
+                        let class_name = self
+                            .scenario
+                            .class_name(class as u8)
+                            .map(csv_text)
+                            .unwrap_or_default();
+                        let _ = writeln!(
+                            out,
+                            "{},{},{},{index},{name},{class},{class_name},{share}",
+                            replication.replication,
+                            seconds(k as u64 * bin),
+                            seconds((k as u64 + 1) * bin),
+                        );
+                    }
+                }
+            }
         }
         out
     }

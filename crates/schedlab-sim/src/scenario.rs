@@ -32,8 +32,8 @@ use std::sync::Arc;
 
 use schedlab_core::config::join_path;
 use schedlab_core::{
-    build_scheduler, AnyScheduler, ConfigError, FlowId, FlowParams, FlowTable, Rate, TableReader, TimeNs,
-    MAX_FLOW_ID,
+    build_scheduler, AnyScheduler, ConfigError, FlowId, FlowParams, FlowTable, LinkDropPolicy,
+    LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
 };
 
 use crate::tcp::TcpConfig;
@@ -85,8 +85,17 @@ pub struct RunConfig {
 pub struct LinkConfig {
     /// Name used in source paths.
     pub name: String,
-    /// Transmission rate.
-    pub rate: Rate,
+    /// Transmission rate (`None` for a processing stage with a fixed time per packet only).
+    pub rate: Option<Rate>,
+    /// Time a packet holds the link: `service` per packet plus serialisation at `rate`.
+    pub service: ServiceTime,
+    /// Packets that waited longer than this in the queue are dropped when the link takes them
+    /// ([`schedlab_core::DropReason::Sojourn`]).
+    pub max_sojourn: Option<TimeNs>,
+    /// Paper 001's link-dropping policy, applied before the scheduler.
+    pub drop_policy: Option<LinkDropPolicyKind>,
+    /// The link's `buffer` in bytes (the horizon of its dropping policy).
+    pub buffer: Option<u64>,
     /// Propagation delay, ns.
     pub delay: TimeNs,
     /// The scheduler table, with the link's `buffer` / `buffer_packets` merged in.
@@ -101,14 +110,41 @@ pub struct LinkConfig {
 impl LinkConfig {
     /// Builds a fresh scheduler for this link (`index` is the link's position, for error paths).
     pub fn build_scheduler(&self, index: usize) -> Result<AnyScheduler, ConfigError> {
+        // A processing stage without `rate` serves packets, not bytes: the disciplines that
+        // turn bytes into time at the link rate cannot run on it (the others ignore the rate).
+        let rate = match self.rate {
+            Some(rate) => rate,
+            None => {
+                let kind = self.scheduler.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+                if RATE_BASED_DISCIPLINES.contains(&kind) {
+                    return Err(ConfigError::new(
+                        format!("link[{index}].scheduler.kind"),
+                        format!("{kind:?}"),
+                        "needs the link's rate (bytes to time); give the stage a rate as well as its service time",
+                    ));
+                }
+                Rate::from_bits_per_second(u64::MAX).expect("non-zero")
+            }
+        };
         build_scheduler(
             &self.scheduler,
             &format!("link[{index}].scheduler"),
             &self.flows,
-            self.rate,
+            rate,
         )
     }
+
+    /// The link-dropping policy's fresh state, if the link has one.
+    pub fn build_drop_policy(&self) -> Option<LinkDropPolicy> {
+        let kind = self.drop_policy.as_ref()?;
+        // parse_link guarantees both when a policy is set.
+        Some(LinkDropPolicy::new(kind, self.rate?, self.buffer?))
+    }
 }
+
+/// Disciplines that convert bytes to time at the link rate (virtual time, rate checks): they
+/// need a `rate` on a processing stage.
+pub const RATE_BASED_DISCIPLINES: &[&str] = &["wfq", "wf2q_plus", "stfq", "virtual_clock"];
 
 /// A (σ,ρ) token-bucket shaper in front of a source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,6 +235,8 @@ pub struct Scenario {
     pub links: Vec<LinkConfig>,
     /// Sources in file order.
     pub sources: Vec<SourceConfig>,
+    /// The `[classes]` table: class names and their numbers, by number.
+    pub class_names: Vec<(String, u8)>,
     /// The scenario as parsed (echoed into `summary.json`).
     pub table: toml::Table,
 }
@@ -240,6 +278,14 @@ impl ScenarioError {
 }
 
 impl Scenario {
+    /// The name `[classes]` gives class `class`, if any.
+    pub fn class_name(&self, class: u8) -> Option<&str> {
+        self.class_names
+            .iter()
+            .find(|(_, number)| *number == class)
+            .map(|(name, _)| name.as_str())
+    }
+
     /// What the scenario declares (run length, links, flows), as JSON: what
     /// `schedlab validate` prints.
     pub fn describe(&self) -> serde_json::Value {
@@ -258,7 +304,8 @@ impl Scenario {
             },
             "links": self.links.iter().map(|l| json!({
                 "name": l.name,
-                "rate_bps": l.rate.bits_per_second(),
+                "rate_bps": l.rate.map(|r| r.bits_per_second()),
+                "service_s": (l.service.per_packet > 0).then(|| l.service.per_packet as f64 / 1e9),
                 "delay_s": l.delay as f64 / 1e9,
                 "loss": l.loss,
                 "scheduler": l.scheduler.get("kind").and_then(|k| k.as_str()),
@@ -303,6 +350,7 @@ const TOP_KEYS: &[&str] = &[
     "link",
     "source",
     "flow_defaults",
+    "classes",
     "sweep",
     "report",
 ];
@@ -319,10 +367,13 @@ const RUN_KEYS: &[&str] = &[
 const LINK_KEYS: &[&str] = &[
     "name",
     "rate",
+    "service",
     "delay",
     "buffer",
     "buffer_packets",
     "scheduler",
+    "max_sojourn",
+    "drop_policy",
     "loss",
 ];
 const SOURCE_KEYS: &[&str] = &[
@@ -413,6 +464,10 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         Some(t) => FlowParams::from_table(t, "flow_defaults")?,
         None => FlowParams::default(),
     };
+    let class_names = match top.table("classes")? {
+        Some(t) => parse_classes(t)?,
+        None => Vec::new(),
+    };
     let link_tables = tables(&mut top, "link")?;
     let source_tables = tables(&mut top, "source")?;
     // `[sweep]` and `[report]` belong to the Python front (sweeps, figures), which validates
@@ -441,7 +496,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
     }
     let mut sources: Vec<SourceConfig> = Vec::with_capacity(source_tables.len());
     for (index, t) in source_tables.iter().enumerate() {
-        let source = parse_source(t, index, &links, base_dir, &run)?;
+        let source = parse_source(t, index, &links, base_dir, &run, &class_names)?;
         if let Some(other) = sources.iter().position(|s| s.flow == source.flow) {
             return Err(ConfigError::new(
                 format!("source[{index}].flow"),
@@ -465,14 +520,60 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
     }
     for (index, link) in links.iter().enumerate() {
         link.build_scheduler(index)?;
+        if let Some(classes) = link.drop_policy.as_ref().and_then(|p| p.classes()) {
+            if let Some((s, source)) = sources
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s.path.contains(&index) && s.class as usize >= classes)
+            {
+                return Err(ConfigError::new(
+                    format!("source[{s}].class"),
+                    source.class.to_string(),
+                    format!(
+                        "link[{index}].drop_policy.link_share has {classes} classes (0 to {})",
+                        classes - 1
+                    ),
+                )
+                .into());
+            }
+        }
     }
     Ok(Scenario {
         name,
         run,
         links,
         sources,
+        class_names,
         table,
     })
+}
+
+/// Reads `[classes]`: `name = number` (0 = highest), names and numbers each unique.
+fn parse_classes(table: &toml::Table) -> Result<Vec<(String, u8)>, ConfigError> {
+    let mut names: Vec<(String, u8)> = Vec::with_capacity(table.len());
+    for (name, value) in table {
+        let path = format!("classes.{name}");
+        let number = match value {
+            toml::Value::Integer(i) if (0..=255).contains(i) => *i as u8,
+            _ => {
+                return Err(ConfigError::new(
+                    path,
+                    value.to_string(),
+                    "must be a class number from 0 (highest) to 255",
+                ))
+            }
+        };
+        if let Some((other, _)) = names.iter().find(|(_, n)| *n == number) {
+            return Err(ConfigError::new(
+                path,
+                value.to_string(),
+                format!("classes.{other} has the same number"),
+            ));
+        }
+        names.push((name.clone(), number));
+    }
+    names.sort_by_key(|(_, n)| *n);
+    Ok(names)
 }
 
 fn tables<'a>(reader: &mut TableReader<'a>, key: &'a str) -> Result<Vec<&'a toml::Table>, ConfigError> {
@@ -561,12 +662,49 @@ fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result
         "name",
         "the name used in source paths",
     )?;
-    let rate = required(r.rate("rate")?, &r, "rate", "a rate such as \"125kbit\"")?;
+    let rate = r.rate("rate")?;
+    let per_packet = r.duration("service")?;
+    if per_packet == Some(0) {
+        return Err(r.error("service", "must be longer than zero (omit it for a plain link)"));
+    }
+    if rate.is_none() && per_packet.is_none() {
+        return Err(r.error(
+            "rate",
+            "is required: a rate such as \"125kbit\", or a processing time per packet (service = \"300us\"), or both",
+        ));
+    }
+    let service = ServiceTime {
+        per_packet: per_packet.unwrap_or(0),
+        rate,
+    };
     let delay = r.duration("delay")?.unwrap_or(0);
     let buffer = r.size("buffer")?;
     if buffer == Some(0) {
         return Err(r.error("buffer", "must be at least 1 byte"));
     }
+    let max_sojourn = r.duration("max_sojourn")?;
+    if max_sojourn == Some(0) {
+        return Err(r.error("max_sojourn", "must be longer than zero"));
+    }
+    let drop_policy = match r.table("drop_policy")? {
+        None => None,
+        Some(t) => {
+            let kind = LinkDropPolicyKind::read(t, &format!("{path}.drop_policy"))?;
+            if rate.is_none() {
+                return Err(r.error(
+                    "drop_policy",
+                    "a link-dropping policy shares the link's bandwidth: the link needs a rate",
+                ));
+            }
+            if buffer.is_none() {
+                return Err(r.error(
+                    "drop_policy",
+                    "a link-dropping policy measures bandwidth over the buffer's drain time: the link needs a buffer (bytes)",
+                ));
+            }
+            Some(kind)
+        }
+    };
     let buffer_packets = r.integer("buffer_packets", 1, i64::MAX)?;
     let loss = r.float("loss", 0.0, 1.0)?.unwrap_or(0.0);
     if loss >= 1.0 {
@@ -600,6 +738,10 @@ fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result
     Ok(LinkConfig {
         name,
         rate,
+        service,
+        max_sojourn,
+        drop_policy,
+        buffer,
         delay,
         scheduler,
         flows,
@@ -698,6 +840,7 @@ fn parse_source(
     links: &[LinkConfig],
     base_dir: &Path,
     run: &RunConfig,
+    class_names: &[(String, u8)],
 ) -> Result<SourceConfig, ConfigError> {
     let path = format!("source[{index}]");
     let mut r = TableReader::new(table, path.clone());
@@ -706,7 +849,24 @@ fn parse_source(
         .map(|f| f as FlowId)
         .unwrap_or(index as FlowId);
     let name = r_string(&mut r, "name")?.unwrap_or_else(|| format!("flow{flow}"));
-    let class = r.integer("class", 0, 255)?.unwrap_or(0) as u8;
+    let class = match r.value("class") {
+        Some(toml::Value::String(name)) => match class_names.iter().find(|(n, _)| n == name) {
+            Some((_, number)) => *number,
+            None => {
+                let known: Vec<&str> = class_names.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(r.error(
+                    "class",
+                    if known.is_empty() {
+                        "names no class: declare it in a [classes] table (e.g. gold = 0), or give a number"
+                            .to_string()
+                    } else {
+                        format!("names no class in [classes] (known: {})", known.join(", "))
+                    },
+                ));
+            }
+        },
+        _ => r.integer("class", 0, 255)?.unwrap_or(0) as u8,
+    };
     let hops = match array(&mut r, "path")? {
         Some(a) if !a.is_empty() => a,
         Some(_) => return Err(r.error("path", "must name at least one link")),

@@ -296,7 +296,7 @@ pub struct Accumulator {
     /// Their bytes.
     pub received_bytes: u64,
     /// Of those, packets dropped, by [`DropReason`] order.
-    pub dropped: [u64; 4],
+    pub dropped: [u64; DropReason::COUNT],
     /// Bytes dropped.
     pub dropped_bytes: u64,
     /// Of those, packets lost on a link (its `loss` probability), after transmission.

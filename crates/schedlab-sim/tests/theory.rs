@@ -396,7 +396,7 @@ fn examples_run_and_write_every_table() {
             .replace("warmup = \"5s\"", "warmup = \"1s\"");
         let r = run(&text);
         let written = r.write(&out.join(name)).unwrap();
-        assert_eq!(written.len(), 9);
+        assert_eq!(written.len(), 11);
         let summary: Value =
             serde_json::from_str(&std::fs::read_to_string(out.join(name).join("summary.json")).unwrap())
                 .unwrap();
