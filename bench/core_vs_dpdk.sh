@@ -88,18 +88,10 @@ criterion = pathlib.Path(criterion_dir)
 facts = dict(line.rstrip("\n").split("=", 1) for line in open(facts_path) if "=" in line)
 
 # Our numbers: every benchmark that wrote this run's baseline, <discipline>/<flows>.
-ours = {}
-for estimates in sorted(criterion.glob(f"*/*/{baseline}/estimates.json")):
-    discipline, flows = estimates.parts[-4], estimates.parts[-3]
-    if not flows.isdigit():
-        continue
-    data = json.load(open(estimates))
-    median = data["median"]
-    ours[(discipline, int(flows))] = (
-        median["point_estimate"],
-        median["confidence_interval"]["lower_bound"],
-        median["confidence_interval"]["upper_bound"],
-    )
+sys.path.insert(0, str(pathlib.Path(doc_path).resolve().parent.parent / "bench"))
+from criterion_estimates import load  # noqa: E402
+
+ours = load(criterion, baseline)
 if not ours:
     sys.exit("core_vs_dpdk: no criterion estimates found for this run")
 

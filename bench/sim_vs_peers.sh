@@ -10,7 +10,9 @@
 #
 # usage: bench/sim_vs_peers.sh
 # env:   FLOWS="10 1000"       numbers of flows
-#        SIM_PACKETS=4000000 NS2_PACKETS=2000000 NS3_PACKETS=200000 NSPY_PACKETS=200000
+#        SIM_PACKETS=4000000 NS2_PACKETS=10000000 NS3_PACKETS=200000 NSPY_PACKETS=200000
+#        (ns-2 builds 1,000 source nodes in about 35 s of CPU: its run must be long enough
+#        for the difference between the run and the set-up to dominate their noise)
 #        PEERS="ns2 ns3 nspy"  which peers to run
 #        REPS=1                runs per simulator and N (the table shows medians)
 #        OUT=docs/performance.md
@@ -30,7 +32,7 @@ for n in $flow_counts; do
     N=$n bash bench/sim_ns2_scenario.sh "${SIM_PACKETS:-4000000}" | tee -a "$work/runs.csv"
     for peer in $peers; do
         case $peer in
-            ns2) packets=${NS2_PACKETS:-2000000} ;;
+            ns2) packets=${NS2_PACKETS:-10000000} ;;
             ns3) packets=${NS3_PACKETS:-200000} ;;
             nspy) packets=${NSPY_PACKETS:-200000} ;;
             *) echo "error: PEERS: unknown peer '$peer' (ns2, ns3, nspy)" >&2; exit 2 ;;
@@ -65,7 +67,13 @@ SCHED = {"drr": "`drr`", "DRR": "`Queue/DRR`", "fqcodel-noaqm": "`FqCoDelQueueDi
 
 
 def med(rs, key):
-    return statistics.median(float(r[key]) for r in rs)
+    """Median of a column over runs; None when no run has a value (see lib.sh, emit)."""
+    values = [float(r[key]) for r in rs if r[key] != ""]
+    return statistics.median(values) if values else None
+
+
+def rate(x):
+    return f"{x:,.0f}" if x else "–"
 
 
 def cpu_model():
@@ -106,12 +114,15 @@ for flows in sorted({f for f, _ in runs}):
         if not rs:
             continue
         pps, cpps = med(rs, "packets_per_s"), med(rs, "packets_per_cpu_s")
-        ratio_wall = f"{med(ours, 'packets_per_s') / pps:.1f}×" if ours else "–"
-        ratio_cpu = f"{med(ours, 'packets_per_cpu_s') / cpps:.1f}×" if ours else "–"
+        our_pps = med(ours, "packets_per_s") if ours else None
+        our_cpps = med(ours, "packets_per_cpu_s") if ours else None
+        ratio_wall = f"{our_pps / pps:.1f}×" if our_pps and pps else "–"
+        ratio_cpu = f"{our_cpps / cpps:.1f}×" if our_cpps and cpps else "–"
         lines.append(
             f"| {flows:,} | {NAMES[peer]} | {SCHED.get(rs[0]['scheduler'], rs[0]['scheduler'])} "
-            f"| {len(rs)} | {med(rs, 'packets'):,.0f} | {med(rs, 'setup_s'):.2f} | {pps:,.0f} "
-            f"| {1e9 / cpps:,.0f} | {med(rs, 'peak_rss_mb'):.1f} | {ratio_wall} | {ratio_cpu} |")
+            f"| {len(rs)} | {med(rs, 'packets'):,.0f} | {med(rs, 'setup_s'):.2f} | {rate(pps)} "
+            f"| {rate(1e9 / cpps if cpps else None)} | {med(rs, 'peak_rss_mb'):.1f} | {ratio_wall} "
+            f"| {ratio_cpu} |")
 lines += [
     "",
     "Events per packet differ by model (schedlab about 5 here: arrival, two transmission ends, "

@@ -16,8 +16,9 @@
 #     packets_per_cpu_s,events_per_s,peak_rss_mb
 #   where packets_per_s = PACKETS / (WALL − SETUP) and packets_per_cpu_s = PACKETS /
 #   (CPU − SETUP_CPU): the set-up (start-up, building the topology, reading the trace) is
-#   measured separately and left out. CPU time does not count waiting for a core, so on a
-#   shared machine it is the steadier figure. events_per_s (per wall second of the run) is
+#   measured separately and left out (a rate is left empty when the run took no longer
+#   than its set-up). CPU time does not count waiting for a core, so on a shared machine it
+#   is the steadier figure. events_per_s (per wall second of the run) is
 #   empty when EVENTS is empty (the peer does not count events).
 
 need_apt() {
@@ -86,12 +87,14 @@ emit() {
     local rss=${10}
     awk -v p="$peer" -v s="$sched" -v f="$flows" -v n="$packets" -v w="$wall" -v u="$setup" \
         -v c="$cpu" -v uc="$setup_cpu" -v e="$events" -v r="$rss" 'BEGIN {
+        # A run no longer than its set-up (10 ms resolution, or a set-up run slowed down by
+        # other jobs) gives no rate: the field stays empty rather than absurd.
         run = w - u; run_cpu = c - uc
-        if (run <= 0) run = 0.01   # /usr/bin/time has 10 ms resolution
-        if (run_cpu <= 0) run_cpu = 0.01
-        eps = (e == "") ? "" : sprintf("%.0f", e / run)
-        printf "%s,%s,%d,%d,%.2f,%.2f,%.2f,%.2f,%.0f,%.0f,%s,%s\n", p, s, f, n, w, u, c, uc,
-            n / run, n / run_cpu, eps, r }'
+        pps = (run > 0) ? sprintf("%.0f", n / run) : ""
+        cpps = (run_cpu > 0) ? sprintf("%.0f", n / run_cpu) : ""
+        eps = (e == "" || run <= 0) ? "" : sprintf("%.0f", e / run)
+        printf "%s,%s,%d,%d,%.2f,%.2f,%.2f,%.2f,%s,%s,%s,%s\n", p, s, f, n, w, u, c, uc,
+            pps, cpps, eps, r }'
 }
 
 measure_runs() {

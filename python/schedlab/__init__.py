@@ -33,8 +33,10 @@ def disciplines() -> list[dict]:
     return _disciplines()
 
 
-def replay(config: str, trace: str, out: str) -> dict:
+def replay(config: str, trace: str, out: str, progress=None) -> dict:
     """Replay the packet trace ``trace`` (CSV ``time_s,flow,size_bytes[,class,deadline_s]``)
     through the scheduler and link of ``config`` (TOML) and write one row per packet to
-    ``out``. Returns the per-flow summary. Raises :class:`InputError` on bad input."""
-    return _replay(str(config), str(trace), str(out))
+    ``out``. Returns the per-flow summary. Raises :class:`InputError` on bad input.
+    ``progress(percent_done, 100)`` is called at most every 0.2 s; Ctrl-C stops the replay
+    (``KeyboardInterrupt``) and leaves no ``out`` file."""
+    return _replay(str(config), str(trace), str(out), progress)

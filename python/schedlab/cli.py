@@ -174,7 +174,9 @@ def replay(
     """
     try:
         with _interruptible():
-            result = schedlab.replay(str(config), str(trace), str(out_path))
+            from schedlab.sweep import progress_printer
+
+            result = schedlab.replay(str(config), str(trace), str(out_path), progress_printer(label="replay, %"))
     except schedlab.InputError as e:
         _fail_input(str(e))
         return

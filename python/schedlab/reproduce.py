@@ -794,7 +794,7 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
                     ax.plot(
                         [a for a, _ in pairs],
                         [b for _, b in pairs],
-                        linestyle="--",
+                        linestyle=("--", ":", "-.")[index % 3],
                         color="black",
                         label=overlay.get("label", overlay["model"]),
                     )

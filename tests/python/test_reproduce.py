@@ -32,7 +32,7 @@ def test_registry_covers_every_paper_with_unique_result_ids(cli):
         assert key in keys
     by_key = {(e["paper"], e["result"]): e for e in entries}
     assert "router model" in by_key[("wang", "fig3")]["status"]
-    assert "TCP" in by_key[("vd", "fig5")]["status"]
+    assert "bakiras2004" in by_key[("vd", "fig5")]["status"]
     assert "gateway" in by_key[("vd", "fig7")]["status"]
 
 

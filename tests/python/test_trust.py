@@ -360,3 +360,29 @@ def test_terminal_summary_shows_top_flows_and_a_total_unless_all(tmp_path, cli):
     assert "20 of 60 flows" in " ".join(short.stdout.split())
     every = cli("run", str(tmp_path / "many.toml"), "--out", str(tmp_path / "a"), "--all")
     assert len([line for line in every.stdout.splitlines() if line.startswith("│")]) == 60
+
+
+def test_replay_stops_on_ctrl_c_and_leaves_no_departure_file(tmp_path):
+    import os
+
+    from conftest import REPO
+
+    import schedlab
+
+    rows = "".join(f"{k * 1e-5:.6f},{k % 7},500\n" for k in range(200_000))
+    trace = tmp_path / "trace.csv"
+    trace.write_text("time_s,flow,size_bytes\n" + rows)  # 3.6 MB: several watcher calls
+    out = tmp_path / "dep.csv"
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 1:  # Ctrl-C as the replay starts; the next check must stop it
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        schedlab.replay(REPO / "experiments/replay/drr.toml", trace, out, progress)
+    assert not out.exists() and not (tmp_path / "dep.csv.partial").exists()
+    assert calls == [0]
+    done = schedlab.replay(REPO / "experiments/replay/drr.toml", trace, out)
+    assert done["packets"] == 200_000 and out.exists()

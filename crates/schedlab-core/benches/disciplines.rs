@@ -2,6 +2,11 @@
 //! backlogged flows, in steady state: each measured step dequeues one packet and enqueues a
 //! new one for the same flow, so the backlog (4 packets per flow) stays constant and no
 //! allocation happens. `cargo bench -p schedlab-core --bench disciplines`.
+//!
+//! `SCHEDLAB_BENCH_FLOWS` (comma-separated, e.g. `1,10,100,1000,10000,100000,1000000`)
+//! replaces the flow counts; `bench/flow_scaling.sh` uses it for the plot of ns per packet
+//! against flows. Cases whose cost grows linearly with the flows (`dwcs_list`) stop at
+//! [`LINEAR_CASE_MAX_FLOWS`].
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -52,6 +57,23 @@ const CASES: &[(&str, &str)] = &[
 ];
 
 const FLOW_COUNTS: &[u32] = &[1, 64, 1024, 16384];
+/// Cases that scan every flow per packet are not run above this many flows.
+const LINEAR_CASES: &[&str] = &["dwcs_list"];
+const LINEAR_CASE_MAX_FLOWS: u32 = 16_384;
+
+/// The flow counts: `SCHEDLAB_BENCH_FLOWS` if set, else [`FLOW_COUNTS`].
+fn flow_counts() -> Vec<u32> {
+    match std::env::var("SCHEDLAB_BENCH_FLOWS") {
+        Err(_) => FLOW_COUNTS.to_vec(),
+        Ok(list) => list
+            .split(',')
+            .map(|n| match n.trim().parse::<u32>() {
+                Ok(count) if (1..=1 << 24).contains(&count) => count,
+                _ => panic!("SCHEDLAB_BENCH_FLOWS = {list:?}: {n:?} is not a flow count from 1 to 2^24"),
+            })
+            .collect(),
+    }
+}
 const PACKETS_PER_FLOW: u32 = 4;
 
 fn flows(kind: &str, count: u32) -> FlowTable {
@@ -119,10 +141,15 @@ fn bench(c: &mut Criterion) {
         group.throughput(Throughput::Elements(1));
         group.warm_up_time(Duration::from_millis(500));
         group.measurement_time(Duration::from_secs(2));
-        for &count in FLOW_COUNTS {
-            group.bench_with_input(BenchmarkId::from_parameter(count), &count, |b, &count| {
-                let (mut scheduler, mut id, mut now) = prepared(kind, table, count, rate);
-                let mut drops = Vec::with_capacity(16);
+        for count in flow_counts() {
+            if LINEAR_CASES.contains(kind) && count > LINEAR_CASE_MAX_FLOWS {
+                continue;
+            }
+            // Built once: criterion calls the closure for every sample, and building a
+            // million flows takes seconds. The state carries on from sample to sample.
+            let (mut scheduler, mut id, mut now) = prepared(kind, table, count, rate);
+            let mut drops = Vec::with_capacity(16);
+            group.bench_with_input(BenchmarkId::from_parameter(count), &count, |b, _| {
                 b.iter_custom(|iterations| {
                     let start = Instant::now();
                     for _ in 0..iterations {

@@ -64,6 +64,21 @@ pub fn run_link<S: Scheduler + ?Sized>(
     rate: Rate,
     packets: &[Packet],
 ) -> Result<LinkRun, UnsortedInput> {
+    run_link_watched(scheduler, rate, packets, &mut |_| true)
+        .map(|run| run.expect("a watcher that never stops"))
+}
+
+/// Packets enqueued between two calls of a [`run_link_watched`] watcher.
+pub const WATCH_EVERY: usize = 1 << 14;
+
+/// [`run_link`] that calls `watch(packets enqueued so far)` every [`WATCH_EVERY`] arrivals
+/// and stops, returning `Ok(None)`, when it returns false (Ctrl-C in the replay tool).
+pub fn run_link_watched<S: Scheduler + ?Sized>(
+    scheduler: &mut S,
+    rate: Rate,
+    packets: &[Packet],
+    watch: &mut dyn FnMut(usize) -> bool,
+) -> Result<Option<LinkRun>, UnsortedInput> {
     for index in 1..packets.len() {
         if packets[index].arrival < packets[index - 1].arrival {
             return Err(UnsortedInput {
@@ -115,6 +130,9 @@ pub fn run_link<S: Scheduler + ?Sized>(
                 scheduler.enqueue(packet, t, &mut drops);
                 record_drops(&mut drops, t, &mut run.outcomes);
                 next += 1;
+                if next.is_multiple_of(WATCH_EVERY) && !watch(next) {
+                    return Ok(None);
+                }
                 // A new arrival may make a held-back discipline ready earlier.
                 wakeup = None;
             }
@@ -155,5 +173,5 @@ pub fn run_link<S: Scheduler + ?Sized>(
             (Some(_), None) => unreachable!("an arrival with no decision pending is enqueued above"),
         }
     }
-    Ok(run)
+    Ok(Some(run))
 }

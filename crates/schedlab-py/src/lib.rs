@@ -36,23 +36,32 @@ fn scenario_error(error: ScenarioError, file: Option<&str>, text: &str) -> PyErr
 /// Replays a trace (CSV, or a pcap/pcapng capture classified as the gateway would) through
 /// the scheduler of a configuration file and writes the
 /// departure CSV. Returns a dict with `discipline`, `packets`, `flows` (list of per-flow
-/// dicts) and `discipline_counters`.
+/// dicts) and `discipline_counters`. `progress(percent_done, 100)` is called at most every
+/// 0.2 s. Python signal handlers run while it works: Ctrl-C stops it within a second,
+/// leaves no departure file and raises `KeyboardInterrupt`.
 #[pyfunction]
+#[pyo3(signature = (config, trace, out, progress=None))]
 fn replay<'py>(
     py: Python<'py>,
     config: PathBuf,
     trace: PathBuf,
     out: PathBuf,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (result, skipped) = py
-        .detach(|| {
-            if schedlab_gateway::pcap::is_capture(&trace) {
-                schedlab_gateway::pcap::replay_pcap_files(&config, &trace, &out).map(|(r, p)| (r, Some(p)))
-            } else {
-                schedlab_sim::replay_files(&config, &trace, &out).map(|r| (r, None))
-            }
-        })
-        .map_err(input_error)?;
+    let mut watcher = SignalWatcher::new(progress);
+    let outcome = py.detach(|| {
+        if schedlab_gateway::pcap::is_capture(&trace) {
+            schedlab_gateway::pcap::replay_pcap_files(&config, &trace, &out).map(|(r, p)| (r, Some(p)))
+        } else {
+            schedlab_sim::replay_files_watched(&config, &trace, &out, &mut |p| watcher.poll(p))
+                .map(|r| (r, None))
+        }
+    });
+    let (result, skipped) = match outcome {
+        Ok(found) => found,
+        Err(InputError::Interrupted) => return Err(watcher.into_error()),
+        Err(e) => return Err(input_error(e)),
+    };
     let summary = PyDict::new(py);
     if let Some(read) = skipped {
         let counts = PyDict::new(py);
@@ -218,12 +227,21 @@ impl SignalWatcher {
             if report {
                 if let Some(callback) = &self.progress {
                     self.last_fraction = std::time::Instant::now();
-                    // An error in the callback is not the run's: the bar is cosmetic.
-                    let _ = if whole {
+                    let called = if whole {
                         callback.call1(py, (progress.done as u64, progress.total as u64))
                     } else {
                         callback.call1(py, (progress.done, progress.total as u64))
                     };
+                    // An error in the callback is not the run's (the bar is cosmetic), but a
+                    // signal handled while it ran (Ctrl-C, SIGTERM) stops the run.
+                    if let Err(e) = called {
+                        if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
+                            || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py)
+                        {
+                            self.error = Some(e);
+                            return false;
+                        }
+                    }
                 }
             }
             true

@@ -56,7 +56,7 @@ pub mod traffic;
 pub mod watch;
 
 pub use error::InputError;
-pub use replay::{replay, replay_files, Replay, ReplayConfig};
+pub use replay::{replay, replay_files, replay_files_watched, Replay, ReplayConfig};
 pub use results::{ReplicationResult, SimResults};
 pub use scenario::{Scenario, ScenarioError};
 pub use trace::{Trace, TraceError};

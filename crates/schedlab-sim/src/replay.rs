@@ -23,12 +23,13 @@ use std::path::Path;
 
 use schedlab_core::config::TableReader;
 use schedlab_core::{
-    build_scheduler, format_seconds, run_link, AnyScheduler, ConfigError, FlowId, FlowParams, FlowTable,
-    Outcome, Rate, Scheduler, FLOW_PARAM_KEYS_WITH_ID,
+    build_scheduler, format_seconds, run_link_watched, AnyScheduler, ConfigError, FlowId, FlowParams,
+    FlowTable, Outcome, Rate, Scheduler, FLOW_PARAM_KEYS_WITH_ID,
 };
 
 use crate::error::InputError;
 use crate::trace::Trace;
+use crate::watch::Progress;
 
 /// A parsed replay configuration.
 #[derive(Clone, Debug)]
@@ -217,12 +218,24 @@ pub struct Replay {
 
 /// Replays `trace` under `config`.
 pub fn replay(config: &ReplayConfig, trace: &Trace) -> Result<Replay, InputError> {
+    replay_watched(config, trace, &mut |_| true)
+}
+
+/// [`replay`] that calls `watch(packets enqueued)` every [`schedlab_core::link::WATCH_EVERY`]
+/// packets and stops with [`InputError::Interrupted`] when it returns false.
+pub fn replay_watched(
+    config: &ReplayConfig,
+    trace: &Trace,
+    watch: &mut dyn FnMut(usize) -> bool,
+) -> Result<Replay, InputError> {
     // Flows configured but absent from the trace still get validated.
     let mut scheduler = config.build_scheduler(|label| trace.id_of(label), trace.labels.len() as FlowId)?;
-    let run = run_link(&mut scheduler, config.rate, &trace.packets).map_err(|e| InputError::Io {
-        path: "trace".into(),
-        message: e.to_string(),
-    })?;
+    let run = run_link_watched(&mut scheduler, config.rate, &trace.packets, watch)
+        .map_err(|e| InputError::Io {
+            path: "trace".into(),
+            message: e.to_string(),
+        })?
+        .ok_or(InputError::Interrupted)?;
     if run.stalled > 0 {
         return Err(InputError::Io {
             path: config.file.clone(),
@@ -307,6 +320,17 @@ fn summarise(trace: &Trace, rows: &[ReplayRow]) -> Vec<FlowSummary> {
 
 /// Writes the departure CSV to `path` atomically: a failure leaves no file that looks complete.
 pub fn write_departures(rows: &[ReplayRow], path: &Path) -> Result<(), InputError> {
+    write_departures_watched(rows, path, &mut |_| true)
+}
+
+/// [`write_departures`] that calls `watch(rows written)` every [`crate::watch::POLL_EVERY`]
+/// rows; when it returns false the partial file is removed and the result is
+/// [`InputError::Interrupted`].
+pub fn write_departures_watched(
+    rows: &[ReplayRow],
+    path: &Path,
+    watch: &mut dyn FnMut(usize) -> bool,
+) -> Result<(), InputError> {
     let io = |e: std::io::Error| InputError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
@@ -316,7 +340,12 @@ pub fn write_departures(rows: &[ReplayRow], path: &Path) -> Result<(), InputErro
         let file = std::fs::File::create(&partial).map_err(io)?;
         let mut out = std::io::BufWriter::new(file);
         writeln!(out, "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome").map_err(io)?;
-        for row in rows {
+        for (index, row) in rows.iter().enumerate() {
+            if index > 0 && (index as u64).is_multiple_of(crate::watch::POLL_EVERY) && !watch(index) {
+                drop(out);
+                let _ = std::fs::remove_file(&partial);
+                return Err(InputError::Interrupted);
+            }
             let arrival = format_seconds(row.arrival);
             match row.outcome {
                 Outcome::Sent { start, end } => writeln!(
@@ -348,6 +377,29 @@ pub fn write_departures(rows: &[ReplayRow], path: &Path) -> Result<(), InputErro
 
 /// Reads the configuration and trace files, replays, writes the departure CSV.
 pub fn replay_files(config_path: &Path, trace_path: &Path, out_path: &Path) -> Result<Replay, InputError> {
+    replay_files_watched(config_path, trace_path, out_path, &mut |_| true)
+}
+
+/// [`replay_files`] under a watcher: it is called with the percentage done (reading the trace
+/// is the first third, the link the second, writing the departures the last) every
+/// [`crate::watch::POLL_EVERY`] packets or 1 MiB of trace; when it returns false the replay
+/// stops with [`InputError::Interrupted`] and leaves no departure file.
+pub fn replay_files_watched(
+    config_path: &Path,
+    trace_path: &Path,
+    out_path: &Path,
+    watch: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Replay, InputError> {
+    let percent = |stage: f64, fraction: f64| Progress {
+        done: (100.0 * (stage + fraction.clamp(0.0, 0.999)) / 3.0).min(99.9),
+        total: 100.0,
+    };
+    if !watch(Progress {
+        done: 0.0,
+        total: 100.0,
+    }) {
+        return Err(InputError::Interrupted);
+    }
     let text = std::fs::read_to_string(config_path).map_err(|e| InputError::Io {
         path: config_path.display().to_string(),
         message: e.to_string(),
@@ -357,10 +409,60 @@ pub fn replay_files(config_path: &Path, trace_path: &Path, out_path: &Path) -> R
         path: trace_path.display().to_string(),
         message: e.to_string(),
     })?;
-    let trace = Trace::from_reader(file, &trace_path.display().to_string())?;
-    let result = replay(&config, &trace)?;
-    write_departures(&result.rows, out_path)?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0).max(1);
+    let mut reader = WatchedRead {
+        inner: file,
+        read: 0,
+        next_poll: READ_POLL_BYTES,
+        stopped: false,
+        watch: &mut |read: u64| watch(percent(0.0, read as f64 / size as f64)),
+    };
+    let trace = Trace::from_reader(&mut reader, &trace_path.display().to_string());
+    if reader.stopped {
+        return Err(InputError::Interrupted);
+    }
+    let trace = trace?;
+    let packets = trace.packets.len().max(1) as f64;
+    let result = replay_watched(&config, &trace, &mut |done| {
+        watch(percent(1.0, done as f64 / packets))
+    })?;
+    write_departures_watched(&result.rows, out_path, &mut |done| {
+        watch(percent(2.0, done as f64 / packets))
+    })?;
+    watch(Progress {
+        done: 100.0,
+        total: 100.0,
+    });
     Ok(result)
+}
+
+/// Bytes of trace read between two calls of the watcher.
+const READ_POLL_BYTES: u64 = 1 << 20;
+
+/// A reader that calls a watcher every [`READ_POLL_BYTES`] and fails once it says stop.
+struct WatchedRead<'w, R> {
+    inner: R,
+    read: u64,
+    next_poll: u64,
+    stopped: bool,
+    watch: &'w mut dyn FnMut(u64) -> bool,
+}
+
+impl<R: std::io::Read> std::io::Read for WatchedRead<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.read >= self.next_poll {
+            self.next_poll = self.read + READ_POLL_BYTES;
+            if !(self.watch)(self.read) {
+                self.stopped = true;
+            }
+        }
+        if self.stopped {
+            return Err(std::io::Error::other("interrupted"));
+        }
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
 }
 
 #[cfg(test)]
@@ -406,6 +508,47 @@ mod tests {
         assert!((r.flows[1].delay_mean_s - 0.00225).abs() < 1e-12);
         assert!((r.flows[1].delay_max_s - 0.003).abs() < 1e-12);
         assert!((r.flows[1].throughput_bps - 1000.0 * 8.0 / 0.003).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_watcher_stops_the_replay_at_every_stage_and_no_file_is_left() {
+        let dir = std::env::temp_dir().join(format!("schedlab-replay-watch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (config, trace, out) = (dir.join("c.toml"), dir.join("t.csv"), dir.join("d.csv"));
+        std::fs::write(&config, CONFIG).unwrap();
+        let mut text = String::from("time_s,flow,size_bytes\n");
+        for k in 0..100_000 {
+            text.push_str(&format!("{:.6},{},500\n", k as f64 * 1e-4, k % 5));
+        }
+        std::fs::write(&trace, text).unwrap();
+        // Stop at the first call inside each third: reading, the link, writing.
+        for stage in 0..3 {
+            let mut seen = Vec::new();
+            let result = replay_files_watched(&config, &trace, &out, &mut |p| {
+                seen.push(p.done);
+                !(p.done > 100.0 * stage as f64 / 3.0 && p.done < 100.0 * (stage + 1) as f64 / 3.0)
+            });
+            assert_eq!(
+                result.unwrap_err(),
+                InputError::Interrupted,
+                "stage {stage}: {seen:?}"
+            );
+            assert!(!out.exists() && !out.with_extension("csv.partial").exists());
+        }
+        let mut seen = Vec::new();
+        let done = replay_files_watched(&config, &trace, &out, &mut |p| {
+            seen.push(p.done);
+            true
+        })
+        .unwrap();
+        assert_eq!(done.rows.len(), 100_000);
+        assert!(out.exists());
+        assert_eq!((seen[0], *seen.last().unwrap()), (0.0, 100.0));
+        assert!(
+            seen.windows(2).all(|w| w[0] <= w[1]) && seen.len() > 10,
+            "{seen:?}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -48,7 +48,16 @@
 //! `priority_sent` (packets sent from the priority queue), `total_rounds` (passes over the
 //! best-effort ActiveList in which at least one flow was served, the thesis's §5.1.2 round:
 //! a round starts when the scheduler visits a flow already visited in the current round, or
-//! the first flow after the list was empty).
+//! the first flow after the list was empty), and the thesis's §5.1.2 LC counters as DRR++
+//! defines them (`crate::disciplines::drr_plusplus`):
+//! * `lc_service` — LCService, "how many times the LC queue is served": while a flow
+//!   conforms, a service interval of the priority queue (a packet sent from it when the
+//!   previous packet sent was not, or after the scheduler emptied); once demoted, a visit of
+//!   the ActiveList to the latency-critical flow that sends at least one packet;
+//! * `lc_backlog` — LCBacklog, "how many times the LC queue is still backlogged after
+//!   exhausting the quantum in the current round": visits to a demoted latency-critical flow
+//!   that end with its head packet larger than its deficit (the priority queue of a
+//!   conforming flow has no quantum and is always served to empty, so it never counts).
 //!
 //! Choices where the paper is silent:
 //! * at demotion the flow's queued packets move with it: its `priority` entries are removed
@@ -148,6 +157,12 @@ pub struct DrrPlus {
     priority_sent: u64,
     total_rounds: u64,
     round_open: bool,
+    lc_service: u64,
+    lc_backlog: u64,
+    /// The last packet sent came from the priority queue (and the scheduler has not emptied).
+    last_was_priority: bool,
+    /// The current ActiveList visit has already been counted as an LC service.
+    visit_counted: bool,
 }
 
 impl DrrPlus {
@@ -270,9 +285,13 @@ impl DrrPlus {
                 let round = self.total_rounds;
                 self.state_mut(flow).visited_round = round;
                 self.quantum_added = true;
+                self.visit_counted = false;
             }
             if head.size as u64 <= self.state_mut(flow).deficit {
                 return Some(flow);
+            }
+            if self.state_mut(flow).latency_critical {
+                self.lc_backlog += 1;
             }
             self.active.rotate_left(1);
             self.quantum_added = false;
@@ -353,6 +372,10 @@ impl Discipline for DrrPlus {
             demotions: 0,
             priority_sent: 0,
             total_rounds: 0,
+            lc_service: 0,
+            lc_backlog: 0,
+            last_was_priority: false,
+            visit_counted: false,
             round_open: false,
         })
     }
@@ -405,13 +428,25 @@ impl Scheduler for DrrPlus {
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         if let Some(flow) = self.priority.pop_front() {
             self.priority_sent += 1;
-            return Some(
-                self.queues
-                    .pop_sent(flow)
-                    .expect("priority entries match queued packets"),
-            );
+            if !self.last_was_priority {
+                self.lc_service += 1;
+            }
+            let packet = self
+                .queues
+                .pop_sent(flow)
+                .expect("priority entries match queued packets");
+            self.last_was_priority = self.queues.counters.backlog().packets > 0;
+            return Some(packet);
         }
-        let flow = self.select_best_effort()?;
+        let Some(flow) = self.select_best_effort() else {
+            self.last_was_priority = false;
+            return None;
+        };
+        self.last_was_priority = false;
+        if self.state_mut(flow).latency_critical && !self.visit_counted {
+            self.lc_service += 1;
+            self.visit_counted = true;
+        }
         let packet = self.queues.pop_sent(flow).expect("selected flow is backlogged");
         self.state_mut(flow).deficit -= packet.size as u64;
         if self.queues.is_empty(flow) {
@@ -442,6 +477,8 @@ impl Scheduler for DrrPlus {
             ("demotions", self.demotions),
             ("priority_sent", self.priority_sent),
             ("total_rounds", self.total_rounds),
+            ("lc_service", self.lc_service),
+            ("lc_backlog", self.lc_backlog),
         ]
     }
 }
@@ -497,8 +534,33 @@ mod tests {
         assert_eq!(testkit::send_order(&mut s, &trace), vec![0, 3, 4, 1, 2]);
         assert_eq!(counter(&s, "demotions"), 0);
         assert_eq!(counter(&s, "priority_sent"), 2);
+        // d and e are one service interval of the priority queue; it is never backlogged
+        // after a quantum.
+        assert_eq!(counter(&s, "lc_service"), 1);
+        assert_eq!(counter(&s, "lc_backlog"), 0);
         assert_eq!(s.flow(0).unwrap().window_bytes, 600);
         assert_eq!(s.flow(0).unwrap().class(), ServiceClass::Priority);
+    }
+
+    /// LCService and LCBacklog of a demoted flow (thesis §5.1.2, as DRR++ counts them). The LC
+    /// flow 0 (contract 100 B / 10 ms, quantum 500) is demoted by its first 400 B packet p0;
+    /// p1 (400 B) follows; the BE flow 1 (quantum 500) has q0, q1 (500 B), all at 0. Visits:
+    /// flow 0 (DC 500) sends p0 (LCService 1), p1 does not fit DC 100 (LCBacklog 1); flow 1
+    /// sends q0; flow 0 (DC 600) sends p1 (LCService 2) and empties; flow 1 sends q1.
+    #[test]
+    fn demoted_flow_counts_lc_services_and_backlogs() {
+        let mut s = drr_plus(&[(0, 100, 10 * MS)], &[], BufferLimit::UNLIMITED);
+        let trace = [
+            Packet::new(0, 0, 400, 0),
+            Packet::new(1, 0, 400, 0),
+            Packet::new(2, 1, 500, 0),
+            Packet::new(3, 1, 500, 0),
+        ];
+        assert_eq!(testkit::send_order(&mut s, &trace), vec![0, 2, 1, 3]);
+        assert_eq!(counter(&s, "demotions"), 1);
+        assert_eq!(counter(&s, "lc_service"), 2);
+        assert_eq!(counter(&s, "lc_backlog"), 1);
+        assert_eq!(counter(&s, "priority_sent"), 0);
     }
 
     /// Contract 1000 B per 10 ms. Arrivals 600 B at 0 and 300 B at 2 ms conform (900 B);
