@@ -268,6 +268,13 @@ impl ClassShare {
         Some(packet)
     }
 
+    /// Takes back the usage of a dequeued packet that was not served.
+    pub fn not_served(&mut self, packet: &Packet) {
+        let class = self.class_of(packet);
+        self.usage[class] = self.usage[class].saturating_sub(1);
+        self.period_usage[class] = self.period_usage[class].saturating_sub(1);
+    }
+
     /// The packet [`ClassShare::dequeue`] would return.
     #[inline]
     pub fn peek(&self) -> Option<Packet> {
@@ -403,6 +410,10 @@ impl<P: SharePolicy> Scheduler for ShareScheduler<P> {
         self.queues.counters()
     }
 
+    fn not_served(&mut self, packet: &Packet) {
+        self.queues.not_served(packet);
+    }
+
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("wakeups", self.queues.wakeups),
@@ -501,6 +512,23 @@ mod tests {
             let e = share(bad).unwrap_err();
             assert_eq!(e.path, "scheduler.share", "{bad}");
         }
+    }
+
+    /// A packet the driver did not serve (dropped for its sojourn) is not CPU usage.
+    #[test]
+    fn not_served_takes_the_usage_back() {
+        let mut s = ClassShare::new(vec![500_000, 500_000], (10, 1, 100), BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        s.enqueue(testing::packet(0, 1), &mut drops);
+        s.enqueue(testing::packet(1, 1), &mut drops);
+        let first = s.dequeue().unwrap();
+        s.not_served(&first);
+        s.dequeue().unwrap();
+        assert_eq!(
+            (s.usage.clone(), s.period_usage.clone()),
+            (vec![0, 1], vec![0, 1])
+        );
+        assert_eq!(s.counters().flow(1).unwrap().sent_packets, 2);
     }
 
     #[test]

@@ -112,6 +112,9 @@ impl Scheduler for AnyScheduler {
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
         dispatch!(self, s => s.discipline_counters())
     }
+    fn not_served(&mut self, packet: &Packet) {
+        dispatch!(self, s => s.not_served(packet))
+    }
 }
 
 /// The self-description of discipline `id`.

@@ -62,6 +62,13 @@ pub trait Scheduler {
         true
     }
 
+    /// The driver did not serve `packet`, which this scheduler's last dequeue returned (it
+    /// dropped it instead, e.g. for the link's sojourn limit). Disciplines that account for
+    /// service given (the CPU-share policies' usage) take it back; the default does nothing.
+    fn not_served(&mut self, packet: &Packet) {
+        let _ = packet;
+    }
+
     /// The discipline's own counters by name (e.g. DRR++ `lc_service`), for reports.
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()

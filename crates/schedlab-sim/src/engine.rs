@@ -970,6 +970,7 @@ impl<'s> Engine<'s> {
             if !overdue(&packet, now, link.max_sojourn) {
                 break;
             }
+            link.scheduler.not_served(&packet);
             self.drops.push(Dropped {
                 packet,
                 reason: DropReason::Sojourn,
