@@ -51,7 +51,8 @@ def scenario(kind: str, duration: str) -> str:
     ]
     for i, w in enumerate(WEIGHTS, start=1):
         rate = 2 * w * R_MIN * 8
-        params = f"quantum = {w * L_M}" if kind == "drr" else f"weight = {w}"
+        key = {"vd": "quantum_mtus", "srr": "visits_per_pass", "aliquem": "quantum_units"}.get(kind)
+        params = f"quantum = {w * L_M}" if kind == "drr" else f"{key} = {w}"
         lines.append(
             f'[[source]]\nflow = {i}\npath = ["out"]\narrivals = {{ model = "cbr", rate = {rate:.0f} }}\n'
             f'size = {{ dist = "uniform", min = 200, max = 1000 }}\nparams = {{ {params} }}\n'

@@ -46,8 +46,9 @@ def scheduler_table(kind: str, buffer: int) -> dict:
 
 
 def flow_params(kind: str, weight: int) -> dict:
-    """Weight w_i in each discipline's own key (DRR: quantum w_i·L_M)."""
-    return {"quantum": weight * L_M} if kind == "drr" else {"weight": weight}
+    """Weight w_i in each discipline's own flow key (DRR: quantum w_i·L_M bytes)."""
+    keys = {"vd": "quantum_mtus", "srr": "visits_per_pass", "aliquem": "quantum_units"}
+    return {"quantum": weight * L_M} if kind == "drr" else {keys[kind]: weight}
 
 
 def topology(kind: str, buffer: int, duration: str, replications: int) -> dict:

@@ -45,7 +45,9 @@ def test_replay_writes_departures_in_input_order(files, cli):
         "start_s",
         "departure_s",
         "outcome",
+        "drop_reason",
     ]
+    assert all(r["drop_reason"] == "" for r in rows if r["outcome"] == "sent")
     # quantum 1000 vs 500 with 500-byte packets: flow 9 sends two per round, flow 4 one.
     starts = [(r["flow"], r["seq"], r["start_s"]) for r in rows]
     assert starts == [

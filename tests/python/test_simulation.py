@@ -123,7 +123,7 @@ def test_cli_run_report_and_json(small, tmp_path, cli):
         (('kind = "drr" }', 'kind = "drr", quantum = 0 }'), "link[0].scheduler.quantum = 0"),
         (
             ('name = "B"', 'name = "B"\nparams = { loss_tolerance = "3/2" }'),
-            'small.toml:23: source[1].params.loss_tolerance = "3/2": x = 3 exceeds y = 2',
+            'small.toml:23: source[1].params.loss_tolerance = "3/2": not a flow key of drr, which reads only quantum',
         ),
     ],
 )

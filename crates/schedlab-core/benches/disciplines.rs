@@ -12,12 +12,11 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use schedlab_core::{
-    build_scheduler, AnyScheduler, FlowParams, FlowTable, LossTolerance, Packet, Rate, Scheduler,
-};
+use schedlab_core::{build_scheduler, AnyScheduler, FlowTable, Packet, Rate, Scheduler};
 
 /// One bench case per discipline: registry id (or id and variant) and the `[scheduler]` table
-/// used. Flow `f` gets weight `1 + f % 4` and quantum 1500 (flow parameters are set below); for
+/// used. Flow `f` gets share (WRR packets per round, EWRR W_i in units of 1500 bytes, VD
+/// quantum in MTUs) `1 + f % 4` and quantum 1500 (flow parameters are set below); for
 /// the `drr_plus*` cases every fourth flow (`f % 4 == 0`) is latency critical, with a DRR+
 /// contract it never breaks (1 GB per 10 µs), so those cases time the priority path. For DWCS
 /// flow `f` has loss-tolerance 1/(80 + 10·(f % 8)) (the paper's eight classes 1/80 … 1/150) and
@@ -36,7 +35,7 @@ const CASES: &[(&str, &str)] = &[
     ("dwcs_list", "kind = \"dwcs\"\nstructure = \"list\""),
     ("priority", "kind = \"priority\""),
     ("wrr", "kind = \"wrr\""),
-    ("ewrr", "kind = \"ewrr\"\nweight_unit = 1500"),
+    ("ewrr", "kind = \"ewrr\""),
     ("vd", "kind = \"vd\"\nmtu = 1500\nrounds = 64"),
     ("scfq", "kind = \"scfq\""),
     ("virtual_clock", "kind = \"virtual_clock\""),
@@ -77,28 +76,35 @@ fn flow_counts() -> Vec<u32> {
 const PACKETS_PER_FLOW: u32 = 4;
 
 fn flows(kind: &str, count: u32) -> FlowTable {
-    let mut table = FlowTable::uniform(FlowParams {
-        weight: Some(1),
-        quantum: Some(1500),
-        ..Default::default()
-    });
+    let mut table = FlowTable::default();
     for flow in 0..count {
-        let mut params = FlowParams {
-            weight: Some(1 + flow % 4),
-            quantum: Some(1500),
-            loss_tolerance: Some(LossTolerance {
-                x: 1,
-                y: 80 + 10 * (flow % 8),
-            }),
-            deadline_gap: Some(count as u64 * 625),
-            ..Default::default()
+        let share = 1 + flow % 4;
+        let text = match kind.split('_').next().unwrap_or(kind) {
+            "drr" if kind.starts_with("drr_plus") => {
+                let mut text = "quantum = 1500".to_string();
+                if flow % 4 == 0 {
+                    text += "\nlatency_critical = true";
+                    if kind == "drr_plus" {
+                        text += "\ncontract_bytes = 1000000000\ncontract_interval = \"10us\"";
+                    }
+                }
+                text
+            }
+            "drr" => "quantum = 1500".to_string(),
+            "dwcs" => format!(
+                "loss_tolerance = \"1/{}\"\ndeadline_gap = \"{}ns\"",
+                80 + 10 * (flow % 8),
+                count as u64 * 625
+            ),
+            "wrr" => format!("packets_per_round = {share}"),
+            "ewrr" => format!("weight_bytes = {}", 1500 * share),
+            "vd" => format!("quantum_mtus = {share}"),
+            "srr" => format!("visits_per_pass = {share}"),
+            "aliquem" => format!("quantum_units = {share}"),
+            "scfq" | "virtual" | "stfq" | "wfq" | "wf2q" | "qfq" => format!("share = {share}"),
+            _ => String::new(),
         };
-        if kind.starts_with("drr_plus") && flow % 4 == 0 {
-            params.latency_critical = Some(true);
-            params.contract_bytes = Some(1_000_000_000);
-            params.contract_interval = Some(10_000);
-        }
-        table.set(flow, params, format!("flow {flow}"));
+        table.set(flow, text.parse().expect("TOML"), format!("flow {flow}"));
     }
     table
 }

@@ -376,6 +376,8 @@ impl<P: SharePolicy> Discipline for ShareScheduler<P> {
 
     fn build(config: ShareConfig, context: &BuildContext<'_>) -> Result<Self, ConfigError> {
         require_tail_drop(&Self::INFO, &context.limit)?;
+        // Classes come from the packets: no flow key is read, any in a flow table is an error.
+        context.flows.parse(&Self::INFO, &())?;
         Ok(ShareScheduler {
             queues: ClassShare::new(config.share, config.intervals, context.limit),
             policy: PhantomData,

@@ -1,11 +1,13 @@
 //! Configuration: reading TOML tables with errors that name the key and the value, per-flow
-//! parameters ([`FlowParams`], [`FlowTable`]) and buffer limits ([`BufferLimit`]).
+//! parameters ([`FlowTable`], parsed by each discipline's [`FlowParams`] into a
+//! [`FlowParamTable`]) and buffer limits ([`BufferLimit`]).
 //!
 //! Every configuration error is a [`ConfigError`] whose message has the form
 //! `key.path = value: rule`, e.g. `scheduler.quantum = 0: must be at least 1`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::discipline::DisciplineInfo;
 use crate::packet::FlowId;
 use crate::time::{parse_duration, parse_rate, parse_size, Rate, TimeNs};
 
@@ -248,201 +250,203 @@ impl LossTolerance {
     }
 }
 
-/// The parameters a flow may carry. Every field is optional: disciplines use the fields
-/// they need and fall back to the flow defaults, then to their own documented default.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FlowParams {
-    /// Relative weight (WRR packets per round, WFQ family share, VD w_i, EWRR W_i in bytes).
-    pub weight: Option<u32>,
-    /// DRR-family quantum in bytes.
-    pub quantum: Option<u32>,
-    /// Strict-priority level, 0 = highest.
-    pub priority: Option<u8>,
-    /// Reserved rate (Virtual Clock).
-    pub rate: Option<Rate>,
-    /// DRR+/DRR++: the flow is latency critical.
-    pub latency_critical: Option<bool>,
-    /// DRR+: contract, at most this many bytes in any `contract_interval`.
-    pub contract_bytes: Option<u64>,
-    /// DRR+: contract interval in ns.
-    pub contract_interval: Option<TimeNs>,
-    /// EWRR: W_i^max, the cap on the accumulated current weight, in bytes.
-    pub max_weight: Option<u64>,
-    /// DWCS loss tolerance x/y.
-    pub loss_tolerance: Option<LossTolerance>,
-    /// DWCS: spacing of consecutive deadlines, ns.
-    pub deadline_gap: Option<TimeNs>,
-    /// DWCS: deadline of the first packet after an idle period, relative to its arrival, ns.
-    pub deadline_offset: Option<TimeNs>,
-    /// DWCS: late packets may be dropped.
-    pub droppable: Option<bool>,
+/// A discipline's per-flow parameters, read from the flow's table (`[flow_defaults]`, a
+/// `[[flow]]` or a source's `params`). Each discipline declares the keys in its
+/// [`DisciplineInfo::flow_params`] and reads exactly those here; any other key in a flow table
+/// is a [`ConfigError`] naming the key, the discipline and the keys it reads.
+///
+/// `inherited` holds the values a missing key falls back to: the discipline's own defaults
+/// when the flow defaults are read, the parsed flow defaults when a flow's own table is read.
+pub trait FlowParams: Clone + std::fmt::Debug + Sized {
+    /// Reads this discipline's keys from `reader`; keys absent there keep `inherited`'s value.
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError>;
 }
 
-/// The keys [`FlowParams::read`] accepts.
-pub const FLOW_PARAM_KEYS: &[&str] = &[
-    "weight",
-    "quantum",
-    "priority",
-    "rate",
-    "latency_critical",
-    "contract_bytes",
-    "contract_interval",
-    "max_weight",
-    "loss_tolerance",
-    "deadline_gap",
-    "deadline_offset",
-    "droppable",
-];
-
-/// [`FLOW_PARAM_KEYS`] plus `id`, the keys of a `[[flow]]` table.
-pub const FLOW_PARAM_KEYS_WITH_ID: &[&str] = &[
-    "id",
-    "weight",
-    "quantum",
-    "priority",
-    "rate",
-    "latency_critical",
-    "contract_bytes",
-    "contract_interval",
-    "max_weight",
-    "loss_tolerance",
-    "deadline_gap",
-    "deadline_offset",
-    "droppable",
-];
-
-impl FlowParams {
-    /// Reads the flow-parameter keys present in `reader` (leaving other keys to the caller).
-    pub fn read<'a>(reader: &mut TableReader<'a>) -> Result<FlowParams, ConfigError> {
-        let loss_tolerance = match reader.string("loss_tolerance")? {
-            None => None,
-            Some(text) => {
-                Some(LossTolerance::parse(text).map_err(|rule| reader.error("loss_tolerance", rule))?)
-            }
-        };
-        let priority = reader.integer("priority", 0, 255)?.map(|p| p as u8);
-        let contract_bytes = reader.size("contract_bytes")?;
-        if contract_bytes == Some(0) {
-            return Err(reader.error("contract_bytes", "must be at least 1 byte"));
-        }
-        let contract_interval = reader.duration("contract_interval")?;
-        if contract_interval == Some(0) {
-            return Err(reader.error("contract_interval", "must be longer than zero"));
-        }
-        let max_weight = reader.size("max_weight")?;
-        if max_weight == Some(0) {
-            return Err(reader.error("max_weight", "must be at least 1 byte"));
-        }
-        let deadline_gap = reader.duration("deadline_gap")?;
-        if deadline_gap == Some(0) {
-            return Err(reader.error("deadline_gap", "must be longer than zero"));
-        }
-        Ok(FlowParams {
-            weight: reader.positive_u32("weight")?,
-            quantum: reader.positive_u32("quantum")?,
-            priority,
-            rate: reader.rate("rate")?,
-            latency_critical: reader.bool("latency_critical")?,
-            contract_bytes,
-            contract_interval,
-            max_weight,
-            loss_tolerance,
-            deadline_gap,
-            deadline_offset: reader.duration("deadline_offset")?,
-            droppable: reader.bool("droppable")?,
-        })
-    }
-
-    /// Reads a table that holds only flow parameters.
-    pub fn from_table(table: &toml::Table, path: &str) -> Result<FlowParams, ConfigError> {
-        let mut reader = TableReader::new(table, path);
-        let params = FlowParams::read(&mut reader)?;
-        reader.finish_with(FLOW_PARAM_KEYS)?;
-        Ok(params)
-    }
-
-    /// Each field of `self` if set, else the field of `defaults`.
-    pub fn or(self, defaults: &FlowParams) -> FlowParams {
-        FlowParams {
-            weight: self.weight.or(defaults.weight),
-            quantum: self.quantum.or(defaults.quantum),
-            priority: self.priority.or(defaults.priority),
-            rate: self.rate.or(defaults.rate),
-            latency_critical: self.latency_critical.or(defaults.latency_critical),
-            contract_bytes: self.contract_bytes.or(defaults.contract_bytes),
-            contract_interval: self.contract_interval.or(defaults.contract_interval),
-            max_weight: self.max_weight.or(defaults.max_weight),
-            loss_tolerance: self.loss_tolerance.or(defaults.loss_tolerance),
-            deadline_gap: self.deadline_gap.or(defaults.deadline_gap),
-            deadline_offset: self.deadline_offset.or(defaults.deadline_offset),
-            droppable: self.droppable.or(defaults.droppable),
-        }
+/// Disciplines without per-flow parameters (FIFO) read no key.
+impl FlowParams for () {
+    fn read(_: &mut TableReader<'_>, _: &()) -> Result<(), ConfigError> {
+        Ok(())
     }
 }
 
-/// Per-flow parameters: defaults for every flow plus overrides for named flows. A flow that
-/// first appears at run time takes the defaults.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// The flow tables of a configuration, unparsed: the defaults of every flow plus the tables of
+/// configured flows, each with its configuration path for error messages. A discipline turns
+/// it into its own typed [`FlowParamTable`] with [`FlowTable::parse`]; a flow that first
+/// appears at run time takes the defaults.
+#[derive(Clone, Debug, PartialEq)]
 pub struct FlowTable {
-    /// Parameters of any flow without an override.
-    pub defaults: FlowParams,
-    /// Overrides by flow id (already merged with nothing: fields left `None` fall back to
-    /// `defaults`).
-    pub overrides: BTreeMap<FlowId, FlowParams>,
-    /// The configuration path of each override, for error messages (e.g. `flow[2]`).
-    pub override_paths: BTreeMap<FlowId, String>,
+    /// Keys every flow starts from (`[flow_defaults]`).
+    pub defaults: toml::Table,
     /// The configuration path of the defaults (e.g. `flow_defaults`).
     pub defaults_path: String,
+    /// Each configured flow's own keys (which override the defaults) and their path (e.g.
+    /// `flow[2]` or `source[1].params`).
+    pub overrides: BTreeMap<FlowId, (toml::Table, String)>,
+}
+
+impl Default for FlowTable {
+    fn default() -> FlowTable {
+        FlowTable::uniform(toml::Table::new())
+    }
 }
 
 impl FlowTable {
     /// A table where every flow has `defaults`.
-    pub fn uniform(defaults: FlowParams) -> FlowTable {
+    pub fn uniform(defaults: toml::Table) -> FlowTable {
         FlowTable {
             defaults,
             defaults_path: "flow_defaults".into(),
-            ..FlowTable::default()
+            overrides: BTreeMap::new(),
         }
     }
 
-    /// Adds or replaces the override of `flow`.
-    pub fn set(&mut self, flow: FlowId, params: FlowParams, path: impl Into<String>) {
-        self.overrides.insert(flow, params);
-        self.override_paths.insert(flow, path.into());
+    /// Adds or replaces the table of `flow`.
+    pub fn set(&mut self, flow: FlowId, table: toml::Table, path: impl Into<String>) {
+        self.overrides.insert(flow, (table, path.into()));
     }
 
-    /// The parameters of `flow`: its override merged over the defaults.
-    pub fn get(&self, flow: FlowId) -> FlowParams {
-        match self.overrides.get(&flow) {
-            Some(params) => params.or(&self.defaults),
-            None => self.defaults,
+    /// Parses every table for `discipline`: the defaults over `base` (the discipline's own
+    /// defaults), then each configured flow over the parsed defaults. A key that `P::read` does
+    /// not read is an error naming the key, the discipline and the keys it reads.
+    pub fn parse<P: FlowParams>(
+        &self,
+        discipline: &DisciplineInfo,
+        base: &P,
+    ) -> Result<FlowParamTable<P>, ConfigError> {
+        let defaults = read_flow_table(&self.defaults, &self.defaults_path, discipline, base)?;
+        let mut overrides = BTreeMap::new();
+        for (flow, (table, path)) in &self.overrides {
+            let params = read_flow_table(table, path, discipline, &defaults)?;
+            overrides.insert(*flow, (params, path.clone()));
         }
+        Ok(FlowParamTable {
+            defaults: (defaults, self.defaults_path.clone()),
+            overrides,
+        })
+    }
+}
+
+/// Reads one flow table for `discipline`, rejecting the keys it does not read.
+///
+/// A key named after a registered discipline holds a sub-table of keys for that discipline
+/// only (`drr_plus = { contract_bytes = 8303, contract_interval = "1s" }`): read over the
+/// table's other keys when `discipline` is the one in use, ignored otherwise, so that one flow
+/// table serves a sweep over disciplines.
+fn read_flow_table<P: FlowParams>(
+    table: &toml::Table,
+    path: &str,
+    discipline: &DisciplineInfo,
+    inherited: &P,
+) -> Result<P, ConfigError> {
+    let own = match table.get(discipline.id) {
+        Some(toml::Value::Table(own)) => Some(own),
+        _ => None,
+    };
+    let Some(own) = own else {
+        let mut reader = TableReader::new(table, path);
+        let params = P::read(&mut reader, inherited)?;
+        reject_foreign_keys(table, &reader, discipline)?;
+        return Ok(params);
+    };
+    // The discipline's own sub-table is read together with (and over) the other keys, so that
+    // rules between keys see both; errors about its keys name them inside the sub-table.
+    let mut merged: toml::Table = table
+        .iter()
+        .filter(|(k, v)| !is_discipline_table(k, v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    merged.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let own_path = join_path(path, discipline.id);
+    let reroot = |mut error: ConfigError| {
+        if let Some(key) = error.path.strip_prefix(path).and_then(|k| k.strip_prefix('.')) {
+            if own.contains_key(key) {
+                error.path = join_path(&own_path, key);
+            }
+        }
+        error
+    };
+    let mut reader = TableReader::new(&merged, path);
+    let params = P::read(&mut reader, inherited).map_err(reroot)?;
+    reject_foreign_keys(&merged, &reader, discipline).map_err(reroot)?;
+    Ok(params)
+}
+
+/// Whether `key = value` in a flow table is a sub-table of another discipline's keys.
+fn is_discipline_table(key: &str, value: &toml::Value) -> bool {
+    value.is_table() && crate::registry::discipline_info(key).is_some()
+}
+
+/// Fails on the first key of `table` that `reader` did not read and that is not a
+/// per-discipline sub-table.
+fn reject_foreign_keys(
+    table: &toml::Table,
+    reader: &TableReader<'_>,
+    discipline: &DisciplineInfo,
+) -> Result<(), ConfigError> {
+    let foreign = table
+        .iter()
+        .find(|(k, v)| !reader.used.contains(k.as_str()) && !is_discipline_table(k, v))
+        .map(|(k, _)| k);
+    if let Some(key) = foreign {
+        let reads: Vec<&str> = discipline.flow_params.iter().map(|p| p.name).collect();
+        let reads = if reads.is_empty() {
+            "no flow keys".to_string()
+        } else {
+            format!("only {}", reads.join(", "))
+        };
+        return Err(reader.error(
+            key,
+            format!(
+                "not a flow key of {}, which reads {reads} (another discipline's keys go in a sub-table named after it)",
+                discipline.id
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A discipline's parsed per-flow parameters: the defaults and each configured flow's, each
+/// with its configuration path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowParamTable<P> {
+    defaults: (P, String),
+    overrides: BTreeMap<FlowId, (P, String)>,
+}
+
+impl<P> FlowParamTable<P> {
+    /// The parameters of `flow` (O(log n) in the configured flows: read them once per flow).
+    pub fn get(&self, flow: FlowId) -> &P {
+        self.overrides
+            .get(&flow)
+            .map_or(&self.defaults.0, |entry| &entry.0)
     }
 
-    /// The defaults and every override, each with its configuration path, for validation.
-    pub fn entries(&self) -> impl Iterator<Item = (String, FlowParams)> + '_ {
-        std::iter::once((self.defaults_path.clone(), self.defaults)).chain(self.overrides.keys().map(
-            |flow| {
-                let path = self
-                    .override_paths
-                    .get(flow)
-                    .cloned()
-                    .unwrap_or_else(|| format!("flow {flow}"));
-                (path, self.get(*flow))
-            },
-        ))
+    /// The parameters of flows that are not configured.
+    pub fn defaults(&self) -> &P {
+        &self.defaults.0
     }
 
-    /// Checks `rule` on the defaults and every override; `rule` returns the offending key,
-    /// its value and the broken rule.
+    /// The configured flows and their parameters, by flow id.
+    pub fn configured(&self) -> impl Iterator<Item = (FlowId, &P)> + '_ {
+        self.overrides.iter().map(|(flow, (params, _))| (*flow, params))
+    }
+
+    /// Checks a rule that needs more than one table (e.g. the scheduler's `mtu`) on the
+    /// defaults and every configured flow; `rule` returns the offending key, its value and the
+    /// broken rule, reported at that entry's configuration path.
     pub fn validate(
         &self,
-        rule: impl Fn(&FlowParams) -> Result<(), (&'static str, String, String)>,
+        rule: impl Fn(&P) -> Result<(), (&'static str, String, String)>,
     ) -> Result<(), ConfigError> {
-        for (path, params) in self.entries() {
-            rule(&params).map_err(|(key, value, why)| ConfigError::new(join_path(&path, key), value, why))?;
+        for (params, path) in std::iter::once(&self.defaults).chain(self.overrides.values()) {
+            rule(params).map_err(|(key, value, why)| ConfigError::new(join_path(path, key), value, why))?;
         }
         Ok(())
+    }
+
+    /// Whether `flow` has its own table.
+    pub fn is_configured(&self, flow: FlowId) -> bool {
+        self.overrides.contains_key(&flow)
     }
 }
 
@@ -513,48 +517,128 @@ mod tests {
         text.parse().unwrap()
     }
 
-    #[test]
-    fn flow_params_read_units_and_reject_bad_values() {
-        let t = table("weight = 3\nrate = \"1Mbit\"\ncontract_interval = \"10ms\"\nloss_tolerance = \"1/2\"");
-        let p = FlowParams::from_table(&t, "flow[0]").unwrap();
-        assert_eq!(p.weight, Some(3));
-        assert_eq!(p.rate.unwrap().bits_per_second(), 1_000_000);
-        assert_eq!(p.contract_interval, Some(10_000_000));
-        assert_eq!(p.loss_tolerance, Some(LossTolerance { x: 1, y: 2 }));
+    /// A test discipline reading `share` (integer, default 1) and `rate`.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Params {
+        share: u32,
+        rate: Option<Rate>,
+    }
 
-        let e = FlowParams::from_table(&table("weight = 0"), "flow[1]").unwrap_err();
-        assert_eq!(e.path, "flow[1].weight");
-        assert_eq!(e.value, "0");
-        let e = FlowParams::from_table(&table("loss_tolerance = \"3/2\""), "flow[1]").unwrap_err();
-        assert!(e.rule.contains("exceeds"), "{e}");
-        let e = FlowParams::from_table(&table("wieght = 2"), "flow_defaults").unwrap_err();
-        assert_eq!(e.path, "flow_defaults.wieght");
-        assert!(e.rule.contains("unknown key"));
-        let e = FlowParams::from_table(&table("rate = \"-1Mbit\""), "flow[0]").unwrap_err();
+    impl FlowParams for Params {
+        fn read(reader: &mut TableReader<'_>, inherited: &Params) -> Result<Params, ConfigError> {
+            Ok(Params {
+                share: reader.positive_u32("share")?.unwrap_or(inherited.share),
+                rate: reader.rate("rate")?.or(inherited.rate),
+            })
+        }
+    }
+
+    const INFO: DisciplineInfo = DisciplineInfo {
+        id: "test",
+        name: "Test",
+        citation: "",
+        summary: "",
+        scheduler_params: &[],
+        flow_params: &[
+            crate::discipline::ParamInfo {
+                name: "share",
+                unit: "integer",
+                default: "1",
+                description: "",
+            },
+            crate::discipline::ParamInfo {
+                name: "rate",
+                unit: "bit/s",
+                default: "none",
+                description: "",
+            },
+        ],
+        per_flow_queues: true,
+    };
+
+    const BASE: Params = Params { share: 1, rate: None };
+
+    #[test]
+    fn overrides_fall_back_to_defaults() {
+        let mut flows = FlowTable::uniform(table("share = 2\nrate = \"1Mbit\""));
+        flows.set(7, table("share = 4"), "flow[0]");
+        let parsed = flows.parse(&INFO, &BASE).unwrap();
+        assert_eq!(parsed.get(7).share, 4);
+        assert_eq!(parsed.get(7).rate.unwrap().bits_per_second(), 1_000_000);
+        assert_eq!(parsed.get(8).share, 2);
+        assert!(parsed.is_configured(7) && !parsed.is_configured(8));
+        let parsed = FlowTable::default().parse(&INFO, &BASE).unwrap();
+        assert_eq!(parsed.get(3), &BASE);
+    }
+
+    #[test]
+    fn flow_keys_the_discipline_does_not_read_are_errors() {
+        let mut flows = FlowTable::default();
+        flows.set(1, table("share = 2\nquantum = 500"), "flow[3]");
+        let e = flows.parse(&INFO, &BASE).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "flow[0].rate = \"-1Mbit\": must be a finite, non-negative amount"
+            "flow[3].quantum = 500: not a flow key of test, which reads only share, rate (another discipline's keys go in a sub-table named after it)"
+        );
+        let e = FlowTable::uniform(table("share = 0"))
+            .parse(&INFO, &BASE)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "flow_defaults.share = 0: must be an integer from 1 to 4294967295"
+        );
+        let e = FlowTable::uniform(table("share = 1"))
+            .parse(&INFO_NONE, &())
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "flow_defaults.share = 1: not a flow key of none, which reads no flow keys (another discipline's keys go in a sub-table named after it)"
         );
     }
 
     #[test]
-    fn overrides_fall_back_to_defaults() {
-        let mut flows = FlowTable::uniform(FlowParams {
-            weight: Some(1),
-            quantum: Some(500),
-            ..Default::default()
-        });
+    fn a_sub_table_named_after_the_discipline_holds_its_own_keys() {
+        let info = DisciplineInfo { id: "wfq", ..INFO };
+        // Another discipline's sub-table is ignored; the own one is read over the other keys.
+        let mut flows = FlowTable::default();
         flows.set(
-            7,
-            FlowParams {
-                weight: Some(4),
-                ..Default::default()
-            },
+            1,
+            table("share = 2\ndrr = { quantum = 500 }\nwfq = { share = 3 }"),
             "flow[0]",
         );
-        assert_eq!(flows.get(7).weight, Some(4));
-        assert_eq!(flows.get(7).quantum, Some(500));
-        assert_eq!(flows.get(8).weight, Some(1));
+        flows.set(2, table("share = 2\ndrr = { quantum = 500 }"), "flow[1]");
+        let parsed = flows.parse(&info, &BASE).unwrap();
+        assert_eq!((parsed.get(1).share, parsed.get(2).share), (3, 2));
+        // Errors inside the own sub-table name it.
+        let e = FlowTable::uniform(table("wfq = { share = 0 }"))
+            .parse(&info, &BASE)
+            .unwrap_err();
+        assert_eq!(e.path, "flow_defaults.wfq.share");
+        let e = FlowTable::uniform(table("wfq = { quantum = 1 }"))
+            .parse(&info, &BASE)
+            .unwrap_err();
+        assert_eq!(e.path, "flow_defaults.wfq.quantum");
+        assert!(e.rule.starts_with("not a flow key of wfq"), "{e}");
+        // A key named after a discipline that is not a table is an ordinary (foreign) key.
+        let e = FlowTable::uniform(table("drr = 1"))
+            .parse(&info, &BASE)
+            .unwrap_err();
+        assert_eq!(e.path, "flow_defaults.drr");
+    }
+
+    const INFO_NONE: DisciplineInfo = DisciplineInfo {
+        id: "none",
+        flow_params: &[],
+        ..INFO
+    };
+
+    #[test]
+    fn loss_tolerance_parses_x_over_y() {
+        assert_eq!(LossTolerance::parse("1/2"), Ok(LossTolerance { x: 1, y: 2 }));
+        assert_eq!(LossTolerance::parse("0/0"), Ok(LossTolerance { x: 0, y: 0 }));
+        assert!(LossTolerance::parse("3/2").unwrap_err().contains("exceeds"));
+        assert!(LossTolerance::parse("1/0").is_err());
+        assert!(LossTolerance::parse("1").is_err());
     }
 
     #[test]

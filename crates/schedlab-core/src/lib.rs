@@ -39,8 +39,7 @@ pub mod virtual_time;
 pub(crate) mod testkit;
 
 pub use config::{
-    BufferLimit, ConfigError, DropPolicy, FlowParams, FlowTable, LossTolerance, TableReader, FLOW_PARAM_KEYS,
-    FLOW_PARAM_KEYS_WITH_ID,
+    BufferLimit, ConfigError, DropPolicy, FlowParamTable, FlowParams, FlowTable, LossTolerance, TableReader,
 };
 pub use counters::{Backlog, Counters, DropReason, Dropped, FlowCounters};
 pub use discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};

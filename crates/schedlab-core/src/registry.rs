@@ -169,14 +169,13 @@ pub fn build_scheduler(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::FlowParams;
 
     fn build(text: &str) -> Result<AnyScheduler, ConfigError> {
         let table: toml::Table = text.parse().unwrap();
         build_scheduler(
             &table,
             "scheduler",
-            &FlowTable::uniform(FlowParams::default()),
+            &FlowTable::default(),
             Rate::from_bits_per_second(1_000_000).unwrap(),
         )
     }
@@ -219,7 +218,7 @@ mod tests {
         let e = build_scheduler(
             &table,
             "link[2].scheduler",
-            &FlowTable::uniform(FlowParams::default()),
+            &FlowTable::default(),
             Rate::from_bits_per_second(1_000_000).unwrap(),
         )
         .unwrap_err();
@@ -239,5 +238,61 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), DISCIPLINES.len());
+    }
+
+    /// The scheduler table that builds discipline `info` with default parameters.
+    fn minimal_scheduler(info: &DisciplineInfo) -> toml::Table {
+        let extra = match info.id {
+            "vd" => "\nrounds = 8",
+            "dynamic_priority" | "adaptive" => "\nshare = [0.5, 0.5]\ninterval = \"1ms\"",
+            _ => "",
+        };
+        format!("kind = \"{}\"{extra}", info.id).parse().unwrap()
+    }
+
+    /// For every registered discipline: a flow key it does not declare (another discipline's
+    /// key, or no discipline's) is an error naming the key, the discipline and exactly the keys
+    /// it declares; every key it declares is read (a value of the wrong type is an error about
+    /// that value, not an unknown key).
+    #[test]
+    fn every_discipline_rejects_flow_keys_it_does_not_read() {
+        let rate = Rate::from_bits_per_second(1_000_000).unwrap();
+        let mut all_keys: Vec<&str> = DISCIPLINES
+            .iter()
+            .flat_map(|d| d.flow_params.iter().map(|p| p.name))
+            .collect();
+        all_keys.push("no_such_key");
+        for info in DISCIPLINES {
+            let scheduler = minimal_scheduler(info);
+            build_scheduler(&scheduler, "scheduler", &FlowTable::default(), rate)
+                .unwrap_or_else(|e| panic!("{}: {e}", info.id));
+            let declared: Vec<&str> = info.flow_params.iter().map(|p| p.name).collect();
+            let reads = if declared.is_empty() {
+                "no flow keys".to_string()
+            } else {
+                format!("only {}", declared.join(", "))
+            };
+            for key in all_keys.iter().filter(|k| !declared.contains(k)) {
+                let mut flows = FlowTable::default();
+                let mut table = toml::Table::new();
+                table.insert(key.to_string(), toml::Value::Integer(1));
+                flows.set(4, table, "flow[2]");
+                let e = build_scheduler(&scheduler, "scheduler", &flows, rate).unwrap_err();
+                assert_eq!(
+                    e.to_string(),
+                    format!("flow[2].{key} = 1: not a flow key of {}, which reads {reads} (another discipline's keys go in a sub-table named after it)", info.id),
+                    "{}",
+                    info.id
+                );
+            }
+            for key in &declared {
+                let mut table = toml::Table::new();
+                table.insert(key.to_string(), toml::Value::Array(Vec::new()));
+                let flows = FlowTable::uniform(table);
+                let e = build_scheduler(&scheduler, "scheduler", &flows, rate).unwrap_err();
+                assert_eq!(e.path, format!("flow_defaults.{key}"), "{}: {e}", info.id);
+                assert!(!e.rule.contains("not a flow key"), "{}: {e}", info.id);
+            }
+        }
     }
 }

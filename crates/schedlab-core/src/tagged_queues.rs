@@ -21,8 +21,9 @@
 //!
 //! Tie rule: equal keys are served in arrival order (`seq` is a global arrival counter).
 
-use crate::config::{BufferLimit, ConfigError, FlowTable};
+use crate::config::{BufferLimit, ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
+use crate::discipline::ParamInfo;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -504,21 +505,39 @@ impl<S: Default + Clone> TaggedQueues<S> {
     }
 }
 
-/// Weight used when neither the flow nor the flow defaults give one.
-pub const DEFAULT_WEIGHT: u32 = 1;
+/// Share used when neither the flow nor the flow defaults give one.
+pub const DEFAULT_SHARE: u32 = 1;
 
-/// The weight of `flow`: its own `weight`, else the flow defaults', else [`DEFAULT_WEIGHT`].
-pub fn flow_weight(flows: &FlowTable, flow: FlowId) -> u32 {
-    flows.get(flow).weight.unwrap_or(DEFAULT_WEIGHT)
+/// The flow key of the fair-queueing family: `share`, the flow's relative share φ_i of the
+/// link (unitless; the link is divided in proportion to the shares of the backlogged flows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShareParams {
+    /// φ_i, an integer of at least 1.
+    pub share: u32,
 }
 
-/// Checks that the flow defaults and every override have a weight of at least 1 (the TOML
-/// reader already refuses 0; this catches tables built in code).
-pub fn validate_weights(flows: &FlowTable) -> Result<(), ConfigError> {
-    flows.validate(|params| match params.weight {
-        Some(0) => Err(("weight", "0".into(), "must be at least 1".into())),
-        _ => Ok(()),
-    })
+impl Default for ShareParams {
+    fn default() -> ShareParams {
+        ShareParams { share: DEFAULT_SHARE }
+    }
+}
+
+impl FlowParams for ShareParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        Ok(ShareParams {
+            share: reader.positive_u32("share")?.unwrap_or(inherited.share),
+        })
+    }
+}
+
+/// The description of `share` for a discipline's [`crate::DisciplineInfo::flow_params`].
+pub const fn share_param(description: &'static str) -> ParamInfo {
+    ParamInfo {
+        name: "share",
+        unit: "integer ≥ 1 (relative)",
+        default: "1",
+        description,
+    }
 }
 
 #[cfg(test)]

@@ -226,18 +226,32 @@ pub fn check_pairwise_fairness(
     Ok(())
 }
 
+/// A flow table written as TOML, e.g. `params("quantum = 500")`.
+pub fn params(text: &str) -> toml::Table {
+    text.parse()
+        .unwrap_or_else(|e| panic!("test flow table {text:?} is not TOML: {e}"))
+}
+
+/// A [`crate::config::FlowTable`] with `defaults` (TOML text) and the given flows' tables.
+pub fn flow_table<'a>(
+    defaults: &str,
+    flows: impl IntoIterator<Item = (FlowId, &'a str)>,
+) -> crate::config::FlowTable {
+    let mut table = crate::config::FlowTable::uniform(params(defaults));
+    for (flow, text) in flows {
+        table.set(flow, params(text), format!("flow {flow}"));
+    }
+    table
+}
+
 /// Builds discipline `D` on the test link with `config`, `limit`, and per-flow parameters
-/// for the given flows (other flows take the defaults).
-pub fn build_with<D: crate::discipline::Discipline>(
+/// (TOML text) for the given flows (other flows take the defaults).
+pub fn build_with<'a, D: crate::discipline::Discipline>(
     config: D::Config,
-    flows: impl IntoIterator<Item = (FlowId, crate::config::FlowParams)>,
+    flows: impl IntoIterator<Item = (FlowId, &'a str)>,
     limit: crate::config::BufferLimit,
 ) -> D {
-    use crate::config::{FlowParams, FlowTable};
-    let mut table = FlowTable::uniform(FlowParams::default());
-    for (flow, params) in flows {
-        table.set(flow, params, format!("flow {flow}"));
-    }
+    let table = flow_table("", flows);
     let context = crate::discipline::BuildContext {
         limit,
         flows: &table,
@@ -246,20 +260,24 @@ pub fn build_with<D: crate::discipline::Discipline>(
     D::build(config, &context).unwrap_or_else(|e| panic!("test configuration does not build: {e}"))
 }
 
-/// Builds discipline `D` on the test link with `config`, `limit`, and the given flows'
-/// weights (other flows take the default weight).
+/// Builds discipline `D` on the test link with `config`, `limit`, and the given flows' values
+/// of the discipline's one integer flow key (`share`, `packets_per_round`); other flows take
+/// the default.
 pub fn build_weighted<D: crate::discipline::Discipline>(
     config: D::Config,
     weights: &[(FlowId, u32)],
     limit: crate::config::BufferLimit,
 ) -> D {
-    let params = |weight| crate::config::FlowParams {
-        weight: Some(weight),
-        ..Default::default()
+    let [key] = D::INFO.flow_params else {
+        panic!("build_weighted needs a discipline with exactly one flow key")
     };
+    let texts: Vec<(FlowId, String)> = weights
+        .iter()
+        .map(|&(flow, weight)| (flow, format!("{} = {weight}", key.name)))
+        .collect();
     build_with(
         config,
-        weights.iter().map(|&(flow, weight)| (flow, params(weight))),
+        texts.iter().map(|(flow, text)| (*flow, text.as_str())),
         limit,
     )
 }

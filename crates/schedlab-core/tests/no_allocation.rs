@@ -16,10 +16,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use schedlab_core::{
-    build_scheduler, AnyScheduler, FlowId, FlowParams, FlowTable, LossTolerance, Packet, Rate, Scheduler,
-    DISCIPLINES,
-};
+use schedlab_core::{build_scheduler, AnyScheduler, FlowId, FlowTable, Packet, Rate, Scheduler, DISCIPLINES};
 
 // ---------------------------------------------------------------------------------------------
 // Counting allocator
@@ -94,39 +91,76 @@ fn count_allocations<T>(f: impl FnOnce() -> T) -> (u64, u64, T) {
 // One case per discipline
 
 /// How to build one discipline for the test: registry id, its `[scheduler]` table (without
-/// buffer keys, which the test adds) and the parameters of flow `f`.
+/// buffer keys, which the test adds) and the flow table (TOML) of flow `f`, with the keys that
+/// discipline reads.
 struct Case {
     id: &'static str,
     scheduler: &'static str,
-    flow: fn(FlowId) -> FlowParams,
+    flow: fn(FlowId) -> String,
 }
 
-/// Every flow parameter set to a valid value, varied by flow, for disciplines that read
-/// several: weights 1..=4, quantum 1500 B, priority 0..=3, 10 Mbit/s reserved rate (64 flows
-/// reserve 640 Mbit/s of the 1 Gbit/s link), DWCS loss tolerance 1/4 with 1 ms deadline gap.
-fn all_params(flow: FlowId) -> FlowParams {
-    FlowParams {
-        weight: Some(1 + flow % 4),
-        quantum: Some(1500),
-        priority: Some((flow % 4) as u8),
-        rate: Rate::from_bits_per_second(10_000_000),
-        latency_critical: Some(flow.is_multiple_of(8)),
-        contract_bytes: Some(3000),
-        contract_interval: Some(1_000_000),
-        max_weight: Some(3000),
-        loss_tolerance: Some(LossTolerance { x: 1, y: 4 }),
-        deadline_gap: Some(1_000_000),
-        deadline_offset: Some(1_000_000),
-        droppable: Some(flow.is_multiple_of(2)),
-    }
+// Flow parameters set to valid values varied by flow: shares 1..=4, quantum 1500 B, priority
+// 0..=3, 10 Mbit/s reserved rate (64 flows reserve 640 Mbit/s of the 1 Gbit/s link), DWCS loss
+// tolerance 1/4 with 1 ms deadline gap.
+
+fn no_params(_: FlowId) -> String {
+    String::new()
 }
 
-/// EWRR: weights 1..=4 (× 1500 B) and W_max of twice the weight, so idle weight accumulates.
-fn ewrr_params(flow: FlowId) -> FlowParams {
-    FlowParams {
-        max_weight: Some(3000 * (1 + flow as u64 % 4)),
-        ..all_params(flow)
-    }
+fn drr_params(_: FlowId) -> String {
+    "quantum = 1500".into()
+}
+
+fn drr_plus_params(flow: FlowId) -> String {
+    format!(
+        "quantum = 1500\nlatency_critical = {}\ncontract_bytes = 3000\ncontract_interval = \"1ms\"",
+        flow.is_multiple_of(8)
+    )
+}
+
+fn drr_plusplus_params(flow: FlowId) -> String {
+    format!("quantum = 1500\nlatency_critical = {}", flow.is_multiple_of(8))
+}
+
+fn dwcs_params(flow: FlowId) -> String {
+    format!(
+        "loss_tolerance = \"1/4\"\ndeadline_gap = \"1ms\"\ndeadline_offset = \"1ms\"\ndroppable = {}",
+        flow.is_multiple_of(2)
+    )
+}
+
+fn priority_params(flow: FlowId) -> String {
+    format!("priority = {}", flow % 4)
+}
+
+fn wrr_params(flow: FlowId) -> String {
+    format!("packets_per_round = {}", 1 + flow % 4)
+}
+
+/// EWRR: W_i of 1..=4 × 1500 B and W_max of twice that, so idle weight accumulates.
+fn ewrr_params(flow: FlowId) -> String {
+    let m = 1 + flow as u64 % 4;
+    format!("weight_bytes = {}\nmax_weight_bytes = {}", 1500 * m, 3000 * m)
+}
+
+fn vd_params(flow: FlowId) -> String {
+    format!("quantum_mtus = {}", 1 + flow % 4)
+}
+
+fn srr_params(flow: FlowId) -> String {
+    format!("visits_per_pass = {}", 1 + flow % 4)
+}
+
+fn aliquem_params(flow: FlowId) -> String {
+    format!("quantum_units = {}", 1 + flow % 4)
+}
+
+fn share_params(flow: FlowId) -> String {
+    format!("share = {}", 1 + flow % 4)
+}
+
+fn virtual_clock_params(flow: FlowId) -> String {
+    format!("rate = \"10Mbit\"\nshare = {}", 1 + flow % 4)
 }
 
 /// One line per registered discipline. A new discipline must add its line here.
@@ -134,97 +168,97 @@ const CASES: &[Case] = &[
     Case {
         id: "fifo",
         scheduler: "kind = \"fifo\"",
-        flow: all_params,
+        flow: no_params,
     },
     Case {
         id: "drr",
         scheduler: "kind = \"drr\"\nquantum = 1500",
-        flow: all_params,
+        flow: drr_params,
     },
     Case {
         id: "drr_plus",
         scheduler: "kind = \"drr_plus\"\nquantum = 1500",
-        flow: all_params,
+        flow: drr_plus_params,
     },
     Case {
         id: "drr_plusplus",
         scheduler: "kind = \"drr_plusplus\"\nquantum = 1500",
-        flow: all_params,
+        flow: drr_plusplus_params,
     },
     Case {
         id: "dwcs",
         scheduler: "kind = \"dwcs\"",
-        flow: all_params,
+        flow: dwcs_params,
     },
     Case {
         id: "priority",
         scheduler: "kind = \"priority\"",
-        flow: all_params,
+        flow: priority_params,
     },
     Case {
         id: "wrr",
         scheduler: "kind = \"wrr\"",
-        flow: all_params,
+        flow: wrr_params,
     },
     Case {
         id: "ewrr",
-        scheduler: "kind = \"ewrr\"\nweight_unit = 1500",
+        scheduler: "kind = \"ewrr\"",
         flow: ewrr_params,
     },
     Case {
         id: "vd",
         scheduler: "kind = \"vd\"\nmtu = 1500\nrounds = 64",
-        flow: all_params,
+        flow: vd_params,
     },
     Case {
         id: "scfq",
         scheduler: "kind = \"scfq\"",
-        flow: all_params,
+        flow: share_params,
     },
     Case {
         id: "virtual_clock",
         scheduler: "kind = \"virtual_clock\"",
-        flow: all_params,
+        flow: virtual_clock_params,
     },
     Case {
         id: "stfq",
         scheduler: "kind = \"stfq\"",
-        flow: all_params,
+        flow: share_params,
     },
     Case {
         id: "wfq",
         scheduler: "kind = \"wfq\"",
-        flow: all_params,
+        flow: share_params,
     },
     Case {
         id: "wf2q_plus",
         scheduler: "kind = \"wf2q_plus\"",
-        flow: all_params,
+        flow: share_params,
     },
     Case {
         id: "dynamic_priority",
         scheduler: "kind = \"dynamic_priority\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
-        flow: all_params,
+        flow: no_params,
     },
     Case {
         id: "adaptive",
         scheduler: "kind = \"adaptive\"\nshare = [0.4, 0.3, 0.3]\ninterval = \"1ms\"",
-        flow: all_params,
+        flow: no_params,
     },
     Case {
         id: "qfq",
         scheduler: "kind = \"qfq\"",
-        flow: all_params,
+        flow: share_params,
     },
     Case {
         id: "srr",
         scheduler: "kind = \"srr\"\nquantum = 1500",
-        flow: all_params,
+        flow: srr_params,
     },
     Case {
         id: "aliquem",
         scheduler: "kind = \"aliquem\"\nquantum = 1500\nscaling = 5",
-        flow: all_params,
+        flow: aliquem_params,
     },
 ];
 
@@ -398,9 +432,10 @@ fn build(case: &Case, load: Load, per_flow_queues: bool) -> AnyScheduler {
     let table: toml::Table = text
         .parse()
         .unwrap_or_else(|e| panic!("{}: CASES table does not parse: {e}", case.id));
-    let mut flows = FlowTable::uniform((case.flow)(0));
+    let parse = |text: String| -> toml::Table { text.parse().expect("case flow tables are TOML") };
+    let mut flows = FlowTable::uniform(parse((case.flow)(0)));
     for flow in 0..FLOWS {
-        flows.set(flow, (case.flow)(flow), format!("flow[{flow}]"));
+        flows.set(flow, parse((case.flow)(flow)), format!("flow[{flow}]"));
     }
     build_scheduler(&table, "scheduler", &flows, link())
         .unwrap_or_else(|e| panic!("{}: CASES entry does not build: {e}", case.id))

@@ -8,23 +8,23 @@
 //! kind = "drr"              # any registry id; plus the discipline's parameters
 //! quantum = 1500
 //! buffer = "64KB"           # optional: buffer, buffer_packets, drop_policy
-//! [flow_defaults]           # optional: parameters of every flow
-//! weight = 1
+//! [flow_defaults]           # optional: flow keys of the discipline, for every flow
+//! quantum = 1500
 //! [[flow]]                  # optional: per-flow overrides; id = the trace's flow label
 //! id = 3
-//! weight = 2
+//! quantum = 3000
 //! [gateway]                 # optional: read by `schedlab gateway` only (rules, delay)
 //! ```
 //! Link semantics are those of [`schedlab_core::run_link`]. The output CSV has one row per
-//! input packet, in input order: `flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome`.
+//! input packet, in input order: `flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome,drop_reason`.
 
 use std::io::Write;
 use std::path::Path;
 
 use schedlab_core::config::TableReader;
 use schedlab_core::{
-    build_scheduler, format_seconds, run_link_watched, AnyScheduler, ConfigError, FlowId, FlowParams,
-    FlowTable, Outcome, Rate, Scheduler, FLOW_PARAM_KEYS_WITH_ID,
+    build_scheduler, format_seconds, run_link_watched, AnyScheduler, ConfigError, FlowId, FlowTable, Outcome,
+    Rate, Scheduler,
 };
 
 use crate::error::InputError;
@@ -39,9 +39,9 @@ pub struct ReplayConfig {
     /// The `[scheduler]` table, built once the trace's flows are known.
     pub scheduler: toml::Table,
     /// `[flow_defaults]`.
-    pub defaults: FlowParams,
-    /// `[[flow]]` overrides: (label, parameters, index in the file).
-    pub flows: Vec<(u64, FlowParams, usize)>,
+    pub defaults: toml::Table,
+    /// `[[flow]]` tables without their `id`: (label, parameters, index in the file).
+    pub flows: Vec<(u64, toml::Table, usize)>,
     /// The `[gateway]` table, if any: read by `schedlab gateway` (classification rules,
     /// propagation delay); replay ignores it so that one file configures both.
     pub gateway: Option<toml::Table>,
@@ -85,10 +85,7 @@ impl ReplayConfig {
                 )
             })?
             .clone();
-        let defaults = match top.table("flow_defaults")? {
-            Some(t) => FlowParams::from_table(t, "flow_defaults")?,
-            None => FlowParams::default(),
-        };
+        let defaults = top.table("flow_defaults")?.cloned().unwrap_or_default();
         let mut flows = Vec::new();
         match top.value("flow") {
             None => {}
@@ -114,8 +111,8 @@ impl ReplayConfig {
                     if !seen.insert(id) {
                         return Err(reader.error("id", "configured twice"));
                     }
-                    let params = FlowParams::read(&mut reader)?;
-                    reader.finish_with(FLOW_PARAM_KEYS_WITH_ID)?;
+                    let mut params = t.clone();
+                    params.remove("id");
                     flows.push((id, params, index));
                 }
             }
@@ -129,7 +126,7 @@ impl ReplayConfig {
         }
         let gateway = top.table("gateway")?.cloned();
         top.finish_with(&["link", "scheduler", "flow_defaults", "flow", "gateway"])?;
-        Ok(ReplayConfig {
+        let config = ReplayConfig {
             rate,
             scheduler,
             defaults,
@@ -137,7 +134,31 @@ impl ReplayConfig {
             gateway,
             text: String::new(),
             file: String::new(),
-        })
+        };
+        // Check the scheduler and every flow table now, before a trace is read: the flows get
+        // stand-in ids (the trace assigns the real ones).
+        build_scheduler(
+            &config.scheduler,
+            "scheduler",
+            &config.flow_table(|_| None, 0),
+            rate,
+        )?;
+        Ok(config)
+    }
+
+    /// The flow table: `[flow_defaults]` and each `[[flow]]` under `id_of(label)`, or under an
+    /// unused id from `first_unused` on for a label the driver has not seen.
+    fn flow_table(&self, id_of: impl Fn(u64) -> Option<FlowId>, first_unused: FlowId) -> FlowTable {
+        let mut table = FlowTable::uniform(self.defaults.clone());
+        let mut extra = first_unused;
+        for (label, params, index) in &self.flows {
+            let id = id_of(*label).unwrap_or_else(|| {
+                extra += 1;
+                extra - 1
+            });
+            table.set(id, params.clone(), format!("flow[{index}]"));
+        }
+        table
     }
 
     /// A configuration error located in this configuration's file (file and line).
@@ -154,15 +175,7 @@ impl ReplayConfig {
         id_of: impl Fn(u64) -> Option<FlowId>,
         first_unused: FlowId,
     ) -> Result<AnyScheduler, InputError> {
-        let mut table = FlowTable::uniform(self.defaults);
-        let mut extra = first_unused;
-        for (label, params, index) in &self.flows {
-            let id = id_of(*label).unwrap_or_else(|| {
-                extra += 1;
-                extra - 1
-            });
-            table.set(id, *params, format!("flow[{index}]"));
-        }
+        let table = self.flow_table(id_of, first_unused);
         build_scheduler(&self.scheduler, "scheduler", &table, self.rate).map_err(|e| self.error(e))
     }
 }
@@ -339,7 +352,11 @@ pub fn write_departures_watched(
     {
         let file = std::fs::File::create(&partial).map_err(io)?;
         let mut out = std::io::BufWriter::new(file);
-        writeln!(out, "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome").map_err(io)?;
+        writeln!(
+            out,
+            "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome,drop_reason"
+        )
+        .map_err(io)?;
         for (index, row) in rows.iter().enumerate() {
             if index > 0 && (index as u64).is_multiple_of(crate::watch::POLL_EVERY) && !watch(index) {
                 drop(out);
@@ -350,7 +367,7 @@ pub fn write_departures_watched(
             match row.outcome {
                 Outcome::Sent { start, end } => writeln!(
                     out,
-                    "{},{},{},{},{},{},sent",
+                    "{},{},{},{},{},{},sent,",
                     row.flow,
                     row.seq,
                     row.size_bytes,
@@ -358,14 +375,15 @@ pub fn write_departures_watched(
                     format_seconds(start),
                     format_seconds(end)
                 ),
-                Outcome::Dropped { at, .. } => writeln!(
+                Outcome::Dropped { at, reason } => writeln!(
                     out,
-                    "{},{},{},{},,{},dropped",
+                    "{},{},{},{},,{},dropped,{}",
                     row.flow,
                     row.seq,
                     row.size_bytes,
                     arrival,
-                    format_seconds(at)
+                    format_seconds(at),
+                    reason.name()
                 ),
             }
             .map_err(io)?;
@@ -566,13 +584,19 @@ mod tests {
                 .starts_with("c.toml:2: link.rate = \"8 furlongs\": unknown unit"),
             "{e}"
         );
+        // The scheduler and the flow tables are checked before any trace is read.
         let bad = CONFIG.replace("kind = \"drr\"", "kind = \"nope\"");
-        let config = ReplayConfig::parse(&bad, "c.toml").unwrap();
-        let e = replay(&config, &trace("time_s,flow,size_bytes\n0,1,10\n")).unwrap_err();
+        let e = ReplayConfig::parse(&bad, "c.toml").unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("c.toml:4: scheduler.kind = \"nope\": unknown discipline"),
             "{e}"
+        );
+        let bad = CONFIG.replace("quantum = 1000", "share = 2");
+        let e = ReplayConfig::parse(&bad, "c.toml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml:8: flow[0].share = 2: not a flow key of drr, which reads only quantum (another discipline's keys go in a sub-table named after it)"
         );
         let e = ReplayConfig::parse(
             "[link]\nrate = 1\n[scheduler]\nkind = \"fifo\"\n[extra]\n",
@@ -600,10 +624,10 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome\n\
-             1,0,1000,0.000000000,0.000000000,0.001000000,sent\n\
-             2,0,1000,0.000000000,,0.000000000,dropped\n\
-             1,1,500,0.001500000,0.001500000,0.002000000,sent\n"
+            "flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome,drop_reason\n\
+             1,0,1000,0.000000000,0.000000000,0.001000000,sent,\n\
+             2,0,1000,0.000000000,,0.000000000,dropped,buffer_full\n\
+             1,1,500,0.001500000,0.001500000,0.002000000,sent,\n"
         );
         std::fs::remove_dir_all(dir).unwrap();
     }

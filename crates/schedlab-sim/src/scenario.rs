@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use schedlab_core::config::join_path;
 use schedlab_core::{
-    build_scheduler, AnyScheduler, ConfigError, FlowId, FlowParams, FlowTable, LinkDropPolicy,
+    build_scheduler, discipline_info, AnyScheduler, ConfigError, FlowId, FlowTable, LinkDropPolicy,
     LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
 };
 
@@ -108,6 +108,16 @@ pub struct LinkConfig {
 }
 
 impl LinkConfig {
+    /// The flow keys this link's discipline reads (none if its kind is unknown, which building
+    /// the scheduler reports).
+    pub fn flow_params(&self) -> &'static [schedlab_core::ParamInfo] {
+        self.scheduler
+            .get("kind")
+            .and_then(toml::Value::as_str)
+            .and_then(discipline_info)
+            .map_or(&[], |info| info.flow_params)
+    }
+
     /// Builds a fresh scheduler for this link (`index` is the link's position, for error paths).
     pub fn build_scheduler(&self, index: usize) -> Result<AnyScheduler, ConfigError> {
         // A processing stage without `rate` serves packets, not bytes: the disciplines that
@@ -170,8 +180,8 @@ pub struct SourceConfig {
     pub arrivals: ArrivalModel,
     /// Packet sizes (absent for MPEG and trace, which set their own).
     pub size: Option<SizeDist>,
-    /// The flow's scheduler parameters.
-    pub params: FlowParams,
+    /// The flow's scheduler parameters (the flow table given to the links on its path).
+    pub params: toml::Table,
     /// Optional token-bucket shaper.
     pub shaper: Option<ShaperConfig>,
     /// Time the source starts, ns.
@@ -460,10 +470,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         Some(t) => parse_run(t)?,
         None => return Err(ConfigError::new("run", "(missing)", "a [run] table is required").into()),
     };
-    let defaults = match top.table("flow_defaults")? {
-        Some(t) => FlowParams::from_table(t, "flow_defaults")?,
-        None => FlowParams::default(),
-    };
+    let defaults = top.table("flow_defaults")?.cloned().unwrap_or_default();
     let class_names = match top.table("classes")? {
         Some(t) => parse_classes(t)?,
         None => Vec::new(),
@@ -483,7 +490,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
     }
     let mut links = Vec::with_capacity(link_tables.len());
     for (index, t) in link_tables.iter().enumerate() {
-        let link = parse_link(t, index, defaults)?;
+        let link = parse_link(t, index)?;
         if let Some(other) = links.iter().position(|l: &LinkConfig| l.name == link.name) {
             return Err(ConfigError::new(
                 format!("link[{index}].name"),
@@ -507,15 +514,28 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         }
         sources.push(source);
     }
+    // Flow keys go to every link a flow crosses (`flow_defaults` to every link), and each link's
+    // discipline rejects the keys it does not read, except keys that another discipline on the
+    // same path reads: one `params` table serves a path through different disciplines.
+    let reads: Vec<&'static [schedlab_core::ParamInfo]> = links.iter().map(LinkConfig::flow_params).collect();
+    let read_on = |on: &mut dyn Iterator<Item = usize>| -> Vec<&'static str> {
+        on.flat_map(|link| reads[link].iter().map(|p| p.name)).collect()
+    };
+    let read_anywhere = read_on(&mut (0..links.len()));
+    for (index, link) in links.iter_mut().enumerate() {
+        link.flows.defaults = keys_for_link(&defaults, reads[index], &read_anywhere);
+    }
     for (index, source) in sources.iter().enumerate() {
         let ack_links = match source.transport.as_ref().map(|t| &t.ack_return) {
             Some(AckReturn::Path(links)) => links.as_slice(),
             _ => &[],
         };
+        let read_on_path = read_on(&mut source.path.iter().chain(ack_links).copied());
         for &link in source.path.iter().chain(ack_links) {
+            let params = keys_for_link(&source.params, reads[link], &read_on_path);
             links[link]
                 .flows
-                .set(source.flow, source.params, format!("source[{index}].params"));
+                .set(source.flow, params, format!("source[{index}].params"));
         }
     }
     for (index, link) in links.iter().enumerate() {
@@ -653,7 +673,21 @@ fn parse_run(table: &toml::Table) -> Result<RunConfig, ConfigError> {
     })
 }
 
-fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result<LinkConfig, ConfigError> {
+/// The keys of `table` that a link whose discipline reads `this_link` is given: those it reads
+/// and those no discipline in `elsewhere` reads (which it then reports as foreign).
+fn keys_for_link(
+    table: &toml::Table,
+    this_link: &[schedlab_core::ParamInfo],
+    elsewhere: &[&str],
+) -> toml::Table {
+    table
+        .iter()
+        .filter(|(key, _)| this_link.iter().any(|p| p.name == *key) || !elsewhere.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
+fn parse_link(table: &toml::Table, index: usize) -> Result<LinkConfig, ConfigError> {
     let path = format!("link[{index}]");
     let mut r = TableReader::new(table, path.clone());
     let name = required(
@@ -733,8 +767,7 @@ fn parse_link(table: &toml::Table, index: usize, defaults: FlowParams) -> Result
         }
     }
     r.finish_with(LINK_KEYS)?;
-    let mut flows = FlowTable::uniform(defaults);
-    flows.defaults_path = "flow_defaults".into();
+    let flows = FlowTable::default();
     Ok(LinkConfig {
         name,
         rate,
@@ -896,10 +929,7 @@ fn parse_source(
         }
         None => None,
     };
-    let params = match r.table("params")? {
-        Some(t) => FlowParams::from_table(t, &join_path(&path, "params"))?,
-        None => FlowParams::default(),
-    };
+    let params = r.table("params")?.cloned().unwrap_or_default();
     let start = r.duration("start")?.unwrap_or(0);
     let stop = r.duration("stop")?;
     if let Some(stop) = stop {

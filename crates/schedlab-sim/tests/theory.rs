@@ -446,7 +446,7 @@ flow = 0
 path = ["bottleneck"]
 arrivals = { model = "poisson", rate_pps = 15 }
 size = { dist = "uniform", min = 80, max = 740 }
-params = { latency_critical = true, quantum = 2000 }
+params = { quantum = 2000, drr_plus = { latency_critical = true, contract_bytes = 8303, contract_interval = "1s" } }
 "#;
 
 #[test]
@@ -466,8 +466,18 @@ fn bad_scenarios_name_the_key_and_value() {
             "run.sede = 3: unknown key; accepted keys: duration, packets, warmup, seed, replications, bin, ci, drain",
         ),
         (
-            GOOD.replace("latency_critical = true", "loss_tolerance = \"3/2\""),
+            GOOD.replace("quantum = 2000", "quantum = 2000, latency_critical = true"),
+            "source[0].params.latency_critical = true: not a flow key of drr, which reads only quantum",
+        ),
+        (
+            GOOD.replace("kind = \"drr\"", "kind = \"dwcs\"")
+                .replace("quantum = 1500", "check_every = 1")
+                .replace("quantum = 2000", "loss_tolerance = \"3/2\""),
             "source[0].params.loss_tolerance = \"3/2\": x = 3 exceeds y = 2: at most y of y packets can be lost",
+        ),
+        (
+            GOOD.replace("kind = \"drr\"", "kind = \"drr_plus\"").replace("contract_bytes = 8303, ", ""),
+            "source[0].params.contract_bytes = (missing): required when latency_critical = true",
         ),
         (
             GOOD.replace("min = 80, max = 740", "min = 800, max = 740"),

@@ -18,7 +18,7 @@
 //!
 //! Paper name → code:
 //! * quantum φ_i → [`AliquemFlow::quantum`] = w_i · `quantum` / q (bytes, at least 1), with
-//!   w_i the flow's `weight`, `quantum` the scheduler's basic quantum (Bakiras et al.'s
+//!   w_i the flow's `quantum_units`, `quantum` the scheduler's basic quantum (Bakiras et al.'s
 //!   L_M = 1000 B) and q the `scaling` factor;
 //! * deficit counter Δ_i → [`AliquemFlow::deficit`];
 //! * ActiveList[0..q] → `lists` (flow-id FIFOs), the current round's list → `current`;
@@ -45,7 +45,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet};
@@ -89,11 +89,27 @@ pub struct Aliquem {
     current: usize,
     /// Whether the head flow of the current list has received its quantum for this visit.
     quantum_added: bool,
-    table: FlowTable,
-    default_weight: u32,
+    table: FlowParamTable<AliquemFlowParams>,
     quantum: u32,
     scaling: u32,
     rounds: u64,
+}
+
+/// An Aliquem flow's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AliquemFlowParams {
+    /// w_i: the flow's quantum in units of `quantum`/q bytes (key `quantum_units`).
+    pub quantum_units: u32,
+}
+
+impl FlowParams for AliquemFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        Ok(AliquemFlowParams {
+            quantum_units: reader
+                .positive_u32("quantum_units")?
+                .unwrap_or(inherited.quantum_units),
+        })
+    }
 }
 
 impl Aliquem {
@@ -109,7 +125,7 @@ impl Aliquem {
         if index >= self.flows.len() {
             self.flows.resize(index + 1, AliquemFlow::default());
         }
-        let weight = self.table.get(flow).weight.unwrap_or(self.default_weight);
+        let weight = self.table.get(flow).quantum_units;
         let quantum = (weight as u64 * self.quantum as u64 / self.scaling as u64).max(1);
         self.flows[index] = AliquemFlow {
             quantum,
@@ -197,8 +213,8 @@ impl Discipline for Aliquem {
             },
         ],
         flow_params: &[ParamInfo {
-            name: "weight",
-            unit: "units of quantum/q per round",
+            name: "quantum_units",
+            unit: "units of quantum/q bytes (integer ≥ 1)",
             default: "1",
             description: "w_i; the flow's quantum is w_i·quantum/q bytes",
         }],
@@ -212,10 +228,9 @@ impl Discipline for Aliquem {
     }
 
     fn build(config: AliquemConfig, context: &BuildContext<'_>) -> Result<Aliquem, ConfigError> {
-        context.flows.validate(|params| match params.weight {
-            Some(0) => Err(("weight", "0".into(), "must be at least 1".into())),
-            _ => Ok(()),
-        })?;
+        let table = context
+            .flows
+            .parse(&Self::INFO, &AliquemFlowParams { quantum_units: 1 })?;
         let scaling = config.scaling.unwrap_or(DEFAULT_SCALING);
         Ok(Aliquem {
             queues: FlowQueues::new(context.limit),
@@ -223,8 +238,7 @@ impl Discipline for Aliquem {
             lists: vec![VecDeque::new(); scaling as usize + 1],
             current: 0,
             quantum_added: false,
-            table: context.flows.clone(),
-            default_weight: context.flows.defaults.weight.unwrap_or(1),
+            table,
             quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
             scaling,
             rounds: 0,
@@ -353,18 +367,11 @@ mod tests {
     fn matches_drr_when_quanta_cover_every_packet() {
         let weights = [(0, 1), (1, 2), (2, 3)];
         let mut s = aliquem(&weights, 7500, 5, BufferLimit::UNLIMITED);
-        let quanta: Vec<(FlowId, crate::config::FlowParams)> = weights
+        let quanta: Vec<(FlowId, String)> = weights
             .iter()
-            .map(|&(f, w)| {
-                (
-                    f,
-                    crate::config::FlowParams {
-                        quantum: Some(1500 * w),
-                        ..Default::default()
-                    },
-                )
-            })
+            .map(|&(f, w)| (f, format!("quantum = {}", 1500 * w)))
             .collect();
+        let quanta = quanta.iter().map(|(f, text)| (*f, text.as_str()));
         let mut drr: Drr = testkit::build_with(DrrConfig { quantum: None }, quanta, BufferLimit::UNLIMITED);
         let packets: Vec<Packet> = (0..600u64)
             .map(|k| Packet::new(k, (k % 3) as FlowId, 40 + (k * 997 % 1461) as u32, 0))

@@ -30,7 +30,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet};
@@ -67,8 +67,22 @@ pub struct Drr {
     flows: Vec<DrrFlow>,
     active: VecDeque<FlowId>,
     quantum_added: bool,
-    table: FlowTable,
-    default_quantum: u32,
+    table: FlowParamTable<DrrFlowParams>,
+}
+
+/// A DRR flow's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrrFlowParams {
+    /// Quantum_i in bytes (key `quantum`).
+    pub quantum: u32,
+}
+
+impl FlowParams for DrrFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        Ok(DrrFlowParams {
+            quantum: reader.positive_u32("quantum")?.unwrap_or(inherited.quantum),
+        })
+    }
 }
 
 impl Drr {
@@ -80,7 +94,7 @@ impl Drr {
         if index >= self.flows.len() {
             self.flows.resize(index + 1, DrrFlow::default());
         }
-        let quantum = self.table.get(flow).quantum.unwrap_or(self.default_quantum);
+        let quantum = self.table.get(flow).quantum;
         self.flows[index] = DrrFlow {
             quantum,
             deficit: 0,
@@ -152,17 +166,15 @@ impl Discipline for Drr {
     }
 
     fn build(config: DrrConfig, context: &BuildContext<'_>) -> Result<Drr, ConfigError> {
-        context.flows.validate(|params| match params.quantum {
-            Some(0) => Err(("quantum", "0".into(), "must be at least 1 byte".into())),
-            _ => Ok(()),
-        })?;
+        let base = DrrFlowParams {
+            quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
+        };
         Ok(Drr {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
             active: VecDeque::new(),
             quantum_added: false,
-            table: context.flows.clone(),
-            default_quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
+            table: context.flows.parse(&Self::INFO, &base)?,
         })
     }
 }
@@ -227,15 +239,15 @@ impl Scheduler for Drr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::config::{BufferLimit, DropPolicy};
     use crate::testkit;
 
     fn drr(quanta: &[(FlowId, u32)], limit: BufferLimit) -> Drr {
-        let params = |quantum| FlowParams {
-            quantum: Some(quantum),
-            ..Default::default()
-        };
-        let flows = quanta.iter().map(|&(flow, quantum)| (flow, params(quantum)));
+        let texts: Vec<(FlowId, String)> = quanta
+            .iter()
+            .map(|&(flow, quantum)| (flow, format!("quantum = {quantum}")))
+            .collect();
+        let flows = texts.iter().map(|(flow, text)| (*flow, text.as_str()));
         testkit::build_with(DrrConfig { quantum: Some(500) }, flows, limit)
     }
 

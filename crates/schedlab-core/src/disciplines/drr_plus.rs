@@ -73,7 +73,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
@@ -98,6 +98,60 @@ pub struct Contract {
     pub bytes: u64,
     /// Δt, ns.
     pub interval: TimeNs,
+}
+
+/// A DRR+ flow's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrrPlusFlowParams {
+    /// Quantum in bytes (key `quantum`).
+    pub quantum: u32,
+    /// Key `latency_critical`.
+    pub latency_critical: bool,
+    /// C_j in bytes (key `contract_bytes`), required when `latency_critical`.
+    pub contract_bytes: Option<u64>,
+    /// Δt in ns (key `contract_interval`), required when `latency_critical`.
+    pub contract_interval: Option<TimeNs>,
+}
+
+impl DrrPlusFlowParams {
+    /// The contract of a latency-critical flow (`None` for a best-effort flow).
+    pub fn contract(&self) -> Option<Contract> {
+        match (self.latency_critical, self.contract_bytes, self.contract_interval) {
+            (true, Some(bytes), Some(interval)) => Some(Contract { bytes, interval }),
+            _ => None,
+        }
+    }
+}
+
+impl FlowParams for DrrPlusFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        let quantum = reader.positive_u32("quantum")?.unwrap_or(inherited.quantum);
+        let latency_critical = reader
+            .bool("latency_critical")?
+            .unwrap_or(inherited.latency_critical);
+        let contract_bytes = reader.size("contract_bytes")?;
+        if contract_bytes == Some(0) {
+            return Err(reader.error("contract_bytes", "must be at least 1 byte"));
+        }
+        let contract_interval = reader.duration("contract_interval")?;
+        if contract_interval == Some(0) {
+            return Err(reader.error("contract_interval", "must be longer than zero"));
+        }
+        let params = DrrPlusFlowParams {
+            quantum,
+            latency_critical,
+            contract_bytes: contract_bytes.or(inherited.contract_bytes),
+            contract_interval: contract_interval.or(inherited.contract_interval),
+        };
+        let rule = "required when latency_critical = true (DRR+ polices the contract)";
+        if latency_critical && params.contract_bytes.is_none() {
+            return Err(reader.error("contract_bytes", rule));
+        }
+        if latency_critical && params.contract_interval.is_none() {
+            return Err(reader.error("contract_interval", rule));
+        }
+        Ok(params)
+    }
 }
 
 /// The class a flow is served in.
@@ -151,8 +205,7 @@ pub struct DrrPlus {
     priority: VecDeque<FlowId>,
     active: VecDeque<FlowId>,
     quantum_added: bool,
-    table: FlowTable,
-    default_quantum: u32,
+    table: FlowParamTable<DrrPlusFlowParams>,
     demotions: u64,
     priority_sent: u64,
     total_rounds: u64,
@@ -179,14 +232,10 @@ impl DrrPlus {
         }
         if self.flows[index].is_none() {
             let params = self.table.get(flow);
-            let latency_critical = params.latency_critical.unwrap_or(false);
-            let contract = match (params.contract_bytes, params.contract_interval) {
-                (Some(bytes), Some(interval)) if latency_critical => Some(Contract { bytes, interval }),
-                _ => None,
-            };
+            let contract = params.contract();
             self.flows[index] = Some(DrrPlusFlow {
-                quantum: params.quantum.unwrap_or(self.default_quantum),
-                latency_critical: latency_critical && contract.is_some(),
+                quantum: params.quantum,
+                latency_critical: contract.is_some(),
                 contract,
                 ..DrrPlusFlow::default()
             });
@@ -348,27 +397,20 @@ impl Discipline for DrrPlus {
     }
 
     fn build(config: DrrPlusConfig, context: &BuildContext<'_>) -> Result<DrrPlus, ConfigError> {
-        context.flows.validate(|params| {
-            if params.latency_critical != Some(true) {
-                return Ok(());
-            }
-            let rule = "required when latency_critical = true (DRR+ polices the contract)";
-            if params.contract_bytes.is_none() {
-                return Err(("contract_bytes", "(missing)".into(), rule.into()));
-            }
-            if params.contract_interval.is_none() {
-                return Err(("contract_interval", "(missing)".into(), rule.into()));
-            }
-            Ok(())
-        })?;
+        let base = DrrPlusFlowParams {
+            quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
+            latency_critical: false,
+            contract_bytes: None,
+            contract_interval: None,
+        };
+        let table = context.flows.parse(&Self::INFO, &base)?;
         Ok(DrrPlus {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
             priority: VecDeque::new(),
             active: VecDeque::new(),
             quantum_added: false,
-            table: context.flows.clone(),
-            default_quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
+            table,
             demotions: 0,
             priority_sent: 0,
             total_rounds: 0,
@@ -486,7 +528,7 @@ impl Scheduler for DrrPlus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, FlowParams};
+    use crate::config::{BufferLimit, FlowTable};
     use crate::link::Outcome;
     use crate::testkit;
     use proptest::prelude::*;
@@ -497,16 +539,17 @@ mod tests {
     /// Latency-critical flows `(flow, contract_bytes, contract_interval)`; every flow has
     /// quantum 500 unless `quanta` says otherwise.
     fn drr_plus(lc: &[(FlowId, u64, TimeNs)], quanta: &[(FlowId, u32)], limit: BufferLimit) -> DrrPlus {
-        let mut flows: std::collections::BTreeMap<FlowId, FlowParams> = Default::default();
+        let mut flows: std::collections::BTreeMap<FlowId, String> = Default::default();
         for &(flow, bytes, interval) in lc {
-            let params = flows.entry(flow).or_default();
-            params.latency_critical = Some(true);
-            params.contract_bytes = Some(bytes);
-            params.contract_interval = Some(interval);
+            let text = flows.entry(flow).or_default();
+            *text += &format!(
+                "latency_critical = true\ncontract_bytes = {bytes}\ncontract_interval = \"{interval}ns\"\n"
+            );
         }
         for &(flow, quantum) in quanta {
-            flows.entry(flow).or_default().quantum = Some(quantum);
+            *flows.entry(flow).or_default() += &format!("quantum = {quantum}\n");
         }
+        let flows = flows.iter().map(|(flow, text)| (*flow, text.as_str()));
         testkit::build_with(DrrPlusConfig { quantum: Some(500) }, flows, limit)
     }
 
@@ -638,9 +681,9 @@ mod tests {
 
     #[test]
     fn latency_critical_flows_need_a_contract() {
-        let table = |params: FlowParams| {
-            let mut t = FlowTable::uniform(FlowParams::default());
-            t.set(3, params, "flow[3]");
+        let table = |text: &str| {
+            let mut t = FlowTable::default();
+            t.set(3, testkit::params(text), "flow[3]");
             t
         };
         let build = |t: &FlowTable| {
@@ -651,39 +694,29 @@ mod tests {
             };
             DrrPlus::build(DrrPlusConfig::default(), &context).map(|_| ())
         };
-        let e = build(&table(FlowParams {
-            latency_critical: Some(true),
-            contract_interval: Some(MS),
-            ..Default::default()
-        }))
-        .unwrap_err();
+        let e = build(&table("latency_critical = true\ncontract_interval = \"1ms\"")).unwrap_err();
         assert_eq!(e.path, "flow[3].contract_bytes");
         assert_eq!(e.value, "(missing)");
-        let e = build(&table(FlowParams {
-            latency_critical: Some(true),
-            contract_bytes: Some(1000),
-            ..Default::default()
-        }))
-        .unwrap_err();
+        let e = build(&table("latency_critical = true\ncontract_bytes = 1000")).unwrap_err();
         assert_eq!(e.path, "flow[3].contract_interval");
-        let defaults = FlowTable::uniform(FlowParams {
-            latency_critical: Some(true),
-            ..Default::default()
-        });
+        let defaults = FlowTable::uniform(testkit::params("latency_critical = true"));
         assert_eq!(build(&defaults).unwrap_err().path, "flow_defaults.contract_bytes");
         // Contract keys on a best-effort flow are ignored.
-        assert!(build(&table(FlowParams {
-            contract_bytes: Some(1000),
-            ..Default::default()
-        }))
-        .is_ok());
+        assert!(build(&table("contract_bytes = 1000")).is_ok());
+        // A flow key DRR+ does not read is an error.
+        let e = build(&table("weight = 2")).unwrap_err();
+        assert_eq!(e.path, "flow[3].weight");
+        assert!(
+            e.rule
+                .contains("reads only quantum, latency_critical, contract_bytes, contract_interval"),
+            "{e}"
+        );
     }
 
     #[test]
     fn builds_from_the_registry() {
         let config: toml::Table = "kind = \"drr_plus\"\nquantum = 900".parse().unwrap();
-        let flows = FlowTable::uniform(FlowParams::default());
-        let s = crate::build_scheduler(&config, "scheduler", &flows, testkit::link()).unwrap();
+        let s = crate::build_scheduler(&config, "scheduler", &FlowTable::default(), testkit::link()).unwrap();
         assert_eq!(s.id(), "drr_plus");
         assert!(s.is_work_conserving());
     }

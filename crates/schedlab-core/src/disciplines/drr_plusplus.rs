@@ -117,7 +117,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
@@ -163,6 +163,26 @@ pub struct DrrPlusPlusFlow {
     visited_round: u64,
 }
 
+/// A DRR++ flow's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrrPlusPlusFlowParams {
+    /// Q_LC or Q_BE in bytes (key `quantum`).
+    pub quantum: u32,
+    /// `IsLatencyCritical(i)` (key `latency_critical`).
+    pub latency_critical: bool,
+}
+
+impl FlowParams for DrrPlusPlusFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        Ok(DrrPlusPlusFlowParams {
+            quantum: reader.positive_u32("quantum")?.unwrap_or(inherited.quantum),
+            latency_critical: reader
+                .bool("latency_critical")?
+                .unwrap_or(inherited.latency_critical),
+        })
+    }
+}
+
 /// Whose service is next in the modified variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Turn {
@@ -175,8 +195,7 @@ enum Turn {
 pub struct DrrPlusPlus {
     queues: FlowQueues,
     flows: Vec<Option<DrrPlusPlusFlow>>,
-    table: FlowTable,
-    default_quantum: u32,
+    table: FlowParamTable<DrrPlusPlusFlowParams>,
     variant: Variant,
     /// The head of the list being served has received its quantum (a service is under way).
     in_visit: bool,
@@ -236,10 +255,10 @@ impl DrrPlusPlus {
             self.flows.resize(index + 1, None);
         }
         if self.flows[index].is_none() {
-            let params = self.table.get(flow);
+            let params = *self.table.get(flow);
             self.flows[index] = Some(DrrPlusPlusFlow {
-                quantum: params.quantum.unwrap_or(self.default_quantum),
-                latency_critical: params.latency_critical.unwrap_or(false),
+                quantum: params.quantum,
+                latency_critical: params.latency_critical,
                 ..DrrPlusPlusFlow::default()
             });
         }
@@ -529,8 +548,13 @@ impl Discipline for DrrPlusPlus {
         Ok(DrrPlusPlus {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
-            table: context.flows.clone(),
-            default_quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
+            table: context.flows.parse(
+                &Self::INFO,
+                &DrrPlusPlusFlowParams {
+                    quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
+                    latency_critical: false,
+                },
+            )?,
             variant: config.variant,
             in_visit: false,
             lc_list: VecDeque::new(),
@@ -669,7 +693,7 @@ impl Scheduler for DrrPlusPlus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, FlowParams};
+    use crate::config::{BufferLimit, FlowTable};
     use crate::link::{run_link, Outcome};
     use crate::testkit;
     use crate::time::Rate;
@@ -688,14 +712,17 @@ mod tests {
         let mut flows: Vec<FlowId> = lc.iter().chain(quanta.iter().map(|q| &q.0)).copied().collect();
         flows.sort_unstable();
         flows.dedup();
-        let params = flows.into_iter().map(|flow| {
-            let params = FlowParams {
-                latency_critical: Some(lc.contains(&flow)),
-                quantum: quanta.iter().find(|q| q.0 == flow).map(|q| q.1),
-                ..Default::default()
-            };
-            (flow, params)
-        });
+        let texts: Vec<(FlowId, String)> = flows
+            .into_iter()
+            .map(|flow| {
+                let mut text = format!("latency_critical = {}\n", lc.contains(&flow));
+                if let Some(q) = quanta.iter().find(|q| q.0 == flow) {
+                    text += &format!("quantum = {}\n", q.1);
+                }
+                (flow, text)
+            })
+            .collect();
+        let params = texts.iter().map(|(flow, text)| (*flow, text.as_str()));
         let config = DrrPlusPlusConfig {
             quantum: Some(500),
             variant,
@@ -838,7 +865,7 @@ mod tests {
 
     #[test]
     fn variant_is_read_and_checked() {
-        let flows = FlowTable::uniform(FlowParams::default());
+        let flows = FlowTable::default();
         let build = |text: &str| {
             let table: toml::Table = text.parse().unwrap();
             crate::build_scheduler(&table, "scheduler", &flows, testkit::link())

@@ -22,8 +22,8 @@
 //! backlogged queues get r_i = W_i / ΣW · r.
 //!
 //! Paper name → code:
-//! * W_i → [`EwrrFlow::weight`] (bytes: the flow's `weight` × the scheduler's `weight_unit`);
-//! * W_i^max → [`EwrrFlow::max_weight`];
+//! * W_i → [`EwrrFlow::weight`] (flow key `weight_bytes`);
+//! * W_i^max → [`EwrrFlow::max_weight`] (flow key `max_weight_bytes`);
 //! * w_i(t) − c_i(t) → [`EwrrFlow::current`]: at the start of a visit it is w_i(t), each sent
 //!   packet subtracts its size (so it is the weight still unused in the window);
 //! * t of SW(t) → `window` (the window being served) and [`EwrrFlow::window`] (the window
@@ -60,11 +60,11 @@
 //!   the next arrival starts a new window.
 //! * w_i at "the beginning" is W_i; a flow's beginning is its first arrival (flows first
 //!   seen at run time do not inherit credit from windows before they existed).
-//! * A flow that sets no `weight` has W_i = 1500 bytes; `max_weight` defaults to W_i and
+//! * A flow that sets no `weight_bytes` has W_i = 1500 bytes; `max_weight_bytes` defaults to W_i and
 //!   must be at least W_i (W_i^max < W_i would cap away part of the weight every window and
 //!   break eq. (6)). Both are limited to 2^48 bytes.
-//! * `weight_unit` (default 1) scales `weight` into bytes, so that relative weights can be
-//!   written as the paper's m with W_i = m·L^max (`weight_unit = 1500`, `weight = m`).
+//! * The paper's W_i = m·L^max is written in bytes (`weight_bytes = 3000` for m = 2 and
+//!   L^max = 1500).
 //! * `drop_policy = "longest_queue_drop"` weighs queue lengths by 1/W_i.
 //! * A flow id above [`MAX_FLOW_ID`] is dropped as [`DropReason::InvalidPacket`] without
 //!   entering the per-flow counters (which are indexed by flow id).
@@ -73,7 +73,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{ConfigError, FlowParams, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
@@ -87,18 +87,9 @@ pub const DEFAULT_WEIGHT_BYTES: u64 = 1500;
 /// Largest W_i and W_i^max accepted, in bytes (keeps the arithmetic in `i64`).
 pub const MAX_WEIGHT_BYTES: u64 = 1 << 48;
 
-/// Parameters of [`Ewrr`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EwrrConfig {
-    /// Bytes per unit of a flow's `weight` (W_i = weight × weight_unit).
-    pub weight_unit: u32,
-}
-
-impl Default for EwrrConfig {
-    fn default() -> Self {
-        EwrrConfig { weight_unit: 1 }
-    }
-}
+/// Parameters of [`Ewrr`] (none: W_i and W_i^max are per-flow keys).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EwrrConfig;
 
 /// Per-flow EWRR state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -135,35 +126,55 @@ impl EwrrFlow {
     }
 }
 
-/// W_i and W_i^max of a flow with `params`, or the offending key, value and rule.
-fn flow_weights(params: &FlowParams, unit: u32) -> Result<(u64, u64), (&'static str, String, String)> {
-    let weight = match params.weight {
-        Some(w) => w as u64 * unit as u64,
-        None => DEFAULT_WEIGHT_BYTES,
-    };
-    if weight > MAX_WEIGHT_BYTES {
-        return Err((
-            "weight",
-            params.weight.unwrap_or_default().to_string(),
-            format!("W_i = weight × weight_unit ({unit}) = {weight} bytes exceeds {MAX_WEIGHT_BYTES}"),
-        ));
+/// An EWRR flow's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EwrrFlowParams {
+    /// W_i in bytes (key `weight_bytes`).
+    pub weight_bytes: u64,
+    /// W_i^max in bytes (key `max_weight_bytes`); `None`: W_i.
+    pub max_weight_bytes: Option<u64>,
+}
+
+impl EwrrFlowParams {
+    /// W_i^max in bytes.
+    pub fn max_weight(&self) -> u64 {
+        self.max_weight_bytes.unwrap_or(self.weight_bytes)
     }
-    let max_weight = params.max_weight.unwrap_or(weight);
-    if max_weight < weight {
-        return Err((
-            "max_weight",
-            max_weight.to_string(),
-            format!("must be at least the flow's weight W_i = {weight} bytes"),
-        ));
+}
+
+impl FlowParams for EwrrFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        let weight_bytes = reader.size("weight_bytes")?;
+        if let Some(w) = weight_bytes {
+            if !(1..=MAX_WEIGHT_BYTES).contains(&w) {
+                return Err(reader.error(
+                    "weight_bytes",
+                    format!("must be from 1 to {MAX_WEIGHT_BYTES} bytes"),
+                ));
+            }
+        }
+        let max_weight_bytes = reader.size("max_weight_bytes")?;
+        if max_weight_bytes.is_some_and(|m| m > MAX_WEIGHT_BYTES) {
+            return Err(reader.error(
+                "max_weight_bytes",
+                format!("must be at most {MAX_WEIGHT_BYTES} bytes"),
+            ));
+        }
+        let params = EwrrFlowParams {
+            weight_bytes: weight_bytes.unwrap_or(inherited.weight_bytes),
+            max_weight_bytes: max_weight_bytes.or(inherited.max_weight_bytes),
+        };
+        if params.max_weight() < params.weight_bytes {
+            return Err(reader.error(
+                "max_weight_bytes",
+                format!(
+                    "must be at least the flow's weight W_i = {} bytes",
+                    params.weight_bytes
+                ),
+            ));
+        }
+        Ok(params)
     }
-    if max_weight > MAX_WEIGHT_BYTES {
-        return Err((
-            "max_weight",
-            max_weight.to_string(),
-            format!("must be at most {MAX_WEIGHT_BYTES} bytes"),
-        ));
-    }
-    Ok((weight, max_weight))
 }
 
 /// Elastic Weighted Round Robin scheduler.
@@ -174,8 +185,7 @@ pub struct Ewrr {
     active: VecDeque<FlowId>,
     /// t: the scheduling window being served (0 before the first).
     window: u64,
-    table: FlowTable,
-    weight_unit: u32,
+    table: FlowParamTable<EwrrFlowParams>,
 }
 
 impl Ewrr {
@@ -221,21 +231,16 @@ impl Discipline for Ewrr {
         name: "Elastic Weighted Round Robin",
         citation: "Yokota, Kato & Tominaga, \"A New Round Robin Scheduling Algorithm for Multimedia Traffic and Differentiated Services Router Implementation\", 2001",
         summary: "Round robin in scheduling windows; a flow may cross its current weight and pays the excess back next window, and weight left unused (also while idle) accumulates up to max_weight. Backlogged rates W_i/ΣW·r; DRR when max_weight = weight.",
-        scheduler_params: &[ParamInfo {
-            name: "weight_unit",
-            unit: "bytes",
-            default: "1",
-            description: "bytes per unit of a flow's weight (W_i = weight × weight_unit)",
-        }],
+        scheduler_params: &[],
         flow_params: &[
             ParamInfo {
-                name: "weight",
-                unit: "weight_unit (bytes by default)",
-                default: "1500 bytes",
+                name: "weight_bytes",
+                unit: "bytes",
+                default: "1500",
                 description: "W_i, bytes the flow may send per scheduling window",
             },
             ParamInfo {
-                name: "max_weight",
+                name: "max_weight_bytes",
                 unit: "bytes",
                 default: "W_i",
                 description: "W_i^max, cap on the current weight accumulated from unused windows (>= W_i)",
@@ -244,23 +249,21 @@ impl Discipline for Ewrr {
         per_flow_queues: true,
     };
 
-    fn read_config(reader: &mut TableReader<'_>) -> Result<EwrrConfig, ConfigError> {
-        Ok(EwrrConfig {
-            weight_unit: reader.positive_u32("weight_unit")?.unwrap_or(1),
-        })
+    fn read_config(_reader: &mut TableReader<'_>) -> Result<EwrrConfig, ConfigError> {
+        Ok(EwrrConfig)
     }
 
-    fn build(config: EwrrConfig, context: &BuildContext<'_>) -> Result<Ewrr, ConfigError> {
-        context
-            .flows
-            .validate(|params| flow_weights(params, config.weight_unit).map(|_| ()))?;
+    fn build(_config: EwrrConfig, context: &BuildContext<'_>) -> Result<Ewrr, ConfigError> {
+        let base = EwrrFlowParams {
+            weight_bytes: DEFAULT_WEIGHT_BYTES,
+            max_weight_bytes: None,
+        };
         Ok(Ewrr {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
             active: VecDeque::new(),
             window: 0,
-            table: context.flows.clone(),
-            weight_unit: config.weight_unit,
+            table: context.flows.parse(&Self::INFO, &base)?,
         })
     }
 }
@@ -284,8 +287,8 @@ impl Scheduler for Ewrr {
             self.flows.resize(index + 1, EwrrFlow::default());
         }
         if self.flows[index].weight == 0 {
-            let (weight, max_weight) = flow_weights(&self.table.get(flow), self.weight_unit)
-                .expect("flow parameters validated at build");
+            let params = self.table.get(flow);
+            let (weight, max_weight) = (params.weight_bytes, params.max_weight());
             // w_i at the flow's beginning is W_i.
             self.flows[index] = EwrrFlow {
                 weight,
@@ -339,41 +342,34 @@ impl Scheduler for Ewrr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy};
+    use crate::config::{BufferLimit, DropPolicy, FlowTable};
     use crate::disciplines::drr::{Drr, DrrConfig};
     use crate::testkit;
     use proptest::prelude::*;
 
     /// Flows `(id, W_i, W_i^max)` with `weight_unit = 1`.
     fn ewrr(flows: &[(FlowId, u32, u64)], limit: BufferLimit) -> Ewrr {
-        let mut table = FlowTable::uniform(FlowParams::default());
+        let mut table = FlowTable::default();
         for &(flow, weight, max_weight) in flows {
-            table.set(
-                flow,
-                FlowParams {
-                    weight: Some(weight),
-                    max_weight: Some(max_weight),
-                    ..Default::default()
-                },
-                format!("flow[{flow}]"),
-            );
+            let text = format!("weight_bytes = {weight}\nmax_weight_bytes = {max_weight}");
+            table.set(flow, testkit::params(&text), format!("flow[{flow}]"));
         }
         let context = BuildContext {
             limit,
             flows: &table,
             link_rate: testkit::link(),
         };
-        Ewrr::build(EwrrConfig::default(), &context).unwrap()
+        Ewrr::build(EwrrConfig, &context).unwrap()
     }
 
     fn drr(quanta: &[(FlowId, u32)]) -> Drr {
-        let mut table = FlowTable::uniform(FlowParams::default());
+        let mut table = FlowTable::default();
         for &(flow, quantum) in quanta {
-            let params = FlowParams {
-                quantum: Some(quantum),
-                ..Default::default()
-            };
-            table.set(flow, params, format!("flow[{flow}]"));
+            table.set(
+                flow,
+                testkit::params(&format!("quantum = {quantum}")),
+                format!("flow[{flow}]"),
+            );
         }
         let context = BuildContext {
             limit: BufferLimit::UNLIMITED,
@@ -506,30 +502,28 @@ mod tests {
 
     #[test]
     fn configuration_errors_name_the_flow_key() {
-        let mut table = FlowTable::uniform(FlowParams::default());
-        table.set(
-            3,
-            FlowParams {
-                weight: Some(2),
-                max_weight: Some(2999),
-                ..Default::default()
-            },
-            "flow[1]",
-        );
-        let context = BuildContext {
-            limit: BufferLimit::UNLIMITED,
-            flows: &table,
-            link_rate: testkit::link(),
+        let build = |defaults: &str, flow: &str| {
+            let mut table = FlowTable::uniform(testkit::params(defaults));
+            table.set(3, testkit::params(flow), "flow[1]");
+            let context = BuildContext {
+                limit: BufferLimit::UNLIMITED,
+                flows: &table,
+                link_rate: testkit::link(),
+            };
+            Ewrr::build(EwrrConfig, &context)
         };
-        let e = Ewrr::build(EwrrConfig { weight_unit: 1500 }, &context).unwrap_err();
-        assert_eq!(e.path, "flow[1].max_weight");
+        let e = build("", "weight_bytes = \"3KB\"\nmax_weight_bytes = 2999").unwrap_err();
+        assert_eq!(e.path, "flow[1].max_weight_bytes");
         assert_eq!(e.value, "2999");
         assert!(e.rule.contains("W_i = 3000 bytes"), "{e}");
-        // Scaled by weight_unit: W = 2 × 1500, W^max defaults to W.
-        let s = Ewrr::build(EwrrConfig { weight_unit: 1000 }, &context).unwrap();
-        assert_eq!(flow_weights(&s.table.get(3), 1000), Ok((2000, 2999)));
-        assert_eq!(flow_weights(&s.table.get(4), 1000), Ok((1500, 1500)));
-        let table: toml::Table = "kind = \"ewrr\"\nweight_unit = 0".parse().unwrap();
+        let e = build("weight_bytes = 0", "").unwrap_err();
+        assert_eq!(e.path, "flow_defaults.weight_bytes");
+        // W^max defaults to W, also when W is inherited from the flow defaults.
+        let s = build("weight_bytes = 1000", "max_weight_bytes = 2999").unwrap();
+        let (w3, w4) = (s.table.get(3), s.table.get(4));
+        assert_eq!((w3.weight_bytes, w3.max_weight()), (1000, 2999));
+        assert_eq!((w4.weight_bytes, w4.max_weight()), (1000, 1000));
+        let table: toml::Table = "kind = \"ewrr\"\nweight_unit = 1".parse().unwrap();
         let e =
             crate::build_scheduler(&table, "scheduler", &FlowTable::default(), testkit::link()).unwrap_err();
         assert_eq!(e.path, "scheduler.weight_unit");

@@ -59,6 +59,8 @@ impl Discipline for Fifo {
     }
 
     fn build(_config: FifoConfig, context: &BuildContext<'_>) -> Result<Fifo, ConfigError> {
+        // FIFO reads no flow key: any key in a flow table is an error.
+        context.flows.parse(&Self::INFO, &())?;
         Fifo::new(context.limit)
     }
 }

@@ -33,7 +33,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{BufferLimit, ConfigError, FlowTable, TableReader};
+use crate::config::{BufferLimit, ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{Packet, MAX_FLOW_ID};
@@ -63,7 +63,23 @@ pub struct Priority {
     level_of: Vec<u16>,
     counters: Counters,
     limit: BufferLimit,
-    table: FlowTable,
+    table: FlowParamTable<PriorityFlowParams>,
+}
+
+/// A flow's strict-priority parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PriorityFlowParams {
+    /// Level 0..=255, 0 = highest (key `priority`); `None`: the packet's class.
+    pub priority: Option<u8>,
+}
+
+impl FlowParams for PriorityFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        let priority = reader.integer("priority", 0, 255)?.map(|p| p as u8);
+        Ok(PriorityFlowParams {
+            priority: priority.or(inherited.priority),
+        })
+    }
 }
 
 impl Priority {
@@ -125,14 +141,14 @@ impl Discipline for Priority {
 
     fn build(_config: PriorityConfig, context: &BuildContext<'_>) -> Result<Priority, ConfigError> {
         require_tail_drop(&Self::INFO, &context.limit)?;
-        // FlowParams::read already bounds `priority` to 0..=255, so every level is valid.
+        // PriorityFlowParams::read bounds `priority` to 0..=255, so every level is valid.
         Ok(Priority {
             levels: (0..LEVELS).map(|_| VecDeque::new()).collect(),
             non_empty: [0; LEVELS / 64],
             level_of: Vec::new(),
             counters: Counters::default(),
             limit: context.limit,
-            table: context.flows.clone(),
+            table: context.flows.parse(&Self::INFO, &PriorityFlowParams::default())?,
         })
     }
 }
@@ -190,27 +206,21 @@ impl Scheduler for Priority {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{DropPolicy, FlowParams};
+    use crate::config::{DropPolicy, FlowTable};
     use crate::packet::FlowId;
     use crate::testkit;
 
     /// The documented fallback, written out independently of `Priority::level`.
-    fn level_for(table: &FlowTable, flow: FlowId, class: u8) -> u8 {
+    fn level_for(table: &FlowParamTable<PriorityFlowParams>, flow: FlowId, class: u8) -> u8 {
         table.get(flow).priority.unwrap_or(class)
     }
 
     fn priority(levels: &[(FlowId, u8)], limit: BufferLimit) -> Priority {
-        let mut table = FlowTable::uniform(FlowParams::default());
-        for (flow, level) in levels {
-            table.set(
-                *flow,
-                FlowParams {
-                    priority: Some(*level),
-                    ..Default::default()
-                },
-                format!("flow {flow}"),
-            );
-        }
+        let texts: Vec<(FlowId, String)> = levels
+            .iter()
+            .map(|(flow, level)| (*flow, format!("priority = {level}")))
+            .collect();
+        let table = testkit::flow_table("", texts.iter().map(|(f, t)| (*f, t.as_str())));
         let context = BuildContext {
             limit,
             flows: &table,
@@ -270,10 +280,7 @@ mod tests {
         assert_eq!(ids, vec![1, 2, 0]);
         assert_eq!(level_for(&s.table, 9, 0), 3);
 
-        let table = FlowTable::uniform(FlowParams {
-            priority: Some(6),
-            ..Default::default()
-        });
+        let table = FlowTable::uniform(testkit::params("priority = 6"));
         let context = BuildContext {
             limit: BufferLimit::UNLIMITED,
             flows: &table,

@@ -47,7 +47,7 @@
 //! Choices where the paper is silent:
 //! * **L_k.** One `mtu` for all flows (bytes, default 1500); a larger packet is refused as
 //!   `InvalidPacket`, since it would break the slot arithmetic (`l/φ_k ≤ σ_k`).
-//! * **Weights.** Integers 1 … 2^20 per flow (`weight`, default 1). W grows as new flows appear
+//! * **Weights.** Integers 1 … 2^20 per flow (flow key `share`, default 1). W grows as new flows appear
 //!   (as classes are created in Linux) and never shrinks.
 //! * **Order within a slot.** Flows whose rounded starts fall in the same slot may be served
 //!   in any order (the paper); a newly filed flow goes to the front of its slot's list, as in
@@ -58,13 +58,13 @@
 //!   tag is behind V (or too far ahead to be current: wrapped) restarts at V, exactly the
 //!   paper's rule for stale timestamps. Timestamps are compared with wrapping arithmetic.
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{flow_weight, validate_weights};
+use crate::tagged_queues::{share_param, ShareParams};
 use crate::time::TimeNs;
 
 /// Fractional bits of QFQ's fixed-point virtual time (bytes per unit weight).
@@ -190,7 +190,7 @@ pub struct Qfq {
     virtual_time: u64,
     weight_sum: u64,
     mtu: u32,
-    table: FlowTable,
+    table: FlowParamTable<ShareParams>,
 }
 
 impl Qfq {
@@ -226,7 +226,7 @@ impl Qfq {
             self.flows.resize(index + 1, QfqFlow::default());
         }
         if self.flows[index].weight == 0 {
-            let weight = flow_weight(&self.table, flow);
+            let weight = self.table.get(flow).share;
             let group = self.group_of(weight);
             let state = &mut self.flows[index];
             state.weight = weight;
@@ -410,12 +410,9 @@ impl Discipline for Qfq {
             default: "1500",
             description: "L, the largest packet accepted (larger ones are dropped as invalid)",
         }],
-        flow_params: &[ParamInfo {
-            name: "weight",
-            unit: "integer",
-            default: "1",
-            description: "share φ = weight/W (W: the weights of all flows seen), 1 to 2^20",
-        }],
+        flow_params: &[share_param(
+            "φ = share/W (W: the shares of all flows seen), 1 to 2^20",
+        )],
         per_flow_queues: false,
     };
 
@@ -437,12 +434,12 @@ impl Discipline for Qfq {
                 format!("must be from 1 to {MAX_MTU} bytes"),
             ));
         }
-        validate_weights(context.flows)?;
-        context.flows.validate(|params| match params.weight {
-            Some(w) if w > MAX_WEIGHT => Err((
-                "weight",
+        let table = context.flows.parse(&Self::INFO, &ShareParams::default())?;
+        table.validate(|params| match params.share {
+            w if w > MAX_WEIGHT => Err((
+                "share",
                 w.to_string(),
-                format!("QFQ weights must be at most {MAX_WEIGHT}"),
+                format!("QFQ shares must be at most {MAX_WEIGHT}"),
             )),
             _ => Ok(()),
         })?;
@@ -454,7 +451,7 @@ impl Discipline for Qfq {
             virtual_time: 0,
             weight_sum: 0,
             mtu: config.mtu,
-            table: context.flows.clone(),
+            table,
         })
     }
 }
@@ -676,7 +673,7 @@ mod tests {
 
     #[test]
     fn configuration_errors_name_the_key() {
-        let table = FlowTable::uniform(crate::config::FlowParams::default());
+        let table = crate::config::FlowTable::default();
         let context = BuildContext {
             limit: testkit::byte_limit(10_000, true),
             flows: &table,
@@ -691,18 +688,18 @@ mod tests {
         let error = Qfq::build(QfqConfig { mtu: 0 }, &context).unwrap_err();
         assert_eq!(error.path, "scheduler.mtu");
         let mut heavy = table.clone();
-        let params = crate::config::FlowParams {
-            weight: Some(MAX_WEIGHT + 1),
-            ..Default::default()
-        };
-        heavy.set(3, params, "flow[0]");
+        heavy.set(
+            3,
+            testkit::params(&format!("share = {}", MAX_WEIGHT + 1)),
+            "flow[0]",
+        );
         let context = BuildContext {
             limit: BufferLimit::UNLIMITED,
             flows: &heavy,
             link_rate: testkit::link(),
         };
         let error = Qfq::build(QfqConfig::default(), &context).unwrap_err();
-        assert!(error.to_string().contains("weight"), "{error}");
+        assert_eq!(error.path, "flow[0].share", "{error}");
     }
 
     /// Serves `n` packets of three flows backlogged from time 0 and checks, after every

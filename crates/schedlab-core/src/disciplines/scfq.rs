@@ -35,13 +35,13 @@
 //!   flow's `last_finish` returns to the finish tag of the flow's previous packet (queued or
 //!   sent), as if the packet had never arrived.
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, Dropped};
-use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
+use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{flow_weight, validate_weights, PacketTag, TaggedQueues};
+use crate::tagged_queues::{share_param, PacketTag, ShareParams, TaggedQueues};
 use crate::time::TimeNs;
 use crate::virtual_time::VirtualTime;
 
@@ -62,7 +62,7 @@ pub struct ScfqFlow {
 #[derive(Clone, Debug)]
 pub struct Scfq {
     queues: TaggedQueues<ScfqFlow>,
-    table: FlowTable,
+    table: FlowParamTable<ShareParams>,
     virtual_time: VirtualTime,
 }
 
@@ -85,7 +85,7 @@ impl Scfq {
     fn ensure_flow(&mut self, flow: FlowId) {
         let state = self.queues.state_mut(flow);
         if state.weight == 0 {
-            state.weight = flow_weight(&self.table, flow);
+            state.weight = self.table.get(flow).share;
         }
     }
 }
@@ -98,12 +98,7 @@ impl Discipline for Scfq {
         citation: "Golestani, IEEE INFOCOM 1994",
         summary: "Serves the least finish tag F = max(F_prev, v) + L/w, where v is the finish tag of the packet in service. O(log flows); byte shares in proportion to weights within L_i/w_i + L_j/w_j.",
         scheduler_params: &[],
-        flow_params: &[ParamInfo {
-            name: "weight",
-            unit: "integer",
-            default: "1",
-            description: "share of the link, in proportion to the weights of the backlogged flows",
-        }],
+        flow_params: &[share_param("share of the link, in proportion to the shares of the backlogged flows")],
         per_flow_queues: true,
     };
 
@@ -112,10 +107,9 @@ impl Discipline for Scfq {
     }
 
     fn build(_config: ScfqConfig, context: &BuildContext<'_>) -> Result<Scfq, ConfigError> {
-        validate_weights(context.flows)?;
         Ok(Scfq {
             queues: TaggedQueues::new(context.limit),
-            table: context.flows.clone(),
+            table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
             virtual_time: VirtualTime::ZERO,
         })
     }
@@ -169,7 +163,7 @@ impl Scheduler for Scfq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::config::{BufferLimit, DropPolicy, FlowTable};
     use crate::testkit;
 
     pub(crate) fn scfq(weights: &[(FlowId, u32)], limit: BufferLimit) -> Scfq {
@@ -235,23 +229,19 @@ mod tests {
     }
 
     #[test]
-    fn zero_weight_in_code_built_tables_is_a_config_error() {
-        let mut table = FlowTable::uniform(FlowParams::default());
-        table.set(
-            3,
-            FlowParams {
-                weight: Some(0),
-                ..Default::default()
-            },
-            "flow[0]",
-        );
+    fn zero_share_is_a_config_error() {
+        let mut table = FlowTable::default();
+        table.set(3, testkit::params("share = 0"), "flow[0]");
         let context = BuildContext {
             limit: BufferLimit::UNLIMITED,
             flows: &table,
             link_rate: testkit::link(),
         };
         let e = Scfq::build(ScfqConfig, &context).unwrap_err();
-        assert_eq!(e.to_string(), "flow[0].weight = 0: must be at least 1");
+        assert_eq!(
+            e.to_string(),
+            "flow[0].share = 0: must be an integer from 1 to 4294967295"
+        );
     }
 
     proptest::proptest! {

@@ -42,7 +42,7 @@
 //!   (McKenney's buffer stealing weighted by 1/w, as Bakiras et al. ran SRR).
 //! * `peek` advances the WSS exactly as the next dequeue would.
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet};
@@ -90,10 +90,26 @@ pub struct Srr {
     cursor: u32,
     /// Whether the cursor flow has received its quantum in this visit.
     quantum_added: bool,
-    table: FlowTable,
-    default_weight: u32,
+    table: FlowParamTable<SrrFlowParams>,
     /// WSS positions visited (a counter for reports).
     visits: u64,
+}
+
+/// An SRR flow's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrrFlowParams {
+    /// w_f, visits per WSS pass (key `visits_per_pass`).
+    pub visits_per_pass: u32,
+}
+
+impl FlowParams for SrrFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        Ok(SrrFlowParams {
+            visits_per_pass: reader
+                .positive_u32("visits_per_pass")?
+                .unwrap_or(inherited.visits_per_pass),
+        })
+    }
 }
 
 impl Srr {
@@ -120,7 +136,7 @@ impl Srr {
             self.flows.resize(index + 1, SrrFlow::default());
             self.links.resize((index + 1) * self.order as usize, (NIL, NIL));
         }
-        let weight = self.table.get(flow).weight.unwrap_or(self.default_weight);
+        let weight = self.table.get(flow).visits_per_pass;
         self.flows[index] = SrrFlow {
             weight,
             deficit: 0,
@@ -264,8 +280,8 @@ impl Discipline for Srr {
             description: "bytes added to a flow's deficit per visit (L_max in the paper)",
         }],
         flow_params: &[ParamInfo {
-            name: "weight",
-            unit: "visits per WSS pass",
+            name: "visits_per_pass",
+            unit: "visits per WSS pass (integer ≥ 1)",
             default: "1",
             description: "w_f; the flow is visited w_f times per pass (up to 2^32 − 1)",
         }],
@@ -279,17 +295,13 @@ impl Discipline for Srr {
     }
 
     fn build(config: SrrConfig, context: &BuildContext<'_>) -> Result<Srr, ConfigError> {
-        context.flows.validate(|params| match params.weight {
-            Some(0) => Err(("weight", "0".into(), "must be at least 1".into())),
-            _ => Ok(()),
-        })?;
-        let default_weight = context.flows.defaults.weight.unwrap_or(1);
-        let largest = context
+        let table = context
             .flows
-            .overrides
-            .values()
-            .filter_map(|p| p.weight)
-            .fold(default_weight, u32::max);
+            .parse(&Self::INFO, &SrrFlowParams { visits_per_pass: 1 })?;
+        let largest = table
+            .configured()
+            .map(|(_, p)| p.visits_per_pass)
+            .fold(table.defaults().visits_per_pass, u32::max);
         let order = 32 - largest.leading_zeros();
         Ok(Srr {
             queues: FlowQueues::new(context.limit),
@@ -301,8 +313,7 @@ impl Discipline for Srr {
             position: 0,
             cursor: NIL,
             quantum_added: false,
-            table: context.flows.clone(),
-            default_weight,
+            table,
             visits: 0,
         })
     }

@@ -35,13 +35,13 @@
 //! * Longest-queue drop weighs queue lengths by 1/weight; a pushed-out tail returns its flow's
 //!   `last_finish` to the finish tag of the flow's previous packet (queued or sent).
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, Dropped};
-use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
+use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{flow_weight, validate_weights, PacketTag, TaggedQueues};
+use crate::tagged_queues::{share_param, PacketTag, ShareParams, TaggedQueues};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
@@ -62,7 +62,7 @@ pub struct StfqFlow {
 #[derive(Clone, Debug)]
 pub struct Stfq {
     queues: TaggedQueues<StfqFlow>,
-    table: FlowTable,
+    table: FlowParamTable<ShareParams>,
     virtual_time: VirtualTime,
     max_finish_served: VirtualTime,
     link_rate: Rate,
@@ -98,7 +98,7 @@ impl Stfq {
     fn ensure_flow(&mut self, flow: FlowId) {
         let state = self.queues.state_mut(flow);
         if state.weight == 0 {
-            state.weight = flow_weight(&self.table, flow);
+            state.weight = self.table.get(flow).share;
         }
     }
 }
@@ -111,12 +111,7 @@ impl Discipline for Stfq {
         citation: "Goyal, Vin & Cheng, ACM SIGCOMM 1996",
         summary: "Serves the least start tag S = max(v, F_prev), where v is the start tag of the packet in service. O(log flows); byte shares in proportion to weights within l_f/w_f + l_m/w_m.",
         scheduler_params: &[],
-        flow_params: &[ParamInfo {
-            name: "weight",
-            unit: "integer",
-            default: "1",
-            description: "share of the link, in proportion to the weights of the backlogged flows",
-        }],
+        flow_params: &[share_param("share of the link, in proportion to the shares of the backlogged flows")],
         per_flow_queues: true,
     };
 
@@ -125,10 +120,9 @@ impl Discipline for Stfq {
     }
 
     fn build(_config: StfqConfig, context: &BuildContext<'_>) -> Result<Stfq, ConfigError> {
-        validate_weights(context.flows)?;
         Ok(Stfq {
             queues: TaggedQueues::new(context.limit),
-            table: context.flows.clone(),
+            table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
             virtual_time: VirtualTime::ZERO,
             max_finish_served: VirtualTime::ZERO,
             link_rate: context.link_rate,

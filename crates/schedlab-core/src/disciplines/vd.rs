@@ -64,7 +64,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{BufferLimit, ConfigError, FlowTable, TableReader};
+use crate::config::{BufferLimit, ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
@@ -126,7 +126,24 @@ pub struct Vd {
     counters: Counters,
     limit: BufferLimit,
     mtu: u32,
-    table: FlowTable,
+    table: FlowParamTable<VdFlowParams>,
+}
+
+/// A VD flow's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VdFlowParams {
+    /// w_i: the flow's DRR quantum in MTUs (key `quantum_mtus`), so Quantum_i = w_i · mtu.
+    pub quantum_mtus: u32,
+}
+
+impl FlowParams for VdFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        Ok(VdFlowParams {
+            quantum_mtus: reader
+                .positive_u32("quantum_mtus")?
+                .unwrap_or(inherited.quantum_mtus),
+        })
+    }
 }
 
 impl Vd {
@@ -229,10 +246,10 @@ impl Discipline for Vd {
             },
         ],
         flow_params: &[ParamInfo {
-            name: "weight",
-            unit: "integer ≥ 1",
+            name: "quantum_mtus",
+            unit: "MTUs (integer ≥ 1)",
             default: "1",
-            description: "w_i; the flow's DRR quantum is w_i·mtu",
+            description: "w_i; the flow's DRR quantum is w_i·mtu bytes",
         }],
         per_flow_queues: false,
     };
@@ -287,14 +304,17 @@ impl Discipline for Vd {
             }
         };
         let mtu = config.mtu as u64;
-        context.flows.validate(|params| {
-            let weight = params.weight.unwrap_or(1) as u64;
+        let table = context
+            .flows
+            .parse(&Self::INFO, &VdFlowParams { quantum_mtus: 1 })?;
+        table.validate(|params| {
+            let weight = params.quantum_mtus as u64;
             if weight * mtu > MAX_QUANTUM {
                 return Err((
-                    "weight",
+                    "quantum_mtus",
                     weight.to_string(),
                     format!(
-                        "the quantum weight × mtu = {} exceeds {MAX_QUANTUM} bytes",
+                        "the quantum quantum_mtus × mtu = {} exceeds {MAX_QUANTUM} bytes",
                         weight * mtu
                     ),
                 ));
@@ -310,7 +330,7 @@ impl Discipline for Vd {
             counters: Counters::default(),
             limit: context.limit,
             mtu: config.mtu,
-            table: context.flows.clone(),
+            table,
         })
     }
 }
@@ -335,7 +355,7 @@ impl Scheduler for Vd {
             self.flows.resize(index + 1, VdFlow::default());
         }
         if self.flows[index].weight == 0 {
-            self.flows[index].weight = self.table.get(packet.flow).weight.unwrap_or(1);
+            self.flows[index].weight = self.table.get(packet.flow).quantum_mtus;
         }
         let current = self.current;
         let flow = &mut self.flows[index];
@@ -451,18 +471,15 @@ impl Scheduler for Vd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::FlowParams;
+    use crate::config::FlowTable;
     use crate::disciplines::drr::{Drr, DrrConfig};
     use crate::testkit;
     use proptest::prelude::*;
 
     fn table(weights: &[(FlowId, u32)]) -> FlowTable {
-        let mut table = FlowTable::uniform(FlowParams::default());
+        let mut table = FlowTable::default();
         for &(flow, weight) in weights {
-            let params = FlowParams {
-                weight: Some(weight),
-                ..Default::default()
-            };
+            let params = testkit::params(&format!("quantum_mtus = {weight}"));
             table.set(flow, params, format!("flow[{flow}]"));
         }
         table
@@ -697,9 +714,9 @@ mod tests {
             let quanta: Vec<(FlowId, u32)> = w.iter().map(|&(f, w)| (f, w * mtu)).collect();
             let mut d = {
                 let table = {
-                    let mut t = FlowTable::uniform(FlowParams::default());
+                    let mut t = FlowTable::default();
                     for &(f, q) in &quanta {
-                        t.set(f, FlowParams { quantum: Some(q), ..Default::default() }, format!("flow[{f}]"));
+                        t.set(f, testkit::params(&format!("quantum = {q}")), format!("flow[{f}]"));
                     }
                     t
                 };

@@ -26,27 +26,30 @@
 //! example, reproduced in the tests).
 //!
 //! Choices where the paper is silent:
-//! * **Reserved rate.** A flow's `rate` if it has one, else `weight/Σweights × link rate`
-//!   (rounded down to whole bit/s, at least 1). `Σweights` ([`VirtualClock::weight_sum`]) is
-//!   fixed when the scheduler is built: the weights of the configured flows (`[[flow]]`
-//!   overrides) that have no `rate`, plus the weight of the flow defaults if the defaults have
-//!   no `rate` — the defaults count once, for all unconfigured flows together. Every
-//!   unconfigured flow that appears at run time gets that whole default share (Virtual Clock
-//!   has no admission control), so the reservations exceed the link when several appear;
-//!   configure every flow, or give rates, for strict reservations.
+//! * **Reserved rate.** A flow's `rate` if it has one, else `share/Σshares × link rate`
+//!   (rounded down to whole bit/s, at least 1). `Σshares` ([`VirtualClock::share_sum`]) is
+//!   fixed when the scheduler is built: the shares of the configured flows (`[[flow]]` tables
+//!   or sources' `params`) that have no `rate`. So when every flow is configured, the
+//!   weight-derived rates are exactly w_i/Σw of the link (ns.py's `VirtualClockServer` with
+//!   those rates gives the same departures). A flow that is not configured and appears at run
+//!   time is reserved the rate it would get as one more configured flow with the defaults'
+//!   share, `share_d/(Σshares + share_d) × link rate` (the whole link if no flow is
+//!   configured); the configured flows' rates are not reduced (Virtual Clock has no admission
+//!   control), so the reservations exceed the link once unconfigured flows appear: configure
+//!   every flow, or give rates, for strict reservations.
 //! * A flow's `rate` above the link rate is a configuration error.
 //! * The flow-monitoring half of the paper (`VirtualClock_i` against real time every `AI_i`,
 //!   advisories to the source) is not implemented; only `auxVC` orders packets.
 //! * Longest-queue drop weighs queue lengths by 1/reserved rate; a pushed-out tail returns
 //!   its flow's `auxVC` to the stamp of the flow's previous packet (queued or sent).
 
-use crate::config::{ConfigError, FlowParams, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{validate_weights, PacketTag, TaggedQueues, DEFAULT_WEIGHT};
+use crate::tagged_queues::{share_param, PacketTag, TaggedQueues, DEFAULT_SHARE};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
@@ -63,47 +66,62 @@ pub struct VirtualClockFlow {
     pub aux_virtual_clock: VirtualTime,
 }
 
+/// A Virtual Clock flow's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VirtualClockFlowParams {
+    /// `AR_i` (key `rate`); `None`: derived from `share`.
+    pub rate: Option<Rate>,
+    /// The flow's relative share of the link when it has no `rate` (key `share`).
+    pub share: u32,
+}
+
+impl FlowParams for VirtualClockFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        Ok(VirtualClockFlowParams {
+            rate: reader.rate("rate")?.or(inherited.rate),
+            share: reader.positive_u32("share")?.unwrap_or(inherited.share),
+        })
+    }
+}
+
 /// Virtual Clock scheduler.
 #[derive(Clone, Debug)]
 pub struct VirtualClock {
     queues: TaggedQueues<Option<VirtualClockFlow>>,
-    table: FlowTable,
+    table: FlowParamTable<VirtualClockFlowParams>,
     link_rate: Rate,
-    weight_sum: u64,
+    share_sum: u64,
 }
 
-/// Σweights over the configured flows without a `rate`, plus the defaults' weight if the
-/// defaults have no `rate`.
-fn weight_sum(flows: &FlowTable) -> u64 {
-    let weight = |params: &FlowParams| params.weight.unwrap_or(DEFAULT_WEIGHT) as u64;
-    let defaults = if flows.defaults.rate.is_none() {
-        weight(&flows.defaults)
-    } else {
-        0
-    };
-    let configured: u64 = flows
-        .overrides
-        .keys()
-        .map(|flow| flows.get(*flow))
-        .filter(|params| params.rate.is_none())
-        .map(|params| weight(&params))
-        .sum();
-    defaults + configured
+/// Σshares over the configured flows without a `rate`.
+fn share_sum(flows: &FlowParamTable<VirtualClockFlowParams>) -> u64 {
+    flows
+        .configured()
+        .filter(|(_, params)| params.rate.is_none())
+        .map(|(_, params)| params.share as u64)
+        .sum()
 }
 
 impl VirtualClock {
-    /// `Σweights`, the denominator of the weight-derived reserved rates (fixed at build).
-    pub fn weight_sum(&self) -> u64 {
-        self.weight_sum
+    /// `Σshares` over the configured flows without a rate, the denominator of the
+    /// share-derived reserved rates (fixed at build).
+    pub fn share_sum(&self) -> u64 {
+        self.share_sum
     }
 
-    /// `AR_i` of any flow (seen or not): its `rate`, else `weight/Σweights × link rate`.
+    /// `AR_i` of any flow (seen or not): its `rate`, else `share/Σshares × link rate`, where
+    /// an unconfigured flow counts its own share in the sum (see the module docs).
     pub fn reserved_rate(&self, flow: FlowId) -> Rate {
         let params = self.table.get(flow);
         params.rate.unwrap_or_else(|| {
-            let weight = params.weight.unwrap_or(DEFAULT_WEIGHT) as u128;
-            let share = weight * self.link_rate.bits_per_second() as u128 / self.weight_sum.max(1) as u128;
-            Rate::from_bits_per_second((share as u64).max(1)).expect("at least 1 bit/s")
+            let share = params.share as u128;
+            let sum = if self.table.is_configured(flow) {
+                self.share_sum as u128
+            } else {
+                self.share_sum as u128 + share
+            };
+            let bits = share * self.link_rate.bits_per_second() as u128 / sum.max(1);
+            Rate::from_bits_per_second((bits as u64).max(1)).expect("at least 1 bit/s")
         })
     }
 
@@ -140,15 +158,10 @@ impl Discipline for VirtualClock {
             ParamInfo {
                 name: "rate",
                 unit: "bit/s",
-                default: "weight/Σweights × link rate",
+                default: "share/Σshares × link rate",
                 description: "reserved rate AR_i; at most the link rate",
             },
-            ParamInfo {
-                name: "weight",
-                unit: "integer",
-                default: "1",
-                description: "share of the link for flows without a rate; Σweights is over the configured flows without a rate plus the flow defaults once",
-            },
+            share_param("relative share of the link for flows without a rate; Σshares is over the configured flows without a rate (an unconfigured flow adds its own share)"),
         ],
         per_flow_queues: true,
     };
@@ -158,9 +171,13 @@ impl Discipline for VirtualClock {
     }
 
     fn build(_config: VirtualClockConfig, context: &BuildContext<'_>) -> Result<VirtualClock, ConfigError> {
-        validate_weights(context.flows)?;
         let link_rate = context.link_rate;
-        context.flows.validate(|params| match params.rate {
+        let base = VirtualClockFlowParams {
+            rate: None,
+            share: DEFAULT_SHARE,
+        };
+        let table = context.flows.parse(&Self::INFO, &base)?;
+        table.validate(|params| match params.rate {
             Some(rate) if rate > link_rate => Err((
                 "rate",
                 format!("\"{rate}\""),
@@ -170,9 +187,9 @@ impl Discipline for VirtualClock {
         })?;
         Ok(VirtualClock {
             queues: TaggedQueues::new(context.limit),
-            table: context.flows.clone(),
             link_rate,
-            weight_sum: weight_sum(context.flows),
+            share_sum: share_sum(&table),
+            table,
         })
     }
 }
@@ -233,15 +250,15 @@ impl Scheduler for VirtualClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy};
+    use crate::config::{BufferLimit, DropPolicy, FlowTable};
     use crate::disciplines::scfq::{Scfq, ScfqConfig};
     use crate::link::{run_link, Outcome};
     use crate::testkit;
 
-    fn table(flows: &[(FlowId, FlowParams)], defaults: FlowParams) -> FlowTable {
-        let mut table = FlowTable::uniform(defaults);
-        for &(flow, params) in flows {
-            table.set(flow, params, format!("flow[{flow}]"));
+    fn table(flows: &[(FlowId, String)], defaults: &str) -> FlowTable {
+        let mut table = FlowTable::uniform(testkit::params(defaults));
+        for (flow, params) in flows {
+            table.set(*flow, testkit::params(params), format!("flow[{flow}]"));
         }
         table
     }
@@ -255,38 +272,35 @@ mod tests {
         VirtualClock::build(VirtualClockConfig, &context).unwrap()
     }
 
-    fn weight(w: u32) -> FlowParams {
-        FlowParams {
-            weight: Some(w),
-            ..Default::default()
-        }
+    fn weight(w: u32) -> String {
+        format!("share = {w}")
     }
 
-    fn rate(bits: u64) -> FlowParams {
-        FlowParams {
-            rate: Rate::from_bits_per_second(bits),
-            ..Default::default()
-        }
+    fn rate(bits: u64) -> String {
+        format!("rate = {bits}")
     }
 
     #[test]
     fn reserved_rates_from_weights_are_fixed_at_build() {
-        // Configured: flow 0 weight 1, flow 1 weight 3, flow 2 rate 2 Mbit/s (not in Σ);
-        // defaults weight 4 (counted once). Σweights = 1 + 3 + 4 = 8.
-        let t = table(&[(0, weight(1)), (1, weight(3)), (2, rate(2_000_000))], weight(4));
+        // Configured: flow 0 share 1, flow 1 share 3, flow 2 rate 2 Mbit/s (not in Σ);
+        // defaults share 4, not counted for the configured flows. Σshares = 1 + 3 = 4.
+        let t = table(
+            &[(0, weight(1)), (1, weight(3)), (2, rate(2_000_000))],
+            &weight(4),
+        );
         let link = Rate::from_bits_per_second(8_000_000).unwrap();
         let s = virtual_clock(&t, link, BufferLimit::UNLIMITED);
-        assert_eq!(s.weight_sum(), 8);
-        assert_eq!(s.reserved_rate(0).bits_per_second(), 1_000_000);
-        assert_eq!(s.reserved_rate(1).bits_per_second(), 3_000_000);
+        assert_eq!(s.share_sum(), 4);
+        assert_eq!(s.reserved_rate(0).bits_per_second(), 2_000_000);
+        assert_eq!(s.reserved_rate(1).bits_per_second(), 6_000_000);
         assert_eq!(s.reserved_rate(2).bits_per_second(), 2_000_000);
-        // Any unconfigured flow: the defaults' share, 4/8 of the link.
+        // Any unconfigured flow: as one more configured flow of share 4, 4/8 of the link.
         assert_eq!(s.reserved_rate(99).bits_per_second(), 4_000_000);
         assert_eq!(s.reserved_rate(12345).bits_per_second(), 4_000_000);
         // Defaults with a rate are not counted, and configured flows inherit that rate.
-        let t = table(&[(0, weight(1)), (1, rate(1_000_000))], rate(500_000));
+        let t = table(&[(0, weight(1)), (1, rate(1_000_000))], &rate(500_000));
         let s = virtual_clock(&t, link, BufferLimit::UNLIMITED);
-        assert_eq!(s.weight_sum(), 0);
+        assert_eq!(s.share_sum(), 0);
         assert_eq!(s.reserved_rate(0).bits_per_second(), 500_000);
         assert_eq!(s.reserved_rate(1).bits_per_second(), 1_000_000);
         assert_eq!(s.reserved_rate(7).bits_per_second(), 500_000);
@@ -294,7 +308,7 @@ mod tests {
 
     #[test]
     fn a_rate_above_the_link_is_a_config_error() {
-        let t = table(&[(5, rate(9_000_000))], FlowParams::default());
+        let t = table(&[(5, rate(9_000_000))], "");
         let context = BuildContext {
             limit: BufferLimit::UNLIMITED,
             flows: &t,
@@ -348,12 +362,12 @@ mod tests {
     }
 
     fn thesis_virtual_clock() -> VirtualClock {
-        let t = table(&[(1, rate(4000)), (2, rate(4000))], FlowParams::default());
+        let t = table(&[(1, rate(4000)), (2, rate(4000))], "");
         virtual_clock(&t, thesis_link(), BufferLimit::UNLIMITED)
     }
 
     fn thesis_scfq() -> Scfq {
-        let t = table(&[(1, weight(500)), (2, weight(500))], FlowParams::default());
+        let t = table(&[(1, weight(500)), (2, weight(500))], "");
         let context = BuildContext {
             limit: BufferLimit::UNLIMITED,
             flows: &t,
@@ -519,10 +533,7 @@ mod tests {
             policy: DropPolicy::LongestQueueDrop,
             ..BufferLimit::UNLIMITED
         };
-        let t = table(
-            &[(0, rate(8_000)), (1, rate(8_000)), (2, rate(8_000))],
-            FlowParams::default(),
-        );
+        let t = table(&[(0, rate(8_000)), (1, rate(8_000)), (2, rate(8_000))], "");
         let mut s = virtual_clock(&t, Rate::from_bits_per_second(16_000).unwrap(), limit);
         let mut drops = Vec::new();
         // 8000 bit/s = 1 byte per ms: a 100-byte packet's Vtick is 100 ms.
@@ -544,7 +555,7 @@ mod tests {
         #[test]
         fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
             let limit = testkit::byte_limit(8000, lqd);
-            let t = table(&[(1, weight(2)), (2, rate(3_000_000)), (3, weight(8))], FlowParams::default());
+            let t = table(&[(1, weight(2)), (2, rate(3_000_000)), (3, weight(8))], "");
             let mut s = virtual_clock(&t, testkit::link(), limit);
             testkit::check_invariants(&mut s, &trace, true)?;
         }
@@ -559,7 +570,7 @@ mod tests {
             sizes in proptest::collection::vec(40u32..=1500, 64),
             n in 1usize..600,
         ) {
-            let t = table(&[(0, weight(weights[0])), (1, weight(weights[1])), (2, weight(weights[2]))], FlowParams::default());
+            let t = table(&[(0, weight(weights[0])), (1, weight(weights[1])), (2, weight(weights[2]))], "");
             let mut s = virtual_clock(&t, testkit::link(), BufferLimit::UNLIMITED);
             let (served, largest) = testkit::three_backlogged_flows(&mut s, &sizes, n);
             let rates: Vec<f64> = (0..3).map(|f| s.reserved_rate(f).bits_per_second() as f64 / 8.0).collect(); // bytes/s

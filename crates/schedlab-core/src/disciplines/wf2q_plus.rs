@@ -49,14 +49,14 @@
 //!   pushing out a tail changes nothing unless the tail was the only packet: then the flow's
 //!   finish tag returns to its value before that packet arrived and the flow leaves the heaps.
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
-use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
+use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{flow_weight, validate_weights, HeapEntry, TagHeap};
+use crate::tagged_queues::{share_param, HeapEntry, ShareParams, TagHeap};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
@@ -105,7 +105,7 @@ pub struct Wf2qPlus {
     flows: Vec<Wf2qPlusFlow>,
     /// Every flow's list of arrival sequence numbers.
     arrivals: PooledLists<u64>,
-    table: FlowTable,
+    table: FlowParamTable<ShareParams>,
     /// Eligible flows by (F, sequence).
     eligible: TagHeap,
     /// Backlogged flows with S > V, by (S, sequence).
@@ -153,7 +153,7 @@ impl Wf2qPlus {
             self.flows.resize_with(index + 1, Wf2qPlusFlow::default);
         }
         if self.flows[index].weight == 0 {
-            self.flows[index].weight = flow_weight(&self.table, flow);
+            self.flows[index].weight = self.table.get(flow).share;
             // Room for every flow seen in each heap, so packets never grow them.
             self.flows_seen += 1;
             for heap in [&mut self.eligible, &mut self.ineligible, &mut self.lingering] {
@@ -272,12 +272,7 @@ impl Discipline for Wf2qPlus {
         citation: "Bennett & Zhang, IEEE/ACM ToN 1997",
         summary: "Serves, among the flows whose start tag has been reached by the virtual time V = max(V + L/Σw, min S), the least finish tag: WFQ's delay bound without running ahead of GPS by more than a packet. O(log flows).",
         scheduler_params: &[],
-        flow_params: &[ParamInfo {
-            name: "weight",
-            unit: "integer",
-            default: "1",
-            description: "guaranteed share r_i = weight/Σweight of the backlogged flows",
-        }],
+        flow_params: &[share_param("guaranteed share r_i = share/Σshare of the backlogged flows")],
         per_flow_queues: true,
     };
 
@@ -286,12 +281,11 @@ impl Discipline for Wf2qPlus {
     }
 
     fn build(_config: Wf2qPlusConfig, context: &BuildContext<'_>) -> Result<Wf2qPlus, ConfigError> {
-        validate_weights(context.flows)?;
         Ok(Wf2qPlus {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
             arrivals: PooledLists::default(),
-            table: context.flows.clone(),
+            table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
             eligible: TagHeap::new(),
             ineligible: TagHeap::new(),
             lingering: TagHeap::new(),
@@ -411,18 +405,18 @@ impl Scheduler for Wf2qPlus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::config::{BufferLimit, DropPolicy, FlowTable};
     use crate::disciplines::wfq::{Wfq, WfqConfig};
     use crate::testkit;
 
     fn table(weights: &[(FlowId, u32)]) -> FlowTable {
-        let mut table = FlowTable::uniform(FlowParams::default());
+        let mut table = FlowTable::default();
         for &(flow, weight) in weights {
-            let params = FlowParams {
-                weight: Some(weight),
-                ..Default::default()
-            };
-            table.set(flow, params, format!("flow {flow}"));
+            table.set(
+                flow,
+                testkit::params(&format!("share = {weight}")),
+                format!("flow {flow}"),
+            );
         }
         table
     }

@@ -47,13 +47,13 @@
 //!   previous packet (queued or sent), and the flow leaves B at once if V has already passed
 //!   it. V's past progress (the service GPS gave the packet so far) is not re-simulated.
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, Dropped};
-use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
+use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{flow_weight, validate_weights, HeapEntry, PacketTag, TagHeap, TaggedQueues};
+use crate::tagged_queues::{share_param, HeapEntry, PacketTag, ShareParams, TagHeap, TaggedQueues};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
@@ -93,7 +93,7 @@ const GIGA: u128 = 1_000_000_000;
 #[derive(Clone, Debug)]
 pub struct Wfq {
     queues: TaggedQueues<WfqFlow>,
-    table: FlowTable,
+    table: FlowParamTable<ShareParams>,
     /// V, as of `clock`.
     virtual_time: VirtualTime,
     /// The time V refers to.
@@ -144,7 +144,7 @@ impl Wfq {
     fn ensure_flow(&mut self, flow: FlowId) {
         let state = self.queues.state_mut(flow);
         if state.weight == 0 {
-            state.weight = flow_weight(&self.table, flow);
+            state.weight = self.table.get(flow).share;
             // Room for every flow seen in the departure heap, so packets never grow it.
             self.flows_seen += 1;
             self.departures.reserve_for_flows(self.flows_seen);
@@ -287,12 +287,7 @@ impl Discipline for Wfq {
         citation: "Parekh & Gallager, IEEE/ACM ToN 1993; Demers, Keshav & Shenker, ACM SIGCOMM 1989",
         summary: "Simulates fluid GPS exactly (virtual time V advancing at C/Σφ over the GPS-backlogged flows) and sends the packet with the least GPS finish tag: each packet leaves within L_max/C of its GPS finish time. O(log flows) amortised.",
         scheduler_params: &[],
-        flow_params: &[ParamInfo {
-            name: "weight",
-            unit: "integer",
-            default: "1",
-            description: "GPS share φ_i: the link rate is divided in proportion to the weights of the backlogged flows",
-        }],
+        flow_params: &[share_param("GPS share φ_i: the link rate is divided in proportion to the shares of the backlogged flows")],
         per_flow_queues: true,
     };
 
@@ -301,10 +296,9 @@ impl Discipline for Wfq {
     }
 
     fn build(_config: WfqConfig, context: &BuildContext<'_>) -> Result<Wfq, ConfigError> {
-        validate_weights(context.flows)?;
         Ok(Wfq {
             queues: TaggedQueues::new(context.limit),
-            table: context.flows.clone(),
+            table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
             virtual_time: VirtualTime::ZERO,
             clock: 0,
             backlogged_weight: 0,
@@ -376,7 +370,7 @@ impl Scheduler for Wfq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BufferLimit, DropPolicy, FlowParams};
+    use crate::config::{BufferLimit, DropPolicy, FlowTable};
     use crate::link::{run_link, Outcome};
     use crate::testkit;
     use std::cmp::Ordering;
@@ -456,7 +450,7 @@ mod tests {
         ));
         assert!(matches!(work_rate(testkit::link()), WorkRate::General(_)));
         // At 1 Gbit/s one 1000-byte packet takes 8 µs; two equal flows: V = 500 after 8 µs.
-        let table = FlowTable::uniform(FlowParams::default());
+        let table = FlowTable::default();
         let context = BuildContext {
             limit: BufferLimit::UNLIMITED,
             flows: &table,

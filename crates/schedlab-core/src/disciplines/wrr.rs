@@ -32,7 +32,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{ConfigError, FlowTable, TableReader};
+use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
@@ -64,7 +64,24 @@ pub struct Wrr {
     queues: FlowQueues,
     flows: Vec<WrrFlow>,
     active: VecDeque<FlowId>,
-    table: FlowTable,
+    table: FlowParamTable<WrrFlowParams>,
+}
+
+/// A WRR flow's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrrFlowParams {
+    /// w_i, packets sent per visit (key `packets_per_round`).
+    pub packets_per_round: u32,
+}
+
+impl FlowParams for WrrFlowParams {
+    fn read(reader: &mut TableReader<'_>, inherited: &Self) -> Result<Self, ConfigError> {
+        Ok(WrrFlowParams {
+            packets_per_round: reader
+                .positive_u32("packets_per_round")?
+                .unwrap_or(inherited.packets_per_round),
+        })
+    }
 }
 
 impl Wrr {
@@ -98,8 +115,8 @@ impl Discipline for Wrr {
         summary: "Round robin over flows; each visit sends up to the flow's weight in packets, whatever their sizes. O(1).",
         scheduler_params: &[],
         flow_params: &[ParamInfo {
-            name: "weight",
-            unit: "packets per round",
+            name: "packets_per_round",
+            unit: "packets (integer ≥ 1)",
             default: "1",
             description: "packets the flow sends per visit",
         }],
@@ -111,12 +128,16 @@ impl Discipline for Wrr {
     }
 
     fn build(_config: WrrConfig, context: &BuildContext<'_>) -> Result<Wrr, ConfigError> {
-        // FlowParams::read already requires every weight to be at least 1.
         Ok(Wrr {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
             active: VecDeque::new(),
-            table: context.flows.clone(),
+            table: context.flows.parse(
+                &Self::INFO,
+                &WrrFlowParams {
+                    packets_per_round: DEFAULT_WEIGHT,
+                },
+            )?,
         })
     }
 }
@@ -138,7 +159,7 @@ impl Scheduler for Wrr {
             self.flows.resize(index + 1, WrrFlow::default());
         }
         if self.flows[index].weight == 0 {
-            let weight = self.table.get(flow).weight.unwrap_or(DEFAULT_WEIGHT);
+            let weight = self.table.get(flow).packets_per_round;
             self.flows[index] = WrrFlow {
                 weight,
                 remaining: weight,
