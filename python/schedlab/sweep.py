@@ -26,6 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -70,6 +71,20 @@ def _task_path(out_dir: Path, point: int, replication: int) -> Path:
 def _short(key: str) -> str:
     """A column name for a swept key (``source[1].arrivals.rate_pps`` stays as is)."""
     return key
+
+
+def swept_label(value: Any) -> Any:
+    """A swept value as a table cell: scalars unchanged; a table (a whole scheduler or drop
+    policy, ``{ kind = "adaptive", share = [0.4, 0.3, 0.3] }``) as its ``kind`` followed by its
+    other keys (``adaptive share=[0.4, 0.3, 0.3]``), a list as ``[0.4, 0.3, 0.3]``, so that
+    the tables can be grouped by it and a ``where`` can name it."""
+    if isinstance(value, dict):
+        rest = " ".join(f"{k}={swept_label(v)}" for k, v in value.items() if k != "kind")
+        head = str(value.get("kind", ""))
+        return f"{head} {rest}".strip()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(swept_label(v)) for v in value) + "]"
+    return value
 
 
 def run_sweep(
@@ -195,12 +210,12 @@ def run_sweep(
                 continue  # a stale file of another scenario is never merged
             for flow in summary.get("flows", []):
                 row = {"point": point.index, "replication": r}
-                row.update({_short(k): v for k, v in point.values.items()})
+                row.update({_short(k): swept_label(v) for k, v in point.values.items()})
                 row.update({k: v for k, v in flow.items() if not isinstance(v, (dict, list))})
                 rows.append(row)
             for link in summary.get("links", []):
                 row = {"point": point.index, "replication": r}
-                row.update({_short(k): v for k, v in point.values.items()})
+                row.update({_short(k): swept_label(v) for k, v in point.values.items()})
                 row.update({k: v for k, v in link.items() if not isinstance(v, (dict, list))})
                 row.update(link.get("discipline_counters") or {})
                 link_rows.append(row)
