@@ -55,10 +55,22 @@ def run_summary(
     """Run ``scenario`` in Rust (GIL released) and return ``summary.json`` as a dict; writes
     the output tables to ``out_dir`` when given. ``replication`` runs only that replication
     (same random streams as in a full run). ``progress(done, total)`` is called as
-    replications finish."""
+    replications finish. The wall-clock timing is left out (see :func:`run_timed`)."""
+    return run_timed(scenario, out_dir, replication, progress)[0]
+
+
+def run_timed(
+    scenario: Scenario,
+    out_dir: str | Path | None = None,
+    replication: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict, dict]:
+    """:func:`run_summary` and the run's wall-clock timing (``wall_time_s``, ``events_per_s``,
+    ``packets_per_s`` and per replication), which is kept out of the result files."""
     text, file = scenario.rust_source()
     out = None if out_dir is None else str(out_dir)
-    return json.loads(_core.run_scenario(text, str(scenario.base_dir), out, replication, file, progress))
+    both = json.loads(_core.run_scenario(text, str(scenario.base_dir), out, replication, file, progress))
+    return both["summary"], both["timing"]
 
 
 @dataclass
@@ -102,16 +114,17 @@ def run_into(
 
     The folder must be empty or hold results of the same scenario (same fingerprint, see
     :mod:`schedlab.outputs`), else :class:`schedlab.outputs.OutputFolderError`; ``force``
-    clears it first. ``run-info.json`` records the fingerprint, the status and the wall time."""
+    clears it first. ``run-info.json`` records the fingerprint, the status and the wall time
+    (with the simulator's own timing under ``simulation``); no result file holds a wall time."""
     determined = outputs.determinants(scenario.simulation_data(), scenario.base_dir)
     info = outputs.prepare(out_dir, "run", determined, force=force)
     try:
-        summary = run_summary(scenario, out_dir, progress=progress)
+        summary, timing = run_timed(scenario, out_dir, progress=progress)
     except BaseException as e:
         status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
         outputs.finish(out_dir, info, status, error=f"{type(e).__name__}: {e}")
         raise
-    outputs.finish(out_dir, info, "complete")
+    outputs.finish(out_dir, info, "complete", simulation=timing)
     return summary
 
 

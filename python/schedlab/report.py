@@ -19,6 +19,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+# Byte-reproducible SVGs: the ids matplotlib draws at random come from this salt instead.
+matplotlib.rcParams["svg.hashsalt"] = "schedlab"
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
@@ -42,12 +44,13 @@ class Figure:
 
 
 def save_figure(fig, out: Path, name: str, title: str) -> Figure:
-    """Write a matplotlib figure as ``out/name.png`` and ``.svg`` and close it."""
+    """Write a matplotlib figure as ``out/name.png`` and ``.svg`` and close it; both files are
+    the same bytes for the same data (no date in their metadata, no random ids)."""
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{name}.png", out / f"{name}.svg"
     fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    fig.savefig(svg)
+    fig.savefig(png, dpi=120, metadata={"Software": None})
+    fig.savefig(svg, metadata={"Date": None})
     plt.close(fig)
     return Figure(name, title, png, svg)
 
@@ -267,18 +270,26 @@ def _table_html(frame: pd.DataFrame, leading: list[str] | None = None, max_rows:
     return f'<div class="scroll">{body}</div>'
 
 
+def _title(scenario: dict, name: str | None) -> tuple[str, str]:
+    """The report's title (``[report] title``, else the scenario's name) and the scenario's
+    ``description`` (empty if it has none); never the output folder's name, so that the same
+    results give the same report wherever they are."""
+    title = scenario.get("report", {}).get("title") or scenario.get("name") or name or "schedlab results"
+    return str(title), str(scenario.get("description", ""))
+
+
 def write_report(out_dir: str | Path) -> Path:
     """Write ``figures/`` and ``report.html`` for a run or sweep folder; returns the report path."""
     out_dir = Path(out_dir)
     sections = []
     meta_items: dict = {}
     scenario_text = ""
-    title = out_dir.name
     if (out_dir / "sweep.json").exists():
         meta = json.loads((out_dir / "sweep.json").read_text())
         table = pd.read_csv(out_dir / "sweep.csv") if (out_dir / "sweep.csv").stat().st_size > 1 else pd.DataFrame()
         scenario_text = meta["scenario"]
-        title = Scenario.from_text(scenario_text).data.get("report", {}).get("title", meta.get("name", title))
+        scenario_data = Scenario.from_text(scenario_text).data
+        title, description = _title(scenario_data, meta.get("name"))
         figures = sweep_figures(out_dir, meta, table)
         for rep in sorted((out_dir / "representative").glob("*/summary.json")):
             summary = json.loads(rep.read_text())
@@ -302,6 +313,8 @@ def write_report(out_dir: str | Path) -> Path:
         summary = json.loads((out_dir / "summary.json").read_text())
         scenario_field = summary.get("scenario", "")
         scenario_text = scenario_field if isinstance(scenario_field, str) else json.dumps(scenario_field, indent=2)
+        scenario_data = scenario_field if isinstance(scenario_field, dict) else {}
+        title, description = _title(scenario_data, summary.get("run", {}).get("name"))
         figures = run_figures(out_dir, summary)
         meta_items = summary.get("metadata", summary.get("run", {}))
         flows = pd.DataFrame(summary.get("flows", []))
@@ -311,6 +324,7 @@ def write_report(out_dir: str | Path) -> Path:
     env = Environment(loader=PackageLoader("schedlab", "templates"), autoescape=select_autoescape(["html"]))
     page = env.get_template("report.html.j2").render(
         title=title,
+        description=description,
         figures=[{"title": f.title, "src": f.data_uri(), "name": f.name} for f in figures],
         sections=[{"title": t, "html": h} for t, h in sections],
         metadata=html.escape(json.dumps(meta_items, indent=2, default=str)),

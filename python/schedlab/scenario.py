@@ -213,7 +213,17 @@ class Scenario:
     # -- building in code ----------------------------------------------------------------
     @classmethod
     def new(cls, name: str = "scenario", **run: Any) -> Scenario:
-        """An empty scenario with ``[run]`` keys, e.g. ``Scenario.new(duration="10s", seed=1)``."""
+        """An empty scenario with ``[run]`` keys, e.g. ``Scenario.new(duration="10s", seed=1)``;
+        a key ``[run]`` does not accept is a :class:`ScenarioError` naming it and the accepted ones."""
+        from schedlab import _core
+
+        accepted = _core.run_keys()
+        unknown = [key for key in run if key not in accepted]
+        if unknown:
+            raise ScenarioError(
+                f"Scenario.new({unknown[0]}={run[unknown[0]]!r}): unknown [run] key;"
+                f" accepted: name, {', '.join(accepted)}"
+            )
         return cls({"run": dict(run)}, name=name)
 
     def add_link(self, name: str, rate: str | int, scheduler: dict | str, **keys: Any) -> Scenario:

@@ -44,10 +44,11 @@ ID_COLUMNS = ("flow", "class", "replication", "point", "link")
 
 
 def _task(text: str, base_dir: str, replication: int) -> dict:
-    """Run one replication of one point (executed in a worker process)."""
+    """Run one replication of one point (executed in a worker process); its summary (the
+    wall-clock timing is left out so that point files are the same for the same seed)."""
     from schedlab import _core
 
-    return json.loads(_core.run_scenario(text, base_dir, None, replication))
+    return json.loads(_core.run_scenario(text, base_dir, None, replication))["summary"]
 
 
 @dataclass

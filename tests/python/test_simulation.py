@@ -172,6 +172,28 @@ def test_sweep_local_merges_points_and_replications(small, tmp_path, cli):
     assert html.count("<img") >= 4
 
 
+def test_sweep_of_whole_tables_labels_them(small, tmp_path):
+    """Disciplines with different keys are swept as whole tables; their cells are labels and
+    each point runs its own scheduler (FIFO and DRR differ in B's delay at this load)."""
+    small.write_text(
+        SMALL.replace('duration = "20s"', 'duration = "5s"').replace("replications = 3", "replications = 1")
+        + """
+[sweep]
+x = "link[0].scheduler.kind"
+[sweep.zip]
+"link[0].scheduler" = [{ kind = "fifo" }, { kind = "drr", quantum = 500 }]
+"link[0].scheduler.kind" = ["fifo", "drr"]
+"""
+    )
+    out = tmp_path / "sweep"
+    sweep = run_sweep(Scenario.from_toml(small), out, workers=1)
+    table = sweep.table
+    cells = set(pd.read_csv(out / "sweep.csv")["link[0].scheduler"])
+    assert cells == {"fifo", "drr quantum=500"}
+    delays = table.set_index(["link[0].scheduler.kind", "flow"])["delay_mean_s"]
+    assert delays[("fifo", 1)] != pytest.approx(delays[("drr", 1)], rel=1e-6)
+
+
 def test_sweep_resume_skips_finished_tasks(small, tmp_path):
     small.write_text(SMALL + SWEEP)
     scenario = Scenario.from_toml(small)

@@ -386,3 +386,42 @@ def test_replay_stops_on_ctrl_c_and_leaves_no_departure_file(tmp_path):
     assert calls == [0]
     done = schedlab.replay(REPO / "experiments/replay/drr.toml", trace, out)
     assert done["packets"] == 200_000 and out.exists()
+
+
+def _folder_bytes(folder) -> dict:
+    """Every file under ``folder`` but the run-info, by relative path."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != RUN_INFO
+    }
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_same_seed_gives_byte_identical_outputs_but_run_info(small, tmp_path, cli, command):
+    """Result tables, point files, figures (PNG and SVG) and report.html are the same bytes
+    for the same scenario and seed; only run-info.json holds wall-clock facts."""
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for out in folders:
+        extra = ["--workers", "1"] if command == "sweep" else []
+        done = cli(command, str(small), "--out", str(out), "--report", *extra)
+        assert done.returncode == 0, done.stderr
+    first, second = (_folder_bytes(out) for out in folders)
+    assert any(name.endswith(".svg") for name in first) and "report.html" in first
+    assert first.keys() == second.keys()
+    differing = [name for name in first if first[name] != second[name]]
+    assert differing == []
+    for name, content in first.items():
+        if name.endswith((".json", ".csv")):
+            assert b"wall_time_s" not in content, name
+    info = json.loads((folders[0] / RUN_INFO).read_text())
+    assert info["wall_time_s"] > 0
+    if command == "run":
+        assert info["simulation"]["wall_time_s"] > 0
+        assert len(info["simulation"]["replications"]) == 2
+
+
+def test_scenario_new_rejects_an_unknown_run_key_naming_the_accepted_ones():
+    with pytest.raises(ScenarioError, match=r"duraton='1s'.*accepted: name, duration, packets, warmup, seed"):
+        Scenario.new(duraton="1s")
+    assert Scenario.new(duration="1s", seed=3).data["run"] == {"duration": "1s", "seed": 3}

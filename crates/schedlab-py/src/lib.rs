@@ -111,7 +111,8 @@ fn validate_scenario(
     Ok(scenario.describe().to_string())
 }
 
-/// Runs a scenario and returns `summary.json` as a string; writes every output table to
+/// Runs a scenario and returns `{"summary": <summary.json>, "timing": <wall-clock facts>}` as
+/// a JSON string (the timing is kept out of the result files); writes every output table to
 /// `out_dir` when given. `replication` runs only that replication (0-based), with the same
 /// random streams as in a full run. The GIL is released while the simulation runs.
 /// `progress`, when given, is called as `progress(done, total)`: with whole numbers before
@@ -145,7 +146,7 @@ fn run_scenario(
     if let Some(dir) = out_dir {
         py.detach(|| write_results(&results, &dir)).map_err(input_error)?;
     }
-    Ok(results.summary().to_string())
+    Ok(serde_json::json!({ "summary": results.summary(), "timing": results.timing() }).to_string())
 }
 
 /// Runs replication 0 of a scenario again keeping a row per measured packet of `flows` (every
@@ -260,6 +261,12 @@ fn write_results(results: &schedlab_sim::SimResults, dir: &Path) -> Result<(), I
         path: dir.display().to_string(),
         message: e.to_string(),
     })
+}
+
+/// The keys a scenario's `[run]` table accepts.
+#[pyfunction]
+fn run_keys() -> Vec<&'static str> {
+    schedlab_sim::scenario::RUN_KEYS.to_vec()
 }
 
 /// Parses a rate such as `"125kbit"` into bit/s (the same parser as the TOML files).
@@ -545,6 +552,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(run_keys, m)?)?;
     m.add_function(wrap_pyfunction!(write_packets, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;

@@ -595,7 +595,8 @@ fn toml_to_json(value: &toml::Value) -> Value {
     }
 }
 
-/// Keys of `summary.json` that change from one run to the next even with the same seed.
+/// The wall-clock keys of [`SimResults::timing`], which change from one run to the next even
+/// with the same seed; `summary.json` and `replications.csv` no longer carry them.
 pub const VOLATILE_KEYS: &[&str] = &["wall_time_s", "events_per_s", "packets_per_s"];
 
 impl SimResults {
@@ -697,7 +698,33 @@ impl SimResults {
             .collect()
     }
 
-    /// The whole `summary.json` document.
+    /// The wall-clock facts of the run, [`VOLATILE_KEYS`] and each replication's
+    /// `wall_time_s`: they differ from one run to the next with the same seed, so they are kept
+    /// out of `summary.json` and `replications.csv` (the Python front records them in the
+    /// output folder's `run-info.json`).
+    pub fn timing(&self) -> Value {
+        let events: u64 = self.replications.iter().map(|r| r.events).sum();
+        let packets: u64 = self.replications.iter().map(|r| r.packets).sum();
+        let rate = |count: u64| {
+            if self.wall_time_s > 0.0 {
+                json!(count as f64 / self.wall_time_s)
+            } else {
+                Value::Null
+            }
+        };
+        json!({
+            "wall_time_s": self.wall_time_s,
+            "events_per_s": rate(events),
+            "packets_per_s": rate(packets),
+            "replications": self.replications.iter().map(|r| json!({
+                "replication": r.replication,
+                "wall_time_s": r.wall_time_s,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The whole `summary.json` document: only what the scenario and seed determine (the
+    /// wall-clock facts are in [`SimResults::timing`]).
     pub fn summary(&self) -> Value {
         let run = &self.scenario.run;
         let events: u64 = self.replications.iter().map(|r| r.events).sum();
@@ -708,13 +735,6 @@ impl SimResults {
         };
         let jain: Vec<f64> = self.replications.iter().filter_map(|r| r.jain_index).collect();
         let (jain_mean, jain_ci) = mean_ci(&jain, run.ci);
-        let rate = |count: u64| {
-            if self.wall_time_s > 0.0 {
-                json!(count as f64 / self.wall_time_s)
-            } else {
-                Value::Null
-            }
-        };
         let mut summary = json!({
             "schedlab_version": env!("CARGO_PKG_VERSION"),
             "scenario": toml_to_json(&toml::Value::Table(self.scenario.table.clone())),
@@ -740,9 +760,6 @@ impl SimResults {
                 })).collect::<Vec<_>>(),
                 "events": events,
                 "packets": packets,
-                "wall_time_s": self.wall_time_s,
-                "events_per_s": rate(events),
-                "packets_per_s": rate(packets),
             },
             "flows": self.flow_summaries(),
             "classes": self.class_summaries(),
@@ -999,20 +1016,18 @@ impl SimResults {
     }
 
     fn replications_csv(&self) -> String {
-        let mut out = String::from(
-            "replication,window_start_s,window_end_s,last_event_s,events,packets,wall_time_s,jain_index\n",
-        );
+        let mut out =
+            String::from("replication,window_start_s,window_end_s,last_event_s,events,packets,jain_index\n");
         for r in &self.replications {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{}",
                 r.replication,
                 seconds(r.window.0),
                 seconds(r.window.1),
                 seconds(r.end_time),
                 r.events,
                 r.packets,
-                r.wall_time_s,
                 r.jain_index.map(|j| j.to_string()).unwrap_or_default()
             );
         }

@@ -364,7 +364,8 @@ const TOP_KEYS: &[&str] = &[
     "sweep",
     "report",
 ];
-const RUN_KEYS: &[&str] = &[
+/// The keys the `[run]` table accepts (any other is an error naming it).
+pub const RUN_KEYS: &[&str] = &[
     "duration",
     "packets",
     "warmup",
