@@ -154,7 +154,12 @@ def replay(
     config: Path = typer.Option(
         ..., "--config", "-c", help="TOML: [link] rate, [scheduler] kind and parameters, flows."
     ),
-    trace: Path = typer.Option(..., "--trace", "-t", help="CSV with header time_s,flow,size_bytes[,class,deadline_s]."),
+    trace: Path = typer.Option(
+        ...,
+        "--trace",
+        "-t",
+        help="CSV with header time_s,flow,size_bytes[,class,deadline_s], or a .pcap/.pcapng capture (flows by 5-tuple or [[gateway.rule]]).",
+    ),
     out_path: Path = typer.Option(..., "--out", "-o", help="Departure CSV to write (one row per input packet)."),
     summary: bool = typer.Option(False, "--summary", help="Print per-flow packets, bytes, throughput and delays."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),

@@ -6,8 +6,8 @@
 //!   send time, then a busy wait. Each source sends from its own UDP socket bound to port
 //!   `port_base + flow`, so the gateway can classify by port. Fragmentation is left to the
 //!   kernel (`IP_PMTUDISC_DONT`): a datagram larger than the path MTU leaves as IP fragments,
-//!   as the thesis's 15–17 kB MPEG frames did. A packet that the kernel refuses (no buffer) is
-//!   counted as a send error and not logged as sent.
+//!   as the thesis's 15–17 kB MPEG frames did. Sends never block: a packet that the kernel
+//!   refuses (socket buffer full, no buffer) is counted as a send error and not logged as sent.
 //! * **sink** receives with `recvmmsg` (64 datagrams per call, 8 MiB socket buffer), stamps
 //!   each with `CLOCK_MONOTONIC` relative to the same origin, and logs it.
 //!
@@ -208,6 +208,11 @@ pub fn generate(options: &GenOptions) -> Result<Value, GatewayError> {
             );
         }
         set_int_option(&socket, libc::SOL_SOCKET, libc::SO_SNDBUF, 4 << 20);
+        // Never block: a full socket buffer (the path holds the sender's packets, e.g. in a
+        // qdisc) is a send error, not a stall of the whole schedule.
+        socket
+            .set_nonblocking(true)
+            .map_err(|e| io_error("O_NONBLOCK", e))?;
         sockets.push(Some(socket));
     }
     let _signals = SignalGuard::install();

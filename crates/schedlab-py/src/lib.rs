@@ -33,7 +33,8 @@ fn scenario_error(error: ScenarioError, file: Option<&str>, text: &str) -> PyErr
     }
 }
 
-/// Replays a trace CSV through the scheduler of a configuration file and writes the
+/// Replays a trace (CSV, or a pcap/pcapng capture classified as the gateway would) through
+/// the scheduler of a configuration file and writes the
 /// departure CSV. Returns a dict with `discipline`, `packets`, `flows` (list of per-flow
 /// dicts) and `discipline_counters`. `progress(percent_done, 100)` is called at most every
 /// 0.2 s. Python signal handlers run while it works: Ctrl-C stops it within a second,
@@ -48,14 +49,27 @@ fn replay<'py>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut watcher = SignalWatcher::new(progress);
-    let result = match py
-        .detach(|| schedlab_sim::replay_files_watched(&config, &trace, &out, &mut |p| watcher.poll(p)))
-    {
-        Ok(result) => result,
+    let outcome = py.detach(|| {
+        if schedlab_gateway::pcap::is_capture(&trace) {
+            schedlab_gateway::pcap::replay_pcap_files(&config, &trace, &out).map(|(r, p)| (r, Some(p)))
+        } else {
+            schedlab_sim::replay_files_watched(&config, &trace, &out, &mut |p| watcher.poll(p))
+                .map(|r| (r, None))
+        }
+    });
+    let (result, skipped) = match outcome {
+        Ok(found) => found,
         Err(InputError::Interrupted) => return Err(watcher.into_error()),
         Err(e) => return Err(input_error(e)),
     };
     let summary = PyDict::new(py);
+    if let Some(read) = skipped {
+        let counts = PyDict::new(py);
+        counts.set_item("not_ip", read.skipped_not_ip)?;
+        counts.set_item("malformed", read.skipped_malformed)?;
+        counts.set_item("flow_table_full", read.skipped_flow_table_full)?;
+        summary.set_item("skipped_frames", counts)?;
+    }
     summary.set_item("discipline", result.discipline)?;
     summary.set_item("packets", result.rows.len())?;
     let flows = PyList::empty(py);
