@@ -1000,8 +1000,10 @@ impl SimResults {
             if compact.is_empty() {
                 continue;
             }
+            // One point per recorded bucket (the full histogram, 3 significant digits): the
+            // CDF's steps are the mass of single buckets, not fixed quantile ticks.
             let histogram = compact.to_hdr();
-            for v in histogram.iter_quantiles(4) {
+            for v in histogram.iter_recorded() {
                 let _ = writeln!(
                     out,
                     "{},{},{},{}",

@@ -707,3 +707,49 @@ size = { dist = "constant", size = 1000 }
         assert_eq!(total, acc.delay_sum, "the rows' delays are the flow's");
     }
 }
+
+/// `delay_cdf.csv` is drawn from the full histogram: one point per recorded bucket, so an
+/// M/M/1 queue's continuous delays (4,000 packets) rise in small steps below the median, not
+/// in steps of 1/8 as with quantile ticks; it ends at 1 and never decreases.
+#[test]
+fn delay_cdf_has_a_point_per_recorded_bucket() {
+    let text = r#"
+[run]
+duration = "20s"
+seed = 4
+[[link]]
+name = "l"
+rate = "1Mbit"
+scheduler = { kind = "fifo" }
+[[source]]
+flow = 0
+path = ["l"]
+arrivals = { model = "poisson", rate_pps = 200 }
+size = { dist = "exponential", mean = 500 }
+"#;
+    let results = run(text);
+    let out = std::env::temp_dir().join(format!("schedlab-cdf-{}", std::process::id()));
+    results.write(&out).unwrap();
+    let csv = std::fs::read_to_string(out.join("delay_cdf.csv")).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    let points: Vec<(f64, f64)> = csv
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let cells: Vec<&str> = line.split(',').collect();
+            (cells[2].parse().unwrap(), cells[3].parse().unwrap())
+        })
+        .collect();
+    assert!(points.len() > 500, "{} points", points.len());
+    assert!(points.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+    assert!((points.last().unwrap().1 - 1.0).abs() < 1e-12);
+    let below_median = points.iter().take_while(|p| p.1 <= 0.5).collect::<Vec<_>>();
+    let largest_step = below_median
+        .windows(2)
+        .map(|w| w[1].1 - w[0].1)
+        .fold(0.0, f64::max);
+    assert!(
+        largest_step < 0.01,
+        "largest step below the median {largest_step}"
+    );
+}
