@@ -108,18 +108,25 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
         styles = ["--", ":", "-.", (0, (5, 1))]
         for ax, s in zip(axes[0], series_values, strict=True):
             frame = table if s is None else table[table[series] == s]
-            for flow, rows in frame.groupby("flow"):
-                rows = rows.sort_values(x)
-                err = rows.get(f"{metric}_ci95")
-                ax.errorbar(
-                    rows[x],
-                    rows[metric] * scale,
-                    yerr=None if err is None else err.fillna(0) * scale,
-                    marker="o",
-                    markersize=4,
-                    capsize=3,
-                    label=_flow_name(rows, flow),
-                )
+            if frame["flow"].nunique() > MANY_FLOWS:
+                # Distributions across flows instead of one line per flow.
+                by_x = frame.groupby(x)[metric]
+                low, median, high = (by_x.quantile(q) * scale for q in (0.1, 0.5, 0.9))
+                ax.fill_between(low.index, low.values, high.values, alpha=0.3, label="10-90 % of flows")
+                ax.plot(median.index, median.values, marker="o", markersize=4, label="median flow")
+            else:
+                for flow, rows in frame.groupby("flow"):
+                    rows = rows.sort_values(x)
+                    err = rows.get(f"{metric}_ci95")
+                    ax.errorbar(
+                        rows[x],
+                        rows[metric] * scale,
+                        yerr=None if err is None else err.fillna(0) * scale,
+                        marker="o",
+                        markersize=4,
+                        capsize=3,
+                        label=_flow_name(rows, flow),
+                    )
             if with_theory:
                 for index, overlay in enumerate(overlays):
                     if s is not None and overlay.get("series") is not None and overlay["series"] != s:

@@ -177,3 +177,17 @@ def test_report_renders_every_figure_in_chromium(tmp_path):
     title, layout, _ = _check_in_chromium(write_report(out), "report.png")
     assert "Browser check" in title
     _assert_readable(layout, 7)
+
+
+def test_sweep_of_many_flows_plots_the_median_flow_not_a_line_per_flow(tmp_path):
+    scenario = Scenario.new(name="twenty", duration="2s", seed=2, replications=1)
+    scenario.add_link("l", "10Mbit", "drr")
+    for flow in range(20):
+        scenario.add_source(flow, ["l"], {"model": "poisson", "rate_pps": 30}, {"dist": "constant", "size": 1000})
+    scenario.data["sweep"] = {"grid": {"link[0].rate": ["5Mbit", "10Mbit"]}}
+    out = tmp_path / "sweep"
+    run_sweep(scenario, out, workers=1, representative=False)
+    write_report(out)
+    svg = (out / "figures" / "delay_vs_x.svg").read_text()
+    assert "<!-- median flow -->" in svg and "<!-- 10-90 % of flows -->" in svg
+    assert "<!-- flow 7 -->" not in svg
