@@ -595,6 +595,10 @@ fn toml_to_json(value: &toml::Value) -> Value {
     }
 }
 
+/// The smallest rise of `delay_cdf.csv`'s CDF between two of its points (the last bucket is
+/// always written).
+pub const DELAY_CDF_STEP: f64 = 0.005;
+
 /// The wall-clock keys of [`SimResults::timing`], which change from one run to the next even
 /// with the same seed; `summary.json` and `replications.csv` no longer carry them.
 pub const VOLATILE_KEYS: &[&str] = &["wall_time_s", "events_per_s", "packets_per_s"];
@@ -1000,17 +1004,26 @@ impl SimResults {
             if compact.is_empty() {
                 continue;
             }
-            // One point per recorded bucket (the full histogram, 3 significant digits): the
-            // CDF's steps are the mass of single buckets, not fixed quantile ticks.
+            // From the full histogram (3 significant digits): a point at a recorded bucket's
+            // upper edge whenever the CDF has risen by at least `DELAY_CDF_STEP` since the last
+            // point, and at the last bucket. The values are exact at every point; a flow of fewer
+            // than 1/step packets keeps every recorded bucket, any flow at most ~1/step points.
             let histogram = compact.to_hdr();
-            for v in histogram.iter_recorded() {
+            let mut last_written = 0.0;
+            let mut recorded = histogram.iter_recorded().peekable();
+            while let Some(v) = recorded.next() {
+                let cdf = v.quantile_iterated_to();
+                if cdf - last_written < DELAY_CDF_STEP && recorded.peek().is_some() {
+                    continue;
+                }
+                last_written = cdf;
                 let _ = writeln!(
                     out,
                     "{},{},{},{}",
                     source.flow,
                     csv_text(&source.name),
                     seconds(histogram.highest_equivalent(v.value_iterated_to())),
-                    v.quantile_iterated_to()
+                    cdf
                 );
             }
         }

@@ -708,9 +708,10 @@ size = { dist = "constant", size = 1000 }
     }
 }
 
-/// `delay_cdf.csv` is drawn from the full histogram: one point per recorded bucket, so an
-/// M/M/1 queue's continuous delays (4,000 packets) rise in small steps below the median, not
-/// in steps of 1/8 as with quantile ticks; it ends at 1 and never decreases.
+/// `delay_cdf.csv` is drawn from the full histogram (a point whenever the CDF has risen by
+/// `DELAY_CDF_STEP`), so an M/M/1 queue's continuous delays (4,000 packets) rise in small
+/// steps below the median, not in steps of 1/8 as with quantile ticks; it ends at 1 and never
+/// decreases.
 #[test]
 fn delay_cdf_has_a_point_per_recorded_bucket() {
     let text = r#"
@@ -740,7 +741,7 @@ size = { dist = "exponential", mean = 500 }
             (cells[2].parse().unwrap(), cells[3].parse().unwrap())
         })
         .collect();
-    assert!(points.len() > 500, "{} points", points.len());
+    assert!((150..=250).contains(&points.len()), "{} points", points.len());
     assert!(points.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
     assert!((points.last().unwrap().1 - 1.0).abs() < 1e-12);
     let below_median = points.iter().take_while(|p| p.1 <= 0.5).collect::<Vec<_>>();
