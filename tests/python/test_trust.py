@@ -380,8 +380,14 @@ def test_replay_stops_on_ctrl_c_and_leaves_no_departure_file(tmp_path):
         if len(calls) == 1:  # Ctrl-C as the replay starts; the next check must stop it
             os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
-        schedlab.replay(REPO / "experiments/replay/drr.toml", trace, out, progress)
+    # Python keeps an inherited SIG_IGN (pytest started as a background job of a
+    # non-interactive shell): give this process the interactive default for the test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            schedlab.replay(REPO / "experiments/replay/drr.toml", trace, out, progress)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert not out.exists() and not (tmp_path / "dep.csv.partial").exists()
     assert calls == [0]
     done = schedlab.replay(REPO / "experiments/replay/drr.toml", trace, out)
