@@ -713,7 +713,7 @@ size = { dist = "constant", size = 1000 }
 /// steps below the median, not in steps of 1/8 as with quantile ticks; it ends at 1 and never
 /// decreases.
 #[test]
-fn delay_cdf_has_a_point_per_recorded_bucket() {
+fn delay_cdf_comes_from_the_full_histogram_in_small_steps() {
     let text = r#"
 [run]
 duration = "20s"
