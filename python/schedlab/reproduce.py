@@ -553,12 +553,8 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
             why = f"ours {stat['value']:.4g} is {'' if within else 'not '}{rule}"
         else:
             slack = (stat["ci95"] or 0.0) + max(tolerance * abs(target), float(claim.get("tolerance_abs", 0.0)))
-            if claim.get("upper_bound"):
-                within = stat["value"] <= target + slack
-                why = f"ours {stat['value']:.4g} is {'' if within else 'not '}at most {target:g} (+{slack:.3g})"
-            else:
-                within = abs(stat["value"] - target) <= slack
-                why = f"{target:g} lies {'within' if within else 'outside'} ours {stat['value']:.4g} ± {slack:.3g}"
+            within, rule = _within(stat["value"], target, slack, bool(claim.get("upper_bound")))
+            why = f"ours {stat['value']:.4g} is {'' if within else 'not '}{rule}"
         if within:
             verdict = "match"
         else:
@@ -590,12 +586,7 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
         out["ours"] = stat
         target = out["paper"]["value"]
         slack = max(tolerance * abs(target), float(claim.get("tolerance_abs", 0.0)))
-        if claim.get("upper_bound"):
-            within = stat["value"] <= target + slack
-            rule = f"at most {target:g} s (+{slack:g})"
-        else:
-            within = abs(stat["value"] - target) <= slack
-            rule = f"{target:g} ± {slack:g} s"
+        within, rule = _within(stat["value"], target, slack, bool(claim.get("upper_bound")), " s")
         verdict = "match" if within else "mismatch"
         why = (
             f"ours converges at {stat['value']:.2g} s (every later bin within ±{stat['band']:.0%} of each class's"
@@ -619,6 +610,14 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
     if verdict != "match" and claim.get("explanation"):
         out["explanation"] = claim["explanation"]
     return out
+
+
+def _within(value: float, target: float, slack: float, upper_bound: bool, unit: str = "") -> tuple[bool, str]:
+    """Whether ``value`` lies within ``target`` ± ``slack`` (``upper_bound``: at most
+    ``target`` + ``slack``), and the rule in words."""
+    if upper_bound:
+        return value <= target + slack, f"at most {target:g}{unit} (+{slack:.3g})"
+    return abs(value - target) <= slack, f"within {target:g} ± {slack:.3g}{unit}"
 
 
 def _convergence(frames, claim: dict, x_key: str | None) -> dict:
