@@ -35,6 +35,7 @@ use schedlab_core::{
 use rand::RngExt as _;
 
 use crate::event_queue::{Event, EventQueue, SourceClock, NEVER};
+use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError};
 use crate::stats::{Accumulator, Jitter};
@@ -281,6 +282,8 @@ struct SourceState {
     deadline: Option<TimeNs>,
     path: Box<[u32]>,
     tcp: Option<Box<TcpState>>,
+    /// The lateness measure of the source's `lateness` table, applied on its first link.
+    lateness: Option<Box<LatenessMeter>>,
 }
 
 /// A TCP source's connection and the engine's bookkeeping around it.
@@ -381,6 +384,8 @@ pub struct RawReplication {
     pub discipline_counters: Vec<Vec<(&'static str, u64)>>,
     /// Per source: its TCP outcome (`None` for open-loop sources).
     pub tcp: Vec<Option<TcpRaw>>,
+    /// Per source: the lateness counts of its `lateness` table (`None` without one).
+    pub lateness: Vec<Option<LatenessCounts>>,
     /// Start of the measurement window (the warm-up), ns.
     pub window_start: TimeNs,
     /// End of the window, ns.
@@ -435,6 +440,8 @@ struct Engine<'s> {
     now: TimeNs,
     /// Per-packet rows for `schedlab run --packets` (`None`: not kept).
     packet_log: Option<PacketLog>,
+    /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
+    metering: bool,
 }
 
 const NO_CLASS: u16 = u16::MAX;
@@ -504,6 +511,7 @@ impl<'s> Engine<'s> {
                 class: source.class,
                 deadline: source.deadline,
                 path: source.path.iter().map(|&l| l as u32).collect(),
+                lateness: source.lateness.map(|spec| Box::new(LatenessMeter::new(spec))),
                 tcp: source.transport.as_ref().map(|transport| {
                     let bulk = matches!(source.arrivals, crate::traffic::ArrivalModel::Bulk);
                     let (ack_path, ack_delay) = match &transport.ack_return {
@@ -564,6 +572,7 @@ impl<'s> Engine<'s> {
             events: 0,
             now: 0,
             packet_log: None,
+            metering: scenario.sources.iter().any(|s| s.lateness.is_some()),
         };
         if run.warmup > 0 {
             engine.push(run.warmup, MARK_WARMUP, 0);
@@ -998,6 +1007,14 @@ impl<'s> Engine<'s> {
             self.push(end, TX_END, l);
             if let Some(packet_log) = &mut self.packet_log {
                 packet_log.start(self.slab.get(packet.id).log, now);
+            }
+            if self.metering {
+                let slot = *self.slab.get(packet.id);
+                if slot.hop == 0 && slot.kind != TCP_ACK {
+                    if let Some(meter) = self.sources[slot.source as usize].lateness.as_mut() {
+                        meter.record(packet.arrival, now, slot.measured);
+                    }
+                }
             }
         } else if link.backlog.packets > 0 {
             link.idle_while_backlogged += 1;
@@ -1442,6 +1459,11 @@ impl<'s> Engine<'s> {
                 .map(|l| l.scheduler.discipline_counters())
                 .collect(),
             tcp,
+            lateness: self
+                .sources
+                .iter()
+                .map(|s| s.lateness.as_ref().map(|m| m.counts()))
+                .collect(),
             window_start: self.warmup,
             window_end,
             end_time,

@@ -36,6 +36,7 @@ use schedlab_core::{
     LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
 };
 
+use crate::lateness::LatenessSpec;
 use crate::source_set::SourceSet;
 use crate::tcp::TcpConfig;
 use crate::traffic::{
@@ -197,6 +198,9 @@ pub struct SourceConfig {
     /// IP fragmentation of the model's units into packets of at most `mtu` bytes (`mtu`,
     /// `fragment_header`); `None`: every unit is one packet.
     pub fragmentation: Option<Fragmentation>,
+    /// Deadlines and loss-tolerance the results measure the flow's packets against, whatever
+    /// the discipline (key `lateness`, see [`crate::lateness`]).
+    pub lateness: Option<LatenessSpec>,
 }
 
 /// A closed-loop source's transport and the return path of its acknowledgements.
@@ -415,6 +419,7 @@ const SOURCE_KEYS: &[&str] = &[
     "ack_delay",
     "mtu",
     "fragment_header",
+    "lateness",
 ];
 
 /// A number (integer or float) that must be finite and `> 0`.
@@ -1038,6 +1043,10 @@ fn parse_source(
             Some(Fragmentation { mtu, header })
         }
     };
+    let lateness = match r.table("lateness")? {
+        Some(t) => Some(LatenessSpec::read(t, join_path(&path, "lateness"))?),
+        None => None,
+    };
     let transport = parse_transport(&mut r, &path, links, &arrivals)?;
     if transport.is_some() && r.has("shaper") {
         return Err(r.error("shaper", "a TCP source is paced by its window; remove the shaper"));
@@ -1059,6 +1068,7 @@ fn parse_source(
         deadline,
         transport,
         fragmentation,
+        lateness,
     };
     if let Some(t) = r.table("shaper")? {
         let shaper_path = join_path(&path, "shaper");
