@@ -35,6 +35,7 @@ use schedlab_core::{
 use rand::RngExt as _;
 
 use crate::event_queue::{Event, EventQueue, SourceClock, NEVER};
+use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError};
 use crate::stats::{Accumulator, Jitter};
@@ -172,43 +173,47 @@ pub struct ClassAtLink {
     pub dropped: [u64; DropReason::COUNT],
 }
 
+/// A link's state. The fields every packet touches come first, in a few adjacent cache lines
+/// (`repr(C)` keeps this order, from a cache-line boundary): with many links, each line of a
+/// link's state that a packet touches is a cache miss.
+#[repr(C, align(64))]
 struct LinkState {
-    service: ServiceTime,
-    /// `max_sojourn`, or `TimeNs::MAX` (never overdue).
-    max_sojourn: TimeNs,
-    drop_policy: Option<LinkDropPolicy>,
-    delay: TimeNs,
-    scheduler: AnyScheduler,
     /// The scheduler's backlog, read after each enqueue and dequeue (it changes only then),
     /// so the per-packet paths do not dispatch to the scheduler to ask again.
     backlog: Backlog,
-    busy: bool,
-    in_service: Packet,
-    tx_start: TimeNs,
-    decision_seq: u64,
-    decision_at: TimeNs,
-    pipe: VecDeque<(TimeNs, Packet)>,
-    busy_done: u64,
     last_change: TimeNs,
+    busy: bool,
     area_packets: u128,
     area_bytes: u128,
+    decision_seq: u64,
+    decision_at: TimeNs,
+    tx_start: TimeNs,
+    busy_done: u64,
     sent_packets: u64,
     sent_bytes: u64,
-    dropped: [u64; DropReason::COUNT],
+    max_packets: u64,
+    max_bytes: u64,
+    /// A packet is lost when a uniform `u64` draw is below this (`loss · 2⁶⁴`).
+    loss_threshold: u64,
+    delay: TimeNs,
+    /// `max_sojourn`, or `TimeNs::MAX` (never overdue).
+    max_sojourn: TimeNs,
+    service: ServiceTime,
+    in_service: Packet,
+    pipe: VecDeque<(TimeNs, Packet)>,
     /// Per class (index = class, grown on first sight).
     classes: Vec<ClassAtLink>,
+    drop_policy: Option<LinkDropPolicy>,
+    scheduler: AnyScheduler,
+    dropped: [u64; DropReason::COUNT],
     classes_at_warmup: Vec<ClassAtLink>,
     classes_at_end: Vec<ClassAtLink>,
     /// Per bin boundary: each class's busy time so far, ns.
     class_busy_series: Vec<Vec<u64>>,
-    max_packets: u64,
-    max_bytes: u64,
     idle_while_backlogged: u64,
     series: Vec<LinkSnapshot>,
     at_warmup: LinkSnapshot,
     at_end: Option<LinkSnapshot>,
-    /// A packet is lost when a uniform `u64` draw is below this (`loss · 2⁶⁴`).
-    loss_threshold: u64,
     loss_rng: SourceRng,
     lost: u64,
 }
@@ -278,6 +283,8 @@ struct SourceState {
     deadline: Option<TimeNs>,
     path: Box<[u32]>,
     tcp: Option<Box<TcpState>>,
+    /// The lateness measure of the source's `lateness` table, applied on its first link.
+    lateness: Option<Box<LatenessMeter>>,
 }
 
 /// A TCP source's connection and the engine's bookkeeping around it.
@@ -385,6 +392,8 @@ pub struct RawReplication {
     pub discipline_counters: Vec<Vec<(&'static str, u64)>>,
     /// Per source: its TCP outcome (`None` for open-loop sources).
     pub tcp: Vec<Option<TcpRaw>>,
+    /// Per source: the lateness counts of its `lateness` table (`None` without one).
+    pub lateness: Vec<Option<LatenessCounts>>,
     /// Start of the measurement window (the warm-up), ns.
     pub window_start: TimeNs,
     /// End of the window, ns.
@@ -409,6 +418,12 @@ struct Engine<'s> {
     drops: Vec<Dropped>,
     flows: Vec<Accumulator>,
     flow_series: Vec<FlowSeries>,
+    /// Per flow: (packets, bytes) received in the current bin, added to `flow_series` when
+    /// the bin ends (one small contiguous array stays in cache where each flow's own series
+    /// vectors would cost a cache miss per packet with many flows).
+    bin_counts: Vec<(u64, u64)>,
+    /// The flows with a non-zero entry in `bin_counts`.
+    bin_touched: Vec<u32>,
     class_index: [u16; 256],
     /// Whether packet classes can differ within a source (trace replay): then per-class
     /// statistics are accumulated live; otherwise they are merged from the flows' at the end
@@ -433,6 +448,8 @@ struct Engine<'s> {
     now: TimeNs,
     /// Per-packet rows for `schedlab run --packets` (`None`: not kept).
     packet_log: Option<PacketLog>,
+    /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
+    metering: bool,
 }
 
 const NO_CLASS: u16 = u16::MAX;
@@ -502,6 +519,7 @@ impl<'s> Engine<'s> {
                 class: source.class,
                 deadline: source.deadline,
                 path: source.path.iter().map(|&l| l as u32).collect(),
+                lateness: source.lateness.map(|spec| Box::new(LatenessMeter::new(spec))),
                 tcp: source.transport.as_ref().map(|transport| {
                     let bulk = matches!(source.arrivals, crate::traffic::ArrivalModel::Bulk);
                     let (ack_path, ack_delay) = match &transport.ack_return {
@@ -538,6 +556,8 @@ impl<'s> Engine<'s> {
             drops: Vec::with_capacity(64),
             flows: (0..n).map(|_| Accumulator::default()).collect(),
             flow_series: vec![FlowSeries::default(); n],
+            bin_counts: vec![(0, 0); n],
+            bin_touched: Vec::new(),
             class_index: [NO_CLASS; 256],
             live_classes: scenario
                 .sources
@@ -562,6 +582,7 @@ impl<'s> Engine<'s> {
             events: 0,
             now: 0,
             packet_log: None,
+            metering: scenario.sources.iter().any(|s| s.lateness.is_some()),
         };
         if run.warmup > 0 {
             engine.push(run.warmup, MARK_WARMUP, 0);
@@ -997,6 +1018,14 @@ impl<'s> Engine<'s> {
             if let Some(packet_log) = &mut self.packet_log {
                 packet_log.start(self.slab.get(packet.id).log, now);
             }
+            if self.metering {
+                let slot = *self.slab.get(packet.id);
+                if slot.hop == 0 && slot.kind != TCP_ACK {
+                    if let Some(meter) = self.sources[slot.source as usize].lateness.as_mut() {
+                        meter.record(packet.arrival, now, slot.measured);
+                    }
+                }
+            }
         } else if link.backlog.packets > 0 {
             link.idle_while_backlogged += 1;
             if let Some(wakeup) = link.scheduler.next_wakeup(now).filter(|&w| w > now) {
@@ -1131,18 +1160,15 @@ impl<'s> Engine<'s> {
         if let Some(packet_log) = &mut self.packet_log {
             packet_log.delivered(slot.log, now);
         }
-        while now >= self.bin_end {
-            self.bin_index += 1;
-            self.bin_end = self.bin_end.saturating_add(self.bin);
+        if now >= self.bin_end {
+            self.next_bin(now);
         }
-        let bin = self.bin_index;
-        let series = &mut self.flow_series[s];
-        if bin >= series.bytes.len() {
-            series.bytes.resize(bin + 1, 0);
-            series.packets.resize(bin + 1, 0);
+        let counts = &mut self.bin_counts[s];
+        if counts.0 == 0 {
+            self.bin_touched.push(s as u32);
         }
-        series.bytes[bin] += packet.size as u64;
-        series.packets[bin] += 1;
+        counts.0 += 1;
+        counts.1 += packet.size as u64;
         if slot.measured {
             let delay = now - slot.entry;
             self.flows[s].on_received(packet.size, now, delay);
@@ -1155,6 +1181,32 @@ impl<'s> Engine<'s> {
         }
         if slot.kind == TCP_DATA {
             self.segment_arrives(s, slot.seq, slot.len);
+        }
+    }
+
+    /// Adds the current bin's counts to the flows' series.
+    fn close_bin(&mut self) {
+        let bin = self.bin_index;
+        for &s in &self.bin_touched {
+            let (packets, bytes) = std::mem::take(&mut self.bin_counts[s as usize]);
+            let series = &mut self.flow_series[s as usize];
+            if bin >= series.bytes.len() {
+                series.bytes.resize(bin + 1, 0);
+                series.packets.resize(bin + 1, 0);
+            }
+            series.bytes[bin] += bytes;
+            series.packets[bin] += packets;
+        }
+        self.bin_touched.clear();
+    }
+
+    /// A reception at `now` falls after the current bin: close it and move to `now`'s bin.
+    #[cold]
+    fn next_bin(&mut self, now: TimeNs) {
+        self.close_bin();
+        while now >= self.bin_end {
+            self.bin_index += 1;
+            self.bin_end = self.bin_end.saturating_add(self.bin);
         }
     }
 
@@ -1337,6 +1389,7 @@ impl<'s> Engine<'s> {
 
     fn finish(mut self, replication: u32, stream_seeds: Vec<u64>) -> Result<RawReplication, ScenarioError> {
         let end_time = self.now;
+        self.close_bin();
         let window_end = match self.window_end {
             Some(t) => t,
             None => {
@@ -1438,6 +1491,11 @@ impl<'s> Engine<'s> {
                 .map(|l| l.scheduler.discipline_counters())
                 .collect(),
             tcp,
+            lateness: self
+                .sources
+                .iter()
+                .map(|s| s.lateness.as_ref().map(|m| m.counts()))
+                .collect(),
             window_start: self.warmup,
             window_end,
             end_time,
