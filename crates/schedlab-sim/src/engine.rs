@@ -40,7 +40,7 @@ use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError};
 use crate::stats::{Accumulator, Jitter};
-use crate::tcp::{TcpConnection, TcpCounters};
+use crate::tcp::{Ack, TcpConnection, TcpCounters};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, SourceRng, TokenBucket};
 
 const TX_END: u32 = 1;
@@ -94,7 +94,8 @@ struct Slot {
     marking: Marking,
     /// TCP: the segment's first byte, or the ACK's cumulative acknowledgement.
     seq: u64,
-    /// TCP data: payload bytes.
+    /// TCP data: payload bytes; TCP ACK: its number in `TcpState::sack_in_flight` (0: no
+    /// SACK blocks).
     len: u32,
     /// Row in the packet log ([`PacketLog::NONE`]: not logged).
     log: RowIndex,
@@ -312,7 +313,14 @@ struct TcpState {
     ack_path: Box<[u32]>,
     ack_delay: TimeNs,
     /// ACKs travelling over the fixed delay: (arrival time, acknowledgement).
-    ack_pipe: VecDeque<(TimeNs, u64)>,
+    ack_pipe: VecDeque<(TimeNs, Ack)>,
+    /// ACKs with SACK blocks on `ack_path`, oldest first, by number (the ACK packet's slot
+    /// carries the number in `len`; an ACK without blocks has number 0 and no entry). ACKs of
+    /// one source cross the links in order, so an arriving number pops every older entry
+    /// (those ACKs were dropped).
+    sack_in_flight: VecDeque<(u32, Ack)>,
+    /// Number of the last ACK with SACK blocks sent on `ack_path`.
+    sack_numbered: u32,
     /// Time of the earliest pending retransmission-timer event.
     timer_event: Option<TimeNs>,
     /// Time of the earliest pending delayed-ACK event.
@@ -549,6 +557,8 @@ impl<'s> Engine<'s> {
                         ack_path,
                         ack_delay,
                         ack_pipe: VecDeque::new(),
+                        sack_in_flight: VecDeque::new(),
+                        sack_numbered: 0,
                         timer_event: None,
                         delayed_ack_event: None,
                         at_warmup: TcpCounters::default(),
@@ -1173,7 +1183,22 @@ impl<'s> Engine<'s> {
         let slot = self.slab.remove(packet.id);
         let s = slot.source as usize;
         if slot.kind == TCP_ACK {
-            self.ack_arrives(s, slot.seq);
+            let ack = self.sources[s]
+                .tcp
+                .as_mut()
+                .and_then(|tcp| {
+                    if slot.len == 0 {
+                        return None;
+                    }
+                    while let Some((number, ack)) = tcp.sack_in_flight.pop_front() {
+                        if number == slot.len {
+                            return Some(ack);
+                        }
+                    }
+                    None
+                })
+                .unwrap_or_else(|| Ack::cumulative(slot.seq));
+            self.ack_arrives(s, ack);
             return;
         }
         if let Some(packet_log) = &mut self.packet_log {
@@ -1304,7 +1329,7 @@ impl<'s> Engine<'s> {
     }
 
     /// Source `s`'s receiver sends an ACK for `ack`.
-    fn send_ack(&mut self, s: usize, ack: u64) {
+    fn send_ack(&mut self, s: usize, ack: Ack) {
         let now = self.now;
         let source = &mut self.sources[s];
         let Some(tcp) = source.tcp.as_mut() else {
@@ -1321,6 +1346,13 @@ impl<'s> Engine<'s> {
         }
         let first = tcp.ack_path[0] as usize;
         let size = tcp.header;
+        let number = if ack.blocks().is_empty() {
+            0
+        } else {
+            tcp.sack_numbered = tcp.sack_numbered.checked_add(1).unwrap_or(1);
+            tcp.sack_in_flight.push_back((tcp.sack_numbered, ack));
+            tcp.sack_numbered
+        };
         let (flow, class, dscp) = (source.flow, source.class, source.dscp);
         let Ok(id) = self.slab.insert(Slot {
             entry: now,
@@ -1333,8 +1365,8 @@ impl<'s> Engine<'s> {
                 dscp,
                 colour: Colour::Green,
             },
-            seq: ack,
-            len: 0,
+            seq: ack.cumulative,
+            len: number,
             log: PacketLog::NONE,
         }) else {
             // More than 2³² packets in flight: the ACK is lost (the data path reports the
@@ -1355,10 +1387,10 @@ impl<'s> Engine<'s> {
     }
 
     /// An ACK for `ack` reaches source `s`'s sender.
-    fn ack_arrives(&mut self, s: usize, ack: u64) {
+    fn ack_arrives(&mut self, s: usize, ack: Ack) {
         let now = self.now;
         if let Some(tcp) = self.sources[s].tcp.as_mut() {
-            tcp.connection.on_ack(ack, now);
+            tcp.connection.on_ack(&ack, now);
         }
         // Only the slab's capacity can fail, and it just freed a slot.
         let _ = self.tcp_send(s);
