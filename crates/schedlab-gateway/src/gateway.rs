@@ -32,7 +32,8 @@ use std::collections::VecDeque;
 use hdrhistogram::Histogram;
 use schedlab_core::config::TableReader;
 use schedlab_core::{
-    AnyScheduler, ConfigError, DropReason, Dropped, FlowId, Packet, Rate, Scheduler, TimeNs,
+    AnyScheduler, Colour, Conditioner, ConfigError, DropReason, Dropped, FlowId, Marking, Packet, Rate,
+    Scheduler, TimeNs, Verdict,
 };
 use schedlab_sim::stats::DelayHistogram;
 use schedlab_sim::{InputError, ReplayConfig, Scenario};
@@ -48,7 +49,13 @@ pub const DEFAULT_MEMORY_LIMIT: u64 = 64 << 20;
 pub const DEFAULT_MAX_FLOWS: usize = 1024;
 
 /// Keys of the `[gateway]` table.
-pub const GATEWAY_KEYS: &[&str] = &["propagation_delay", "max_flows", "memory_limit", "rule"];
+pub const GATEWAY_KEYS: &[&str] = &[
+    "propagation_delay",
+    "max_flows",
+    "memory_limit",
+    "rule",
+    "conditioner",
+];
 
 /// Why the gateway dropped a classified packet: the scheduler's reasons and the gateway's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -63,7 +70,7 @@ pub enum GatewayDropReason {
     TransmitError,
 }
 
-const REASON_COUNT: usize = 7;
+const REASON_COUNT: usize = 8;
 
 impl GatewayDropReason {
     /// Every reason, in counter order.
@@ -75,6 +82,7 @@ impl GatewayDropReason {
         GatewayDropReason::FlowTableFull,
         GatewayDropReason::MemoryLimit,
         GatewayDropReason::TransmitError,
+        GatewayDropReason::Scheduler(DropReason::OutOfProfile),
     ];
 
     /// The name used in the stats file.
@@ -89,6 +97,7 @@ impl GatewayDropReason {
 
     fn index(self) -> usize {
         match self {
+            GatewayDropReason::Scheduler(DropReason::OutOfProfile) => 7,
             GatewayDropReason::Scheduler(reason) => {
                 DropReason::ALL.iter().position(|r| *r == reason).unwrap_or(3)
             }
@@ -145,6 +154,9 @@ pub struct GatewayConfig {
     pub memory_limit: u64,
     /// Classification rules, first match wins.
     pub rules: Vec<Rule>,
+    /// The DiffServ conditioner after classification (`[gateway.conditioner]`, the core's
+    /// [`Conditioner`]: its rules may match the 5-tuple and set the flow), fresh.
+    pub conditioner: Option<Conditioner>,
 }
 
 /// Reads the gateway's configuration: the same file as `schedlab replay` (`[link]`,
@@ -181,12 +193,17 @@ pub fn build(config: &ReplayConfig) -> Result<(GatewayConfig, AnyScheduler, Clas
             }
             Some(_) => return Err(reader.error("rule", "must be an array of tables ([[gateway.rule]])")),
         }
+        let conditioner = match reader.table("conditioner")? {
+            Some(t) => Some(Conditioner::read(t, "gateway.conditioner")?),
+            None => None,
+        };
         Ok(GatewayConfig {
             rate: config.rate,
             propagation_delay,
             max_flows,
             memory_limit,
             rules,
+            conditioner,
         })
     };
     let gateway = read(&mut reader).map_err(|e| config.error(e))?;
@@ -308,7 +325,8 @@ pub fn build_from_scenario(
         return Err(ConfigError::new(
             path("conditioner"),
             "(a traffic conditioner)",
-            "traffic conditioners run in the simulator only for measured scenarios",
+            "schedlab measure does not carry a conditioner's counts into its results yet; \
+             run it in the simulator, or in schedlab gateway as [gateway.conditioner]",
         ));
     }
     let rate = link.rate.ok_or_else(|| {
@@ -349,6 +367,7 @@ pub fn build_from_scenario(
         max_flows: DEFAULT_MAX_FLOWS,
         memory_limit: DEFAULT_MEMORY_LIMIT,
         rules: rules.clone(),
+        conditioner: None,
     };
     Ok((
         config,
@@ -385,6 +404,7 @@ pub struct Gateway {
     config: GatewayConfig,
     scheduler: AnyScheduler,
     classifier: Classifier,
+    conditioner: Option<Conditioner>,
     frames: Vec<Vec<u8>>,
     free_slots: Vec<u32>,
     held_bytes: u64,
@@ -407,6 +427,7 @@ impl Gateway {
     /// An engine with the given configuration, scheduler and classifier (see [`build`]).
     pub fn new(config: GatewayConfig, scheduler: AnyScheduler, classifier: Classifier) -> Gateway {
         Gateway {
+            conditioner: config.conditioner.clone(),
             config,
             scheduler,
             classifier,
@@ -516,6 +537,26 @@ impl Gateway {
                 return Ingress::Scheduled;
             }
         };
+        let mut descriptor = Packet::new(0, flow, packet.ip_length, now);
+        descriptor.class = class;
+        if let Some(conditioner) = &mut self.conditioner {
+            // The frame's bytes are not rewritten: a marker's DSCP is seen by this conditioner
+            // only (the class it sets is what the scheduler queues by).
+            let mut marking = Marking {
+                dscp: packet.dscp,
+                colour: Colour::Green,
+            };
+            if conditioner.condition(&mut descriptor, &mut marking, Some(&packet.key), now) == Verdict::Drop {
+                let reason = GatewayDropReason::Scheduler(DropReason::OutOfProfile);
+                let tally = self.flow_tally(descriptor.flow);
+                tally.in_packets += 1;
+                tally.in_bytes += size;
+                tally.drop(reason, size);
+                self.total.drop(reason, size);
+                return Ingress::Scheduled;
+            }
+        }
+        let flow = descriptor.flow;
         let tally = self.flow_tally(flow);
         tally.in_packets += 1;
         tally.in_bytes += size;
@@ -525,8 +566,7 @@ impl Gateway {
             return Ingress::Scheduled;
         }
         let slot = self.store(frame);
-        let mut descriptor = Packet::new(slot as u64, flow, packet.ip_length, now);
-        descriptor.class = class;
+        descriptor.id = slot as u64;
         self.drops.clear();
         self.scheduler.enqueue(descriptor, now, &mut self.drops);
         self.settle_drops();
@@ -762,7 +802,31 @@ impl Gateway {
             "flows": flows,
             "pacing_error": pacing,
             "discipline_counters": Value::Object(counters),
+            "meters": self.meters_json(),
         })
+    }
+
+    /// Per meter of the conditioner: packets and bytes by colour and its drops.
+    fn meters_json(&self) -> Vec<Value> {
+        let Some(conditioner) = &self.conditioner else {
+            return Vec::new();
+        };
+        conditioner
+            .counters()
+            .iter()
+            .enumerate()
+            .map(|(meter, counters)| {
+                let mut row = Map::new();
+                row.insert("meter".into(), json!(meter));
+                for colour in Colour::ALL {
+                    let c = colour as usize;
+                    row.insert(format!("{}_packets", colour.name()), json!(counters.packets[c]));
+                    row.insert(format!("{}_bytes", colour.name()), json!(counters.bytes[c]));
+                }
+                row.insert("dropped".into(), json!(counters.dropped));
+                Value::Object(row)
+            })
+            .collect()
     }
 }
 
@@ -896,6 +960,49 @@ mod tests {
         let total = g.total();
         assert!(total.dropped_total() > 0);
         assert_eq!(g.stats_json(0)["accounting_ok"], true);
+    }
+
+    /// The core's conditioner on real frames: an MF rule (UDP from port 5001) puts the packets
+    /// in flow 7, class 1; a 3000-byte token bucket passes three 1000-byte packets of a burst
+    /// and the absolute dropper drops the other two; port 5002 is not metered.
+    #[test]
+    fn the_conditioner_classifies_meters_and_drops_out_of_profile_frames() {
+        let mut g = engine(
+            "[link]\nrate = \"10Mbit\"\n[scheduler]\nkind = \"priority\"\n\
+             [gateway.conditioner]\nclassify = [ { protocol = \"udp\", source_port = 5001, class = 1, flow = 7 } ]\n\
+             meter = [ { class = 1, kind = \"token_bucket\", rate = \"1Mbit\", bucket = 3000 } ]\n",
+        );
+        for _ in 0..5 {
+            g.on_ingress(&udp(5001, 972), 0);
+            g.on_ingress(&udp(5002, 972), 0);
+        }
+        g.check_accounting().unwrap();
+        let stats = g.stats_json(0);
+        assert_eq!(stats["total"]["dropped"]["out_of_profile"], 2);
+        let meter = &stats["meters"][0];
+        assert_eq!(
+            (meter["green_packets"].as_u64(), meter["red_packets"].as_u64()),
+            (Some(3), Some(2))
+        );
+        assert_eq!(meter["green_bytes"], 3000);
+        assert_eq!(meter["dropped"], 2);
+        let flow1 = stats["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["flow"] == 7)
+            .unwrap();
+        assert_eq!(flow1["in_packets"], 5);
+        assert_eq!(flow1["dropped"]["out_of_profile"], 2);
+        // Priority by class: the conditioner's class 1 goes after the unmetered class-0 flow.
+        let order: Vec<FlowId> = drain(&mut g, 0).iter().map(|d| d.0).collect();
+        assert_eq!(order.len(), 8);
+        assert!(order[..5].iter().all(|&f| f != 7), "{order:?}");
+        let e = build(&ReplayConfig::parse("[link]\nrate = \"1Mbit\"\n[scheduler]\nkind = \"fifo\"\n[gateway.conditioner]\nmeter = [ { kind = \"srtcm\" } ]\n", "g.toml").unwrap())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("gateway.conditioner.meter[0].cir"), "{e}");
     }
 
     #[test]
