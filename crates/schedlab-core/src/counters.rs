@@ -22,6 +22,9 @@ pub enum DropReason {
     /// A link-dropping policy found no bandwidth left for the packet's class (Wang, Lung and
     /// Majumdar §3.2.1: Default-Link, Fixed-Link, Dynamic-Link).
     NoBandwidth,
+    /// A traffic conditioner's absolute dropper discarded the packet: its meter found it out
+    /// of profile (Yokota et al. §4; RFC 2475 §2.3.3.4).
+    OutOfProfile,
 }
 
 #[inline]
@@ -32,7 +35,7 @@ fn add_backlog(backlog: &mut Backlog, size: u64) {
 
 impl DropReason {
     /// Number of reasons (the length of every per-reason counter array).
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 7;
 
     /// Every reason, in counter order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
@@ -42,10 +45,11 @@ impl DropReason {
         DropReason::InvalidPacket,
         DropReason::Sojourn,
         DropReason::NoBandwidth,
+        DropReason::OutOfProfile,
     ];
 
     /// The name used in output files (`buffer_full`, `pushed_out`, `late`, `invalid_packet`,
-    /// `sojourn`, `no_bandwidth`).
+    /// `sojourn`, `no_bandwidth`, `out_of_profile`).
     pub fn name(self) -> &'static str {
         match self {
             DropReason::BufferFull => "buffer_full",
@@ -54,6 +58,7 @@ impl DropReason {
             DropReason::InvalidPacket => "invalid_packet",
             DropReason::Sojourn => "sojourn",
             DropReason::NoBandwidth => "no_bandwidth",
+            DropReason::OutOfProfile => "out_of_profile",
         }
     }
 
