@@ -27,9 +27,10 @@
 
 use std::collections::VecDeque;
 
+use schedlab_core::conditioning::ColourCounters;
 use schedlab_core::{
-    overdue, AnyScheduler, Backlog, DropReason, Dropped, LinkDropPolicy, Packet, Scheduler, ServiceTime,
-    TimeNs,
+    overdue, AnyScheduler, Backlog, Colour, Conditioner, DropReason, Dropped, LinkDropPolicy, Marking,
+    Packet, Scheduler, ServiceTime, TimeNs, Verdict,
 };
 
 use rand::RngExt as _;
@@ -39,7 +40,7 @@ use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError};
 use crate::stats::{Accumulator, Jitter};
-use crate::tcp::{TcpConnection, TcpCounters};
+use crate::tcp::{Ack, TcpConnection, TcpCounters};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, SourceRng, TokenBucket};
 
 const TX_END: u32 = 1;
@@ -86,9 +87,15 @@ struct Slot {
     measured: bool,
     /// `OPEN_LOOP`, `TCP_DATA` or `TCP_ACK`.
     kind: u8,
+    /// The class the packet entered the network with (the class of the end-to-end statistics,
+    /// whatever a conditioner on its path made of `Packet::class`).
+    class: u8,
+    /// Its DSCP and colour, which conditioners read and mark.
+    marking: Marking,
     /// TCP: the segment's first byte, or the ACK's cumulative acknowledgement.
     seq: u64,
-    /// TCP data: payload bytes.
+    /// TCP data: payload bytes; TCP ACK: its number in `TcpState::sack_in_flight` (0: no
+    /// SACK blocks).
     len: u32,
     /// Row in the packet log ([`PacketLog::NONE`]: not logged).
     log: RowIndex,
@@ -203,10 +210,14 @@ struct LinkState {
     /// Per class (index = class, grown on first sight).
     classes: Vec<ClassAtLink>,
     drop_policy: Option<LinkDropPolicy>,
+    conditioner: Option<Conditioner>,
     scheduler: AnyScheduler,
     dropped: [u64; DropReason::COUNT],
     classes_at_warmup: Vec<ClassAtLink>,
     classes_at_end: Vec<ClassAtLink>,
+    /// The conditioner's counters per meter at the start and at the end of the window.
+    meters_at_warmup: Vec<ColourCounters>,
+    meters_at_end: Vec<ColourCounters>,
     /// Per bin boundary: each class's busy time so far, ns.
     class_busy_series: Vec<Vec<u64>>,
     idle_while_backlogged: u64,
@@ -254,6 +265,13 @@ impl LinkState {
         &mut self.classes[index]
     }
 
+    /// The conditioner's counters per meter (none without a conditioner).
+    fn meter_snapshot(&self) -> Vec<ColourCounters> {
+        self.conditioner
+            .as_ref()
+            .map_or_else(Vec::new, Conditioner::counters)
+    }
+
     /// The per-class totals at `now`, counting the packet in service up to `now`.
     fn class_snapshot(&self, now: TimeNs) -> Vec<ClassAtLink> {
         let mut classes = self.classes.clone();
@@ -279,6 +297,7 @@ struct SourceState {
     stop: TimeNs,
     flow: u32,
     class: u8,
+    dscp: u8,
     deadline: Option<TimeNs>,
     path: Box<[u32]>,
     tcp: Option<Box<TcpState>>,
@@ -294,7 +313,14 @@ struct TcpState {
     ack_path: Box<[u32]>,
     ack_delay: TimeNs,
     /// ACKs travelling over the fixed delay: (arrival time, acknowledgement).
-    ack_pipe: VecDeque<(TimeNs, u64)>,
+    ack_pipe: VecDeque<(TimeNs, Ack)>,
+    /// ACKs with SACK blocks on `ack_path`, oldest first, by number (the ACK packet's slot
+    /// carries the number in `len`; an ACK without blocks has number 0 and no entry). ACKs of
+    /// one source cross the links in order, so an arriving number pops every older entry
+    /// (those ACKs were dropped).
+    sack_in_flight: VecDeque<(u32, Ack)>,
+    /// Number of the last ACK with SACK blocks sent on `ack_path`.
+    sack_numbered: u32,
     /// Time of the earliest pending retransmission-timer event.
     timer_event: Option<TimeNs>,
     /// Time of the earliest pending delayed-ACK event.
@@ -374,6 +400,9 @@ pub struct RawReplication {
     pub link_series: Vec<Vec<LinkSnapshot>>,
     /// Per link: per-class totals at the start and at the end of the window (index = class).
     pub link_class_window: Vec<(Vec<ClassAtLink>, Vec<ClassAtLink>)>,
+    /// Per link: its conditioner's counters per meter at the start and at the end of the
+    /// window (empty without a conditioner).
+    pub link_meter_window: Vec<(Vec<ColourCounters>, Vec<ColourCounters>)>,
     /// Per link: each class's busy time at every bin boundary, ns.
     pub link_class_busy_series: Vec<Vec<Vec<u64>>>,
     /// Per link: times the scheduler returned nothing while backlogged and the link was free.
@@ -455,6 +484,7 @@ impl<'s> Engine<'s> {
                 service: link.service,
                 max_sojourn: link.max_sojourn.unwrap_or(TimeNs::MAX),
                 drop_policy: link.build_drop_policy(),
+                conditioner: link.conditioner.clone(),
                 delay: link.delay,
                 scheduler: link.build_scheduler(index)?,
                 backlog: Backlog::default(),
@@ -474,6 +504,8 @@ impl<'s> Engine<'s> {
                 classes: Vec::new(),
                 classes_at_warmup: Vec::new(),
                 classes_at_end: Vec::new(),
+                meters_at_warmup: Vec::new(),
+                meters_at_end: Vec::new(),
                 class_busy_series: Vec::new(),
                 max_packets: 0,
                 max_bytes: 0,
@@ -509,6 +541,7 @@ impl<'s> Engine<'s> {
                 stop: source.stop.unwrap_or(u64::MAX).min(generation_end),
                 flow: source.flow,
                 class: source.class,
+                dscp: source.dscp,
                 deadline: source.deadline,
                 path: source.path.iter().map(|&l| l as u32).collect(),
                 lateness: source.lateness.map(|spec| Box::new(LatenessMeter::new(spec))),
@@ -524,6 +557,8 @@ impl<'s> Engine<'s> {
                         ack_path,
                         ack_delay,
                         ack_pipe: VecDeque::new(),
+                        sack_in_flight: VecDeque::new(),
+                        sack_numbered: 0,
                         timer_event: None,
                         delayed_ack_event: None,
                         at_warmup: TcpCounters::default(),
@@ -770,6 +805,7 @@ impl<'s> Engine<'s> {
                     for link in &mut self.links {
                         link.at_warmup = link.snapshot(time);
                         link.classes_at_warmup = link.class_snapshot(time);
+                        link.meters_at_warmup = link.meter_snapshot();
                         let backlog = link.backlog;
                         link.max_packets = backlog.packets;
                         link.max_bytes = backlog.bytes;
@@ -798,6 +834,7 @@ impl<'s> Engine<'s> {
         for link in &mut self.links {
             link.at_end = Some(link.snapshot(now));
             link.classes_at_end = link.class_snapshot(now);
+            link.meters_at_end = link.meter_snapshot();
         }
         for source in &mut self.sources {
             if let Some(tcp) = source.tcp.as_mut() {
@@ -906,6 +943,11 @@ impl<'s> Engine<'s> {
             hop: 0,
             measured,
             kind,
+            class,
+            marking: Marking {
+                dscp: self.sources[index].dscp,
+                colour: Colour::Green,
+            },
             seq,
             len,
             log,
@@ -934,6 +976,18 @@ impl<'s> Engine<'s> {
         let now = self.now;
         packet.arrival = now;
         let link = &mut self.links[l];
+        if let Some(conditioner) = &mut link.conditioner {
+            let slot = self.slab.get(packet.id);
+            if conditioner.condition(&mut packet, &mut slot.marking, None, now) == Verdict::Drop {
+                self.drops.clear();
+                self.drops.push(Dropped {
+                    packet,
+                    reason: DropReason::OutOfProfile,
+                });
+                self.handle_drops(l);
+                return;
+            }
+        }
         if let Some(policy) = &mut link.drop_policy {
             if !policy.admit(&packet, now) {
                 self.drops.clear();
@@ -1045,7 +1099,7 @@ impl<'s> Engine<'s> {
                 let s = slot.source as usize;
                 self.flows[s].on_dropped(packet.size, reason);
                 if self.live_classes {
-                    let c = self.class_slot(packet.class);
+                    let c = self.class_slot(slot.class);
                     self.classes[c].1.on_dropped(packet.size, reason);
                 }
             }
@@ -1129,7 +1183,22 @@ impl<'s> Engine<'s> {
         let slot = self.slab.remove(packet.id);
         let s = slot.source as usize;
         if slot.kind == TCP_ACK {
-            self.ack_arrives(s, slot.seq);
+            let ack = self.sources[s]
+                .tcp
+                .as_mut()
+                .and_then(|tcp| {
+                    if slot.len == 0 {
+                        return None;
+                    }
+                    while let Some((number, ack)) = tcp.sack_in_flight.pop_front() {
+                        if number == slot.len {
+                            return Some(ack);
+                        }
+                    }
+                    None
+                })
+                .unwrap_or_else(|| Ack::cumulative(slot.seq));
+            self.ack_arrives(s, ack);
             return;
         }
         if let Some(packet_log) = &mut self.packet_log {
@@ -1147,7 +1216,7 @@ impl<'s> Engine<'s> {
         if slot.measured {
             let delay = now - slot.entry;
             self.flows[s].on_received(packet.size, now, delay);
-            let c = self.class_slot(packet.class);
+            let c = self.class_slot(slot.class);
             if self.live_classes {
                 self.classes[c].1.on_received(packet.size, now, delay);
             } else {
@@ -1260,7 +1329,7 @@ impl<'s> Engine<'s> {
     }
 
     /// Source `s`'s receiver sends an ACK for `ack`.
-    fn send_ack(&mut self, s: usize, ack: u64) {
+    fn send_ack(&mut self, s: usize, ack: Ack) {
         let now = self.now;
         let source = &mut self.sources[s];
         let Some(tcp) = source.tcp.as_mut() else {
@@ -1277,15 +1346,27 @@ impl<'s> Engine<'s> {
         }
         let first = tcp.ack_path[0] as usize;
         let size = tcp.header;
-        let (flow, class) = (source.flow, source.class);
+        let number = if ack.blocks().is_empty() {
+            0
+        } else {
+            tcp.sack_numbered = tcp.sack_numbered.checked_add(1).unwrap_or(1);
+            tcp.sack_in_flight.push_back((tcp.sack_numbered, ack));
+            tcp.sack_numbered
+        };
+        let (flow, class, dscp) = (source.flow, source.class, source.dscp);
         let Ok(id) = self.slab.insert(Slot {
             entry: now,
             source: s as u32,
             hop: 0,
             measured: false,
             kind: TCP_ACK,
-            seq: ack,
-            len: 0,
+            class,
+            marking: Marking {
+                dscp,
+                colour: Colour::Green,
+            },
+            seq: ack.cumulative,
+            len: number,
             log: PacketLog::NONE,
         }) else {
             // More than 2³² packets in flight: the ACK is lost (the data path reports the
@@ -1306,10 +1387,10 @@ impl<'s> Engine<'s> {
     }
 
     /// An ACK for `ack` reaches source `s`'s sender.
-    fn ack_arrives(&mut self, s: usize, ack: u64) {
+    fn ack_arrives(&mut self, s: usize, ack: Ack) {
         let now = self.now;
         if let Some(tcp) = self.sources[s].tcp.as_mut() {
-            tcp.connection.on_ack(ack, now);
+            tcp.connection.on_ack(&ack, now);
         }
         // Only the slab's capacity can fail, and it just freed a slot.
         let _ = self.tcp_send(s);
@@ -1443,6 +1524,16 @@ impl<'s> Engine<'s> {
                     (
                         std::mem::take(&mut l.classes_at_warmup),
                         std::mem::take(&mut l.classes_at_end),
+                    )
+                })
+                .collect(),
+            link_meter_window: self
+                .links
+                .iter_mut()
+                .map(|l| {
+                    (
+                        std::mem::take(&mut l.meters_at_warmup),
+                        std::mem::take(&mut l.meters_at_end),
                     )
                 })
                 .collect(),
