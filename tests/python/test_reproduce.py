@@ -47,6 +47,17 @@ def test_every_registered_scenario_validates():
     results = [r for p in rp.registry() for r in p.results if r.needs is None]
     assert len(results) >= 15
     for result in results:
+        if result.generator is not None:
+            # Generated scenarios (hundreds of streams): every one is built, shortened and
+            # checked by the Rust validator with each point of its sweep.
+            from schedlab.api import validate_point
+
+            for _values, scenario in result.generated(quick=True):
+                short = rp._shortened(scenario, result, quick=True)
+                assert short.get("run.packets") < scenario.get("run.packets"), result.id
+                for point in short.points():
+                    validate_point(point)
+            continue
         info = validate(result.scenario)
         assert info["flows"], result.id
         quick = rp.scenario_for(result, quick=True)
@@ -145,7 +156,9 @@ def _write_paper(folder, result_toml: str, values: str = "key,value,unit,source\
     [
         ('[[result]]\nid = "fig1"\ntitle = "t"\nneeds = "x"\ncolour = 1\n', "colour"),
         ('[[result]]\nid = "figure1"\ntitle = "t"\nneeds = "x"\n', "id = 'figure1'"),
-        ('[[result]]\nid = "fig1"\ntitle = "t"\n', "exactly one of scenario and needs"),
+        ('[[result]]\nid = "fig1"\ntitle = "t"\n', "exactly one of scenario, generator and needs"),
+        ('[[result]]\nid = "fig1"\ngenerator = "gen.py"\n', "file.py:function"),
+        ('[[result]]\nid = "fig1"\ngenerator = "gen.py:points"\n', "no such file"),
         ('[[result]]\nid = "fig1"\nscenario = "missing.toml"\n', "missing.toml"),
         (
             '[[result]]\nid = "fig1"\nneeds = "x"\n[[result.claim]]\nid = "c"\nstatement = "s"\nsource = "p"\n'
@@ -256,6 +269,89 @@ def test_below_order_and_shape():
     assert out["verdict"] == "match" and out["ours"]["x"] == [5, 10, 20]
     flat = rp.evaluate_claim({**shape, "shape": "flat", "tolerance": 0.5}, frame, X, VALUES)
     assert flat["verdict"] == "mismatch"
+    # Ties in an order are a trend, not a match.
+    tied = _claim(check="order", items=[{"metric": "delay", "flow": 0, "x": 5}] * 2 + [{"metric": "delay", "flow": 1}])
+    assert rp.evaluate_claim(tied, frame, X, VALUES)["verdict"] == "trend"
+    # "Fewer than": compare with upper_bound.
+    bound = _claim(check="compare", ours={"metric": "delay", "flow": 0, "x": 20}, paper="four", upper_bound=True)
+    assert rp.evaluate_claim(bound, frame, X, VALUES)["verdict"] == "match"
+    above = {**bound, "ours": {"metric": "delay", "flow": 1, "x": 20}, "paper": "ten"}
+    assert rp.evaluate_claim(above, frame, X, VALUES)["verdict"] == "mismatch"
+
+
+GENERATOR = """
+from schedlab.scenario import Scenario
+
+
+def points(quick):
+    out = []
+    for n in (2, 4):
+        s = Scenario.new(f"g{n}", duration="1s", replications=2)
+        s.add_link("l", "1Mbit", {"kind": "fifo"})
+        for flow in range(n):
+            s.add_source(flow, ["l"], {"model": "cbr", "rate_pps": 10}, {"dist": "constant", "size": 100},
+                         **{"class": flow % 2})
+        s.data["sweep"] = {"grid": {"link[0].scheduler.kind": ["fifo", "drr"]}}
+        out.append(({"n": n}, s))
+    return out
+"""
+
+
+def test_generated_result_runs_every_scenario_with_its_values_as_columns(tmp_path):
+    """A ``generator`` entry: the scenarios of a function in a file beside reproduce.toml, run
+    one sweep each, tables joined with the generator's values as columns; claims select by
+    them and by class; the figure sums each class's flows."""
+    toml = (
+        '[[result]]\nid = "fig3"\ntitle = "g"\ngenerator = "gen.py:points"\nquick = { "run.duration" = "0.5s" }\n'
+        'figure = { y = "received", x = "n", series = "link[0].scheduler.kind", group = "class", totals = true }\n'
+        '[[result.claim]]\nid = "more"\nstatement = "s"\nsource = "p"\ncheck = "below"\n'
+        'ours = { metric = "received", class = 1, x = 2, where = { "link[0].scheduler.kind" = "drr" } }\n'
+        'than = { metric = "received", class = 1, x = 4, where = { "link[0].scheduler.kind" = "drr" } }\n'
+    )
+    _write_paper(tmp_path / "p", toml)
+    (tmp_path / "p" / "gen.py").write_text(GENERATOR)
+    paper = rp.load_paper("dwcs", tmp_path / "p")
+    result = paper.results[0]
+    assert result.listing()["scenario"] == "p/gen.py:points" and result.status == "expressible"
+    (outcome,) = rp.reproduce([result], tmp_path / "out", quick=True, papers=[paper], workers=1)
+    assert outcome.error is None, outcome.error
+    data = pd.read_csv(outcome.folder / "replications.csv")
+    # 2 + 4 flows, two kinds, two replications; class 1 has 1 flow at n = 2 and 2 at n = 4,
+    # each receiving 5 packets in 0.5 s at 10 packets/s.
+    assert len(data) == (2 + 4) * 2 * 2 and set(data["n"]) == {2, 4}
+    (claim,) = outcome.claims
+    assert claim["verdict"] == "match" and claim["ours"]["value"] == 5 and claim["ours"]["than"]["value"] == 10
+    assert (outcome.folder / "figure.png").exists()
+    verdict = json.loads((outcome.folder / "verdict.json").read_text())
+    assert verdict["scenario"] == "p/gen.py:points"
+
+
+def test_dwcs_streams_generator_builds_the_papers_setup(tmp_path):
+    """experiments/dwcs/streams.py: 8 equal classes 1/80 … 1/150, 20-packet bursts of 125-byte
+    packets, the same deadlines for DWCS (its sub-table) and for the lateness measure; below
+    500 streams FIFO meets every deadline and DWCS misses some at start-up (figure 4(a))."""
+    import importlib.util
+
+    from schedlab import _core
+
+    path = rp.experiments_dir() / "dwcs" / "streams.py"
+    spec = importlib.util.spec_from_file_location("dwcs_streams", path)
+    streams = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(streams)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        streams.scenario(10, 500, 1000)
+    missed = {}
+    for kind in ("dwcs", "fifo"):
+        s = streams.scenario(240, 500, 40_000, disciplines=(kind,))
+        sources = s.data["source"]
+        assert len(sources) == 240 and {src["class"] for src in sources} == set(range(8))
+        assert sources[7]["params"]["dwcs"]["loss_tolerance"] == sources[7]["lateness"]["loss_tolerance"] == "1/150"
+        summary = json.loads(_core.run_scenario(s.rust_source()[0], str(tmp_path), None, 0))["summary"]
+        flows = summary["flows"]
+        assert sum(f["received"] for f in flows) == 40_000
+        missed[kind] = [sum(f["deadlines_missed"] for f in flows if f["class"] == c) for c in range(8)]
+    assert sum(missed["fifo"]) == 0
+    assert missed["dwcs"][0] > missed["dwcs"][7] > 0
 
 
 def test_ci_statistic_is_the_thesis_normal_half_width():

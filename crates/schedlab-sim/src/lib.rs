@@ -44,6 +44,7 @@ pub mod catalogue;
 pub mod engine;
 pub mod error;
 mod event_queue;
+pub mod lateness;
 pub mod packet_log;
 pub mod replay;
 pub mod results;

@@ -36,6 +36,7 @@ use schedlab_core::{
     LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
 };
 
+use crate::lateness::LatenessSpec;
 use crate::tcp::TcpConfig;
 use crate::traffic::{
     stationary_distribution, ArrivalModel, Fragmentation, FrameType, MpegModel, PeriodDist, SizeDist,
@@ -196,6 +197,9 @@ pub struct SourceConfig {
     /// IP fragmentation of the model's units into packets of at most `mtu` bytes (`mtu`,
     /// `fragment_header`); `None`: every unit is one packet.
     pub fragmentation: Option<Fragmentation>,
+    /// Deadlines and loss-tolerance the results measure the flow's packets against, whatever
+    /// the discipline (key `lateness`, see [`crate::lateness`]).
+    pub lateness: Option<LatenessSpec>,
 }
 
 /// A closed-loop source's transport and the return path of its acknowledgements.
@@ -404,6 +408,7 @@ const SOURCE_KEYS: &[&str] = &[
     "ack_delay",
     "mtu",
     "fragment_header",
+    "lateness",
 ];
 
 /// A number (integer or float) that must be finite and `> 0`.
@@ -967,6 +972,10 @@ fn parse_source(
             Some(Fragmentation { mtu, header })
         }
     };
+    let lateness = match r.table("lateness")? {
+        Some(t) => Some(LatenessSpec::read(t, join_path(&path, "lateness"))?),
+        None => None,
+    };
     let transport = parse_transport(&mut r, &path, links, &arrivals)?;
     if transport.is_some() && r.has("shaper") {
         return Err(r.error("shaper", "a TCP source is paced by its window; remove the shaper"));
@@ -988,6 +997,7 @@ fn parse_source(
         deadline,
         transport,
         fragmentation,
+        lateness,
     };
     if let Some(t) = r.table("shaper")? {
         let shaper_path = join_path(&path, "shaper");
