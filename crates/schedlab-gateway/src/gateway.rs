@@ -786,7 +786,13 @@ impl Gateway {
             .map(|(name, value)| (name.to_string(), json!(value)))
             .collect();
         let (area_packets, area_bytes) = self.queue.areas(uptime);
-        let per_second = |area: u128| if uptime > 0 { area as f64 / uptime as f64 } else { 0.0 };
+        let per_second = |area: u128| {
+            if uptime > 0 {
+                area as f64 / uptime as f64
+            } else {
+                0.0
+            }
+        };
         json!({
             "schedlab_version": env!("CARGO_PKG_VERSION"),
             "discipline": self.scheduler.id(),
