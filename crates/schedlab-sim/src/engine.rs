@@ -171,43 +171,47 @@ pub struct ClassAtLink {
     pub dropped: [u64; DropReason::COUNT],
 }
 
+/// A link's state. The fields every packet touches come first, in a few adjacent cache lines
+/// (`repr(C)` keeps this order, from a cache-line boundary): with many links, each line of a
+/// link's state that a packet touches is a cache miss.
+#[repr(C, align(64))]
 struct LinkState {
-    service: ServiceTime,
-    /// `max_sojourn`, or `TimeNs::MAX` (never overdue).
-    max_sojourn: TimeNs,
-    drop_policy: Option<LinkDropPolicy>,
-    delay: TimeNs,
-    scheduler: AnyScheduler,
     /// The scheduler's backlog, read after each enqueue and dequeue (it changes only then),
     /// so the per-packet paths do not dispatch to the scheduler to ask again.
     backlog: Backlog,
-    busy: bool,
-    in_service: Packet,
-    tx_start: TimeNs,
-    decision_seq: u64,
-    decision_at: TimeNs,
-    pipe: VecDeque<(TimeNs, Packet)>,
-    busy_done: u64,
     last_change: TimeNs,
+    busy: bool,
     area_packets: u128,
     area_bytes: u128,
+    decision_seq: u64,
+    decision_at: TimeNs,
+    tx_start: TimeNs,
+    busy_done: u64,
     sent_packets: u64,
     sent_bytes: u64,
-    dropped: [u64; DropReason::COUNT],
+    max_packets: u64,
+    max_bytes: u64,
+    /// A packet is lost when a uniform `u64` draw is below this (`loss · 2⁶⁴`).
+    loss_threshold: u64,
+    delay: TimeNs,
+    /// `max_sojourn`, or `TimeNs::MAX` (never overdue).
+    max_sojourn: TimeNs,
+    service: ServiceTime,
+    in_service: Packet,
+    pipe: VecDeque<(TimeNs, Packet)>,
     /// Per class (index = class, grown on first sight).
     classes: Vec<ClassAtLink>,
+    drop_policy: Option<LinkDropPolicy>,
+    scheduler: AnyScheduler,
+    dropped: [u64; DropReason::COUNT],
     classes_at_warmup: Vec<ClassAtLink>,
     classes_at_end: Vec<ClassAtLink>,
     /// Per bin boundary: each class's busy time so far, ns.
     class_busy_series: Vec<Vec<u64>>,
-    max_packets: u64,
-    max_bytes: u64,
     idle_while_backlogged: u64,
     series: Vec<LinkSnapshot>,
     at_warmup: LinkSnapshot,
     at_end: Option<LinkSnapshot>,
-    /// A packet is lost when a uniform `u64` draw is below this (`loss · 2⁶⁴`).
-    loss_threshold: u64,
     loss_rng: SourceRng,
     lost: u64,
 }
@@ -401,6 +405,12 @@ struct Engine<'s> {
     drops: Vec<Dropped>,
     flows: Vec<Accumulator>,
     flow_series: Vec<FlowSeries>,
+    /// Per flow: (packets, bytes) received in the current bin, added to `flow_series` when
+    /// the bin ends (one small contiguous array stays in cache where each flow's own series
+    /// vectors would cost a cache miss per packet with many flows).
+    bin_counts: Vec<(u64, u64)>,
+    /// The flows with a non-zero entry in `bin_counts`.
+    bin_touched: Vec<u32>,
     class_index: [u16; 256],
     /// Whether packet classes can differ within a source (trace replay): then per-class
     /// statistics are accumulated live; otherwise they are merged from the flows' at the end
@@ -528,6 +538,8 @@ impl<'s> Engine<'s> {
             drops: Vec::with_capacity(64),
             flows: (0..n).map(|_| Accumulator::default()).collect(),
             flow_series: vec![FlowSeries::default(); n],
+            bin_counts: vec![(0, 0); n],
+            bin_touched: Vec::new(),
             class_index: [NO_CLASS; 256],
             live_classes: scenario
                 .sources
@@ -1106,18 +1118,15 @@ impl<'s> Engine<'s> {
         if let Some(packet_log) = &mut self.packet_log {
             packet_log.delivered(slot.log, now);
         }
-        while now >= self.bin_end {
-            self.bin_index += 1;
-            self.bin_end = self.bin_end.saturating_add(self.bin);
+        if now >= self.bin_end {
+            self.next_bin(now);
         }
-        let bin = self.bin_index;
-        let series = &mut self.flow_series[s];
-        if bin >= series.bytes.len() {
-            series.bytes.resize(bin + 1, 0);
-            series.packets.resize(bin + 1, 0);
+        let counts = &mut self.bin_counts[s];
+        if counts.0 == 0 {
+            self.bin_touched.push(s as u32);
         }
-        series.bytes[bin] += packet.size as u64;
-        series.packets[bin] += 1;
+        counts.0 += 1;
+        counts.1 += packet.size as u64;
         if slot.measured {
             let delay = now - slot.entry;
             self.flows[s].on_received(packet.size, now, delay);
@@ -1130,6 +1139,32 @@ impl<'s> Engine<'s> {
         }
         if slot.kind == TCP_DATA {
             self.segment_arrives(s, slot.seq, slot.len);
+        }
+    }
+
+    /// Adds the current bin's counts to the flows' series.
+    fn close_bin(&mut self) {
+        let bin = self.bin_index;
+        for &s in &self.bin_touched {
+            let (packets, bytes) = std::mem::take(&mut self.bin_counts[s as usize]);
+            let series = &mut self.flow_series[s as usize];
+            if bin >= series.bytes.len() {
+                series.bytes.resize(bin + 1, 0);
+                series.packets.resize(bin + 1, 0);
+            }
+            series.bytes[bin] += bytes;
+            series.packets[bin] += packets;
+        }
+        self.bin_touched.clear();
+    }
+
+    /// A reception at `now` falls after the current bin: close it and move to `now`'s bin.
+    #[cold]
+    fn next_bin(&mut self, now: TimeNs) {
+        self.close_bin();
+        while now >= self.bin_end {
+            self.bin_index += 1;
+            self.bin_end = self.bin_end.saturating_add(self.bin);
         }
     }
 
@@ -1305,6 +1340,7 @@ impl<'s> Engine<'s> {
 
     fn finish(mut self, replication: u32, stream_seeds: Vec<u64>) -> Result<RawReplication, ScenarioError> {
         let end_time = self.now;
+        self.close_bin();
         let window_end = match self.window_end {
             Some(t) => t,
             None => {
