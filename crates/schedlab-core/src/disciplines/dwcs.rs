@@ -398,7 +398,12 @@ impl DwcsStream {
         } else {
             TimeNs::MAX
         };
-        Precedence::new(self.loss.x_current, self.loss.y_current, deadline, self.head_arrival)
+        Precedence::new(
+            self.loss.x_current,
+            self.loss.y_current,
+            deadline,
+            self.head_arrival,
+        )
     }
 }
 
