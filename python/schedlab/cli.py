@@ -213,7 +213,7 @@ def validate(
 
     s = _load_scenario(scenario)
     try:
-        info = validate_scenario(s)
+        info = validate_scenario(s, flows=as_json)
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(f"{scenario}: {e}" if not str(e).startswith(str(scenario)) else str(e))
         return
@@ -269,16 +269,24 @@ def run(
     from schedlab.scenario import ScenarioError
 
     s = _load_scenario(scenario)
+    try:
+        # The same checks as `validate`, [sweep] and [report] included; the list of flows only
+        # when --packets-flows needs it (with 10^6 flows it is 125 MB of JSON).
+        info = validate_scenario(s, flows=flows is not None)
+    except (schedlab.InputError, ScenarioError) as e:
+        _fail_input(str(e))
+        return
     if flows is not None:
-        known = {source.get("flow", index) for index, source in enumerate(s.data.get("source", []))}
+        known = {flow["flow"] for flow in info["flows"]}
         for flow in flows:
             if flow not in known:
+                listed = sorted(known)
+                more = f" and {len(listed) - 20:,} more" if len(listed) > 20 else ""
                 _fail_input(
                     f"--packets-flows = {packets_flows!r}: flow {flow} is not a flow of {scenario}"
-                    f" (flows: {', '.join(str(f) for f in sorted(known))})"
+                    f" (flows: {', '.join(str(f) for f in listed[:20])}{more})"
                 )
     try:
-        validate_scenario(s)  # the same checks as `validate`, [sweep] and [report] included
         if s.sweep is not None:
             err.print(
                 "note: the scenario has a \\[sweep]; `run` simulates its base values (use `schedlab sweep`).",
@@ -327,11 +335,19 @@ def sweep(
     ci: str = typer.Option("student_t", "--ci", help="Confidence interval: student_t or normal (1.96 sigma/sqrt n)."),
     report: bool = typer.Option(False, "--report", help="Also write report.html and figures."),
     as_json: bool = typer.Option(False, "--json", help="Print the merged table as JSON records."),
+    measure: bool = typer.Option(
+        False,
+        "--measure",
+        help="Run the points on real packets (as `schedlab measure`, one after another; root); "
+        "the simulation of the same sweep goes to OUT/simulation for the side-by-side report.",
+    ),
 ) -> None:
     """Run every point of a scenario's sweep table times every replication, in parallel.
 
     --out must be empty or hold results of the same scenario (run-info.json has its
     fingerprint); --force clears it; --resume reuses the points whose fingerprint matches.
+    --measure runs the points on real packets one after another (network namespaces, root)
+    and the simulation beside them, for a report with both side by side.
 
     Example: schedlab sweep experiments/thesis/fig5_1_5_2_exponential.toml --out out/fig5_1 --report
     """
@@ -340,6 +356,11 @@ def sweep(
 
     if ci not in ("student_t", "normal"):
         _fail_input(f"--ci = {ci!r}: use student_t or normal")
+    if measure:
+        from schedlab import testbed
+
+        if not testbed.can_admin_network():
+            _fail_input("schedlab sweep --measure needs root or CAP_NET_ADMIN (it creates network namespaces)")
     s = _load_scenario(scenario)
     try:
         if s.sweep is None:
@@ -348,7 +369,15 @@ def sweep(
             _fail_input("--resume and --force: choose one (--force clears the finished points)")
         with _interruptible():
             result = run_sweep(
-                s, out_dir, dask=dask, workers=workers, resume=resume, ci=ci, progress=progress_printer(), force=force
+                s,
+                out_dir,
+                dask=dask,
+                workers=workers,
+                resume=resume,
+                ci=ci,
+                progress=progress_printer(),
+                force=force,
+                measure=measure,
             )
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))

@@ -63,11 +63,19 @@ def _finish(process: subprocess.Popen, what: str, timeout: float) -> None:
         raise MeasureError(f"{what} exited with status {process.returncode}: {process.stderr.read().strip()}")
 
 
-def run_traffic(bed: testbed.Testbed, scenario: Path, folder: Path, duration_s: float, replication: int = 0) -> None:
+def run_traffic(
+    bed: testbed.Testbed,
+    scenario: Path,
+    folder: Path,
+    duration_s: float,
+    replication: int = 0,
+    destination: str = testbed.SINK_ADDRESS,
+) -> None:
     """Runs ``schedlab sink`` and ``schedlab gen`` for ``scenario`` in ``bed``; both start
     up, say they are ready, and only then get the shared origin (0.2 s ahead), so slow
-    start-ups cannot make the generator late. Leaves ``sent.csv``, ``received.csv`` and
-    ``gen.json`` in ``folder``."""
+    start-ups cannot make the generator late. Gen sends to ``destination`` (the sink's IPv4
+    address, or :data:`schedlab.testbed.SINK_ADDRESS6` for IPv6). Leaves ``sent.csv``,
+    ``received.csv`` and ``gen.json`` in ``folder``."""
     sent, received, origin = folder / "sent.csv", folder / "received.csv", folder / "origin"
     sink_ready, gen_ready = folder / "sink.ready", folder / "gen.ready"
     for stale in (sent, received, origin, sink_ready, gen_ready):
@@ -82,7 +90,7 @@ def run_traffic(bed: testbed.Testbed, scenario: Path, folder: Path, duration_s: 
     )
     gen = bed.spawn(
         bed.source,
-        [*python, "gen", str(scenario), "--destination", testbed.SINK_ADDRESS, "--port", str(PORT)]
+        [*python, "gen", str(scenario), "--destination", destination, "--port", str(PORT)]
         + ["--port-base", str(PORT_BASE), "--replication", str(replication), "--origin-file", str(origin)]
         + ["--log", str(sent), "--ready", str(gen_ready)],
         **quiet,
@@ -99,7 +107,9 @@ def run_traffic(bed: testbed.Testbed, scenario: Path, folder: Path, duration_s: 
         marker.unlink(missing_ok=True)
 
 
-def _replication(scenario: Path, replication: int, folder: Path, duration_s: float) -> tuple:
+def _replication(
+    scenario: Path, replication: int, folder: Path, duration_s: float, destination: str = testbed.SINK_ADDRESS
+) -> tuple:
     folder.mkdir(parents=True, exist_ok=True)
     stats = folder / "gateway.json"
     stats.unlink(missing_ok=True)
@@ -113,20 +123,44 @@ def _replication(scenario: Path, replication: int, folder: Path, duration_s: flo
             text=True,
         )
         _wait_for(stats, gateway, "the gateway")
-        run_traffic(bed, scenario, folder, duration_s, replication)
+        run_traffic(bed, scenario, folder, duration_s, replication, destination)
         gateway.send_signal(signal.SIGINT)
         _finish(gateway, "the gateway", 5)
     return (replication, str(folder / "sent.csv"), str(folder / "received.csv"), str(stats))
 
 
-def measure_scenario(scenario: Path, out_dir: Path, progress: Callable[[str], None] = lambda _: None) -> dict:
-    """Measures every replication of ``scenario`` into ``out_dir``; returns ``summary.json``."""
+def check(scenario: Path) -> tuple[float, int]:
+    """Checks, before any namespace is built, that ``scenario`` can be measured (valid; one
+    bottleneck; open-loop UDP sources, so a TCP source is refused here; no simulator-only link
+    keys; ``run.duration`` given); returns its duration in seconds and its replications."""
     declared = _declared(scenario)
+    if hasattr(_core, "check_measurable"):
+        _core.check_measurable(str(scenario), PORT_BASE)
     length = declared["run"]["length"]
     if "duration_s" not in length:
         raise MeasureError(f"{scenario}: run.packets: a measured run needs run.duration")
-    duration_s = float(length["duration_s"])
-    replications = int(declared["run"]["replications"])
+    return float(length["duration_s"]), int(declared["run"]["replications"])
+
+
+def measure_replication(
+    scenario: Path, replication: int, out_dir: Path, destination: str = testbed.SINK_ADDRESS
+) -> dict:
+    """Measures one replication of ``scenario`` (checked by :func:`check`) into ``out_dir``
+    (the files of ``schedlab run`` for that replication alone, and its logs in
+    ``replication-N/``); returns its ``summary.json``. ``schedlab sweep --measure`` runs its
+    points this way, one after another. ``destination``: the sink's address gen sends to
+    (IPv4 by default; :data:`schedlab.testbed.SINK_ADDRESS6` sends the same traffic over IPv6)."""
+    duration_s, _ = check(scenario)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run = _replication(scenario, replication, out_dir / f"replication-{replication}", duration_s, destination)
+    _core.write_measured(str(scenario), [run], str(out_dir))
+    return json.loads((out_dir / "summary.json").read_text())
+
+
+def measure_scenario(scenario: Path, out_dir: Path, progress: Callable[[str], None] = lambda _: None) -> dict:
+    """Measures every replication of ``scenario`` into ``out_dir``; returns ``summary.json``.
+    Bad input (including a source that is not open-loop UDP) fails before anything is built."""
+    duration_s, replications = check(scenario)
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = []
     for replication in range(replications):

@@ -38,6 +38,11 @@ def gateway(
         None, "--duration", help="Stop after this many seconds (default: at SIGINT/SIGTERM)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the final stats as JSON on stdout."),
+    pcap_out: Path = typer.Option(
+        None,
+        "--pcap-out",
+        help="Capture every frame sent on EGRESS (pcap, ns timestamps at transmission); complete at exit.",
+    ),
 ) -> None:
     """Forward frames from INGRESS to EGRESS through a scheduler on an emulated bottleneck.
 
@@ -62,6 +67,7 @@ def gateway(
             port_base=port_base,
             stats=str(stats) if stats else None,
             duration_s=duration,
+            pcap_out=str(pcap_out) if pcap_out else None,
         )
     except _core.InputError as e:
         _fail_input(str(e))

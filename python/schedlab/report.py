@@ -97,7 +97,6 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
         return figures
     scenario = Scenario.from_text(meta["scenario"])
     points = {p["point"]: p for p in meta["points"]}
-    overlays = scenario.data.get("report", {}).get("theory", [])
     x_label = scenario.data.get("report", {}).get("x_label", x)
 
     def by_series_and_flow(metric: str, ylabel: str, name: str, title: str, scale: float, with_theory: bool):
@@ -105,7 +104,6 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
         fig, axes = plt.subplots(
             1, len(series_values), figsize=(max(9, 5.5 * len(series_values)), 4.5), sharey=True, squeeze=False
         )
-        styles = ["--", ":", "-.", (0, (5, 1))]
         for ax, s in zip(axes[0], series_values, strict=True):
             frame = table if s is None else table[table[series] == s]
             if frame["flow"].nunique() > MANY_FLOWS:
@@ -128,29 +126,7 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
                         label=_flow_name(rows, flow),
                     )
             if with_theory:
-                for index, overlay in enumerate(overlays):
-                    if s is not None and overlay.get("series") is not None and overlay["series"] != s:
-                        continue
-                    pairs = []
-                    for p in points.values():
-                        if s is not None and p.get(series) != s:
-                            continue
-                        point_scenario = scenario.copy()
-                        for key, value in p.items():
-                            if key != "point":
-                                point_scenario = point_scenario.set(key, value)
-                        value = theory.evaluate(overlay, point_scenario.data, index)
-                        if not math.isnan(value):
-                            pairs.append((p.get(x), value * scale))
-                    pairs.sort()
-                    if pairs:
-                        ax.plot(
-                            [a for a, _ in pairs],
-                            [b for _, b in pairs],
-                            linestyle=styles[index % len(styles)],
-                            color="black",
-                            label=overlay.get("label", overlay["model"]),
-                        )
+                _theory_curves(ax, scenario, points, x, series, s, scale)
             ax.set_xlabel(x_label)
             ax.set_title(title if s is None else f"{title}: {s}")
             ax.grid(True, alpha=0.3)
@@ -183,6 +159,91 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
         ax.legend(fontsize=7)
         figures.append(save_figure(fig, figures_dir, "fairness_vs_x", "Jain's fairness index"))
     return figures
+
+
+def _theory_curves(ax, scenario: Scenario, points: dict, x: str, series: str | None, s, scale: float) -> None:
+    """Draw the scenario's ``[[report.theory]]`` curves of series ``s`` at the sweep's points."""
+    styles = ["--", ":", "-.", (0, (5, 1))]
+    for index, overlay in enumerate(scenario.data.get("report", {}).get("theory", [])):
+        if s is not None and overlay.get("series") is not None and overlay["series"] != s:
+            continue
+        pairs = []
+        for p in points.values():
+            if s is not None and p.get(series) != s:
+                continue
+            point_scenario = scenario.copy()
+            for key, value in p.items():
+                if key != "point":
+                    point_scenario = point_scenario.set(key, value)
+            value = theory.evaluate(overlay, point_scenario.data, index)
+            if not math.isnan(value):
+                pairs.append((p.get(x), value * scale))
+        pairs.sort()
+        if pairs:
+            ax.plot(
+                [a for a, _ in pairs],
+                [b for _, b in pairs],
+                linestyle=styles[index % len(styles)],
+                color="black",
+                label=overlay.get("label", overlay["model"]),
+            )
+
+
+def comparison(measured: pd.DataFrame, simulated: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Simulation and measurement of a measured sweep side by side: one row per point and flow
+    with the mean delay (s) and its 95% CI half-width from each, and measured − simulated."""
+    metrics = ["delay_mean_s", "delay_mean_s_ci95", "delay_p99_s", "throughput_bps", "lost"]
+    columns = [*keys, "flow", *(c for c in ("name",) if c in measured.columns)]
+    left = measured[[c for c in columns + metrics if c in measured.columns]]
+    right = simulated[[c for c in [*keys, "flow"] + metrics if c in simulated.columns]]
+    both = left.merge(right, on=[*keys, "flow"], how="outer", suffixes=("_measured", "_simulated"))
+    both["delay_mean_s_difference"] = both["delay_mean_s_measured"] - both["delay_mean_s_simulated"]
+    return both
+
+
+def comparison_figure(out_dir: Path, meta: dict, measured: pd.DataFrame, simulated: pd.DataFrame) -> Figure | None:
+    """Mean delay per x from the simulation (dashed, squares) and from the measurement (solid,
+    circles) of each flow, 95% CIs, and the scenario's theory curves; one panel per series."""
+    x, series = meta.get("x"), meta.get("series")
+    if measured.empty or simulated.empty or x not in measured.columns or "delay_mean_s" not in measured.columns:
+        return None
+    if measured["flow"].nunique() > MANY_FLOWS:
+        return None
+    scenario = Scenario.from_text(meta["scenario"])
+    points = {p["point"]: p for p in meta["points"]}
+    series_values = _series_values(measured, series)
+    fig, axes = plt.subplots(
+        1, len(series_values), figsize=(max(9, 5.5 * len(series_values)), 4.8), sharey=True, squeeze=False
+    )
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, s in zip(axes[0], series_values, strict=True):
+        for method, table, style, marker in (
+            ("simulation", simulated, "--", "s"),
+            ("measurement", measured, "-", "o"),
+        ):
+            frame = table if s is None or series not in table.columns else table[table[series] == s]
+            for number, (flow, rows) in enumerate(frame.groupby("flow")):
+                rows = rows.sort_values(x)
+                err = rows.get("delay_mean_s_ci95")
+                ax.errorbar(
+                    rows[x],
+                    rows["delay_mean_s"] * 1e3,
+                    yerr=None if err is None else err.fillna(0) * 1e3,
+                    linestyle=style,
+                    marker=marker,
+                    markersize=4,
+                    capsize=3,
+                    color=colours[number % len(colours)],
+                    label=f"{_flow_name(rows, flow)}, {method}",
+                )
+        _theory_curves(ax, scenario, points, x, series, s, 1e3)
+        ax.set_xlabel(scenario.data.get("report", {}).get("x_label", x))
+        title = "Mean delay: simulation and measurement"
+        ax.set_title(title if s is None else f"{title}: {s}", fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("mean delay (ms)")
+    return save_figure(fig, out_dir / "figures", "simulation_vs_measurement", "Mean delay: simulation and measurement")
 
 
 def _complete_bins(ts: pd.DataFrame, summary: dict) -> pd.DataFrame:
@@ -370,6 +431,19 @@ def write_report(out_dir: str | Path) -> Path:
                 prefix=f"{rep.parent.name}_",
                 title_suffix=f" ({rep.parent.name})",
                 figures_dir=out_dir / "figures",
+            )
+        simulation_csv = out_dir / meta.get("simulation", "simulation") / "sweep.csv"
+        if meta.get("method") == "measurement" and simulation_csv.exists() and simulation_csv.stat().st_size > 1:
+            simulated = pd.read_csv(simulation_csv)
+            side_by_side = comparison_figure(out_dir, meta, table, simulated)
+            if side_by_side is not None:
+                figures.insert(0, side_by_side)
+            sections.append(
+                (
+                    "Simulation and measurement side by side (mean delay in s, ±95% CI half-width; see docs/gateway.md"
+                    " for where and why they differ)",
+                    _table_html(comparison(table, simulated, meta.get("swept", [])), meta.get("swept", [])),
+                )
             )
         meta_items = {k: v for k, v in meta.items() if k not in ("scenario", "points")}
         sections.append(

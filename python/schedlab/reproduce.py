@@ -34,7 +34,8 @@ confidence interval, so that derived values (shares, ratios) get an honest inter
 ``compare``
     ``ours`` (a selection, times ``scale``) against ``paper`` (a key of paper_values.csv):
     ``match`` when the paper's value lies within our 95% CI widened by ``tolerance``
-    (relative) or ``tolerance_abs``, or, with ``tolerance_factor = f``, when ours lies
+    (relative) or ``tolerance_abs`` (with ``upper_bound = true``: when ours is at most the
+    paper's value plus that slack, for "fewer than"), or, with ``tolerance_factor = f``, when ours lies
     within [paper/f, paper·f] (for spreads such as confidence intervals); ``statistic =
     "ci95_normal"`` compares the CI half-width 1.96·s/√n itself instead of the mean; otherwise ``trend`` when the optional ``shape`` check
     (below) holds, else ``mismatch``.
@@ -42,13 +43,17 @@ confidence interval, so that derived values (shares, ratios) get an honest inter
     ``ours`` / ``over`` (selections, per replication) against ``paper``, as ``compare``.
 ``order``
     ``items`` (selections) are in ``direction`` ("increasing" or "decreasing") order:
-    ``match`` or ``mismatch``.
+    ``match``; in that order with ties: ``trend``; otherwise ``mismatch``.
 ``shape``
     ``ours`` (a selection without ``x``) along the sweep's x axis is ``increasing``,
     ``decreasing`` or ``flat`` (max/min ≤ 1 + ``tolerance``): ``match`` or ``mismatch``.
 ``below``
     ``ours`` × ``factor`` ≤ ``than``: ``match``; ``ours`` < ``than`` only: ``trend``;
     otherwise ``mismatch`` (e.g. "two orders of magnitude lower": ``factor = 100``).
+``spread``
+    ``ours`` (optionally divided by ``over``, per replication, times ``scale``) at every value
+    of the sweep's x: ``match`` when max − min is at most ``paper`` (+ ``tolerance_abs``),
+    for "the differences are less than …"; otherwise ``mismatch``.
 ``converges``
     for results with ``timeseries = true`` (replication 0 of every point is run again for
     its per-bin throughput, ``table = "series"``): the start of the first bin from which every
@@ -79,8 +84,8 @@ from schedlab.stats import mean_ci95
 #: The papers, in the order of their seeds: (paper id, experiments folder).
 PAPERS = (("zhang", "thesis"), ("wang", "wang"), ("dwcs", "dwcs"), ("ewrr", "ewrr"), ("vd", "vd"))
 VERDICTS = ("match", "trend", "mismatch", "not_expressible")
-CHECKS = ("compare", "ratio", "order", "shape", "below", "converges")
-_RESULT_KEYS = {"id", "title", "scenario", "needs", "quick", "figure", "claim", "note", "timeseries"}
+CHECKS = ("compare", "ratio", "order", "shape", "below", "converges", "spread")
+_RESULT_KEYS = {"id", "title", "scenario", "generator", "needs", "quick", "figure", "claim", "note", "timeseries"}
 _CLAIM_KEYS = {
     "id",
     "statement",
@@ -132,6 +137,8 @@ class Result:
     claims: list[dict]
     note: str = ""
     timeseries: bool = False
+    #: ``file.py:function`` beside ``reproduce.toml`` that generates the result's scenarios.
+    generator: str | None = None
 
     @property
     def status(self) -> str:
@@ -145,9 +152,21 @@ class Result:
             "title": self.title,
             "status": self.status,
             "expressible": self.needs is None,
-            "scenario": None if self.scenario is None else str(self.scenario.relative_to(self.folder.parent)),
+            "scenario": self.scenario_label,
             "claims": len(self.claims),
         }
+
+    @property
+    def scenario_label(self) -> str | None:
+        """The scenario file (relative to ``experiments/``) or the generator that writes them."""
+        if self.generator is not None:
+            return f"{self.folder.name}/{self.generator}"
+        return None if self.scenario is None else str(self.scenario.relative_to(self.folder.parent))
+
+    def generated(self, quick: bool) -> list[tuple[dict, Scenario]]:
+        """The generator's scenarios, each with the values that tell them apart (columns of
+        the result tables, e.g. ``streams``): ``function(quick)`` of ``generator``."""
+        return _generator_function(self.folder, self.generator, "generator")(quick)
 
 
 @dataclass
@@ -210,7 +229,7 @@ def _check_claim(claim: dict, values: dict, where: str) -> None:
         return  # evaluated as not_expressible: nothing else to check
     if check not in CHECKS:
         raise ReproduceError(f"{where}.check = {check!r}: unknown; known: {', '.join(CHECKS)}")
-    if check in ("compare", "ratio", "shape", "below", "converges"):
+    if check in ("compare", "ratio", "shape", "below", "converges", "spread"):
         _check_selection(claim.get("ours"), f"{where}.ours")
     if check == "converges":
         targets = claim.get("targets_bps")
@@ -218,7 +237,7 @@ def _check_claim(claim: dict, values: dict, where: str) -> None:
             raise ReproduceError(f"{where}.targets_bps = {targets!r}: a table flow = bit/s, e.g. {{ 1 = 2.5e6 }}")
         if claim.get("paper") not in values:
             raise ReproduceError(f"{where}.paper = {claim.get('paper')!r}: not a key of paper_values.csv")
-    if check == "ratio":
+    if check == "ratio" or (check == "spread" and "over" in claim):
         _check_selection(claim.get("over"), f"{where}.over")
     if check == "below":
         _check_selection(claim.get("than"), f"{where}.than")
@@ -228,7 +247,7 @@ def _check_claim(claim: dict, values: dict, where: str) -> None:
             raise ReproduceError(f"{where}.items = {items!r}: at least two selections")
         for i, item in enumerate(items):
             _check_selection(item, f"{where}.items[{i}]")
-    if check in ("compare", "ratio"):
+    if check in ("compare", "ratio", "spread"):
         if claim.get("paper") not in values:
             raise ReproduceError(f"{where}.paper = {claim.get('paper')!r}: not a key of paper_values.csv")
     if claim.get("statistic", "mean") not in ("mean", "ci95_normal"):
@@ -261,8 +280,11 @@ def load_paper(paper_id: str, folder: Path) -> Paper:
         seen.add(rid)
         scenario = entry.get("scenario")
         needs = entry.get("needs")
-        if (scenario is None) == (needs is None):
-            raise ReproduceError(f"{where} ({rid}): give exactly one of scenario and needs")
+        generator = entry.get("generator")
+        if sum(v is not None for v in (scenario, needs, generator)) != 1:
+            raise ReproduceError(f"{where} ({rid}): give exactly one of scenario, generator and needs")
+        if generator is not None:
+            _generator_function(folder, generator, f"{where}.generator")
         scenario_path = None
         if scenario is not None:
             scenario_path = folder / scenario
@@ -284,9 +306,32 @@ def load_paper(paper_id: str, folder: Path) -> Paper:
                 list(claims),
                 str(entry.get("note", "")),
                 bool(entry.get("timeseries", False)),
+                generator,
             )
         )
     return paper
+
+
+def _generator_function(folder: Path, generator, where: str) -> Callable:
+    """The function ``name`` of ``folder/file.py`` for ``generator = "file.py:name"``."""
+    import importlib.util
+
+    if not isinstance(generator, str) or not re.fullmatch(r"[A-Za-z0-9_]+\.py:[A-Za-z_][A-Za-z0-9_]*", generator):
+        raise ReproduceError(f'{where} = {generator!r}: must be "file.py:function" (a file beside reproduce.toml)')
+    file, name = generator.split(":")
+    path = folder / file
+    if not path.exists():
+        raise ReproduceError(f"{where} = {generator!r}: no such file in {folder}")
+    spec = importlib.util.spec_from_file_location(f"schedlab_experiments_{folder.name}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - any error in the experiment's code is reported as the registry's
+        raise ReproduceError(f"{where} = {generator!r}: {path} fails to load: {type(e).__name__}: {e}") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise ReproduceError(f"{where} = {generator!r}: {path} has no function {name}")
+    return function
 
 
 def registry(root: Path | None = None) -> list[Paper]:
@@ -323,7 +368,10 @@ def select(papers: list[Paper], paper: str | None, results: list[str], everythin
 def scenario_for(result: Result, quick: bool) -> Scenario:
     """The result's scenario, with its ``quick`` overrides (and at most two replications)
     under ``--quick``."""
-    scenario = Scenario.from_toml(result.scenario)
+    return _shortened(Scenario.from_toml(result.scenario), result, quick)
+
+
+def _shortened(scenario: Scenario, result: Result, quick: bool) -> Scenario:
     if quick:
         for key, value in result.quick.items():
             scenario = scenario.set(key, value)
@@ -353,7 +401,45 @@ def _time_series(scenario: Scenario, run_dir: Path) -> pd.DataFrame:
 
 def _run_key(result: Result, quick: bool) -> str:
     overrides = json.dumps(result.quick, sort_keys=True) if quick else ""
-    return f"{result.scenario}|{overrides}"
+    return f"{result.scenario_label}|{overrides}"
+
+
+@dataclass
+class _Generated:
+    """The sweeps of a generator's scenarios, concatenated, with the values that tell them
+    apart as columns (the shape of :class:`schedlab.sweep.SweepResult` that claims and figures read)."""
+
+    table: pd.DataFrame
+    replications: pd.DataFrame
+    links: pd.DataFrame
+    link_replications: pd.DataFrame
+    failures: list
+
+
+def _run_generated(result: Result, quick: bool, run_root: Path, progress, **sweep_args) -> tuple[Scenario, _Generated]:
+    """Every scenario of ``result``'s generator, each run as a sweep into its own folder of
+    ``run_root`` (named by its values), shortened under ``--quick``."""
+    from schedlab.sweep import run_sweep
+
+    generated = result.generated(quick)
+    if not generated:
+        raise ReproduceError(f"{result.paper} {result.id}: generator {result.generator} returned no scenario")
+    frames: dict[str, list] = {"table": [], "replications": [], "links": [], "link_replications": []}
+    failures = []
+    for index, (values, scenario) in enumerate(generated):
+        scenario = _shortened(scenario, result, quick)
+        label = "_".join(f"{k}{v}" for k, v in values.items()) or f"g{index}"
+        if progress:
+            progress(f"  {result.paper} {result.id}: {label} ({index + 1}/{len(generated)})")
+        sweep = run_sweep(scenario, run_root / label, representative=False, **sweep_args)
+        failures.extend(sweep.failures)
+        for name in frames:
+            frame = getattr(sweep, name).copy()
+            for key, value in values.items():
+                frame[key] = value
+            frames[name].append(frame)
+    joined = {name: pd.concat(parts, ignore_index=True) for name, parts in frames.items()}
+    return generated[0][1], _Generated(failures=failures, **joined)
 
 
 def _selection_values(replications, selection: dict, x_key: str | None) -> pd.Series:
@@ -471,8 +557,8 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
             why = f"ours {stat['value']:.4g} is {'' if within else 'not '}{rule}"
         else:
             slack = (stat["ci95"] or 0.0) + max(tolerance * abs(target), float(claim.get("tolerance_abs", 0.0)))
-            within = abs(stat["value"] - target) <= slack
-            why = f"{target:g} lies {'within' if within else 'outside'} ours {stat['value']:.4g} ± {slack:.3g}"
+            within, rule = _within(stat["value"], target, slack, bool(claim.get("upper_bound")))
+            why = f"ours {stat['value']:.4g} is {'' if within else 'not '}{rule}"
         if within:
             verdict = "match"
         else:
@@ -487,9 +573,11 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
         out["ours"] = {"values": stats}
         means = [s["value"] for s in stats]
         direction = claim.get("direction", "increasing")
-        ok = all((b > a) if direction == "increasing" else (b < a) for a, b in zip(means, means[1:], strict=False))
-        verdict = "match" if ok else "mismatch"
-        why = f"ours {', '.join(f'{m:.4g}' for m in means)}: {'' if ok else 'not '}{direction}"
+        pairs = list(zip(means, means[1:], strict=False))
+        ok = all((b > a) if direction == "increasing" else (b < a) for a, b in pairs)
+        weak = all((b >= a) if direction == "increasing" else (b <= a) for a, b in pairs)
+        verdict = "match" if ok else "trend" if weak else "mismatch"
+        why = f"ours {', '.join(f'{m:.4g}' for m in means)}: {'' if ok else 'not strictly ' if weak else 'not '}{direction}"
     elif check == "shape":
         pairs = _along_x(replications, claim["ours"], x_key)
         out["ours"] = {"x": [p[0] for p in pairs], "values": [p[1] * scale for p in pairs]}
@@ -497,17 +585,24 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
         ok = _shape_holds([p[1] for p in pairs], shape, tolerance)
         verdict = "match" if ok else "mismatch"
         why = f"ours is {'' if ok else 'not '}{shape} along x"
+    elif check == "spread":
+        pairs = []
+        for x, _ in _along_x(replications, claim["ours"], x_key):
+            value = _selection_values(replications, {**claim["ours"], "x": x}, x_key) * scale
+            if "over" in claim:
+                value = value / _selection_values(replications, {**claim["over"], "x": x}, x_key)
+            pairs.append((x, float(value.mean())))
+        spread = max(v for _, v in pairs) - min(v for _, v in pairs)
+        out["ours"] = {"value": spread, "ci95": None, "x": [p[0] for p in pairs], "values": [p[1] for p in pairs]}
+        within, rule = _within(spread, out["paper"]["value"], float(claim.get("tolerance_abs", 0.0)), True)
+        verdict = "match" if within else "mismatch"
+        why = f"ours spread {spread:.4g} (max − min of {', '.join(f'{v:.4g}' for _, v in pairs)}) is {'' if within else 'not '}{rule}"
     elif check == "converges":
         stat = _convergence(replications, claim, x_key)
         out["ours"] = stat
         target = out["paper"]["value"]
         slack = max(tolerance * abs(target), float(claim.get("tolerance_abs", 0.0)))
-        if claim.get("upper_bound"):
-            within = stat["value"] <= target + slack
-            rule = f"at most {target:g} s (+{slack:g})"
-        else:
-            within = abs(stat["value"] - target) <= slack
-            rule = f"{target:g} ± {slack:g} s"
+        within, rule = _within(stat["value"], target, slack, bool(claim.get("upper_bound")), " s")
         verdict = "match" if within else "mismatch"
         why = (
             f"ours converges at {stat['value']:.2g} s (every later bin within ±{stat['band']:.0%} of each class's"
@@ -531,6 +626,14 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
     if verdict != "match" and claim.get("explanation"):
         out["explanation"] = claim["explanation"]
     return out
+
+
+def _within(value: float, target: float, slack: float, upper_bound: bool, unit: str = "") -> tuple[bool, str]:
+    """Whether ``value`` lies within ``target`` ± ``slack`` (``upper_bound``: at most
+    ``target`` + ``slack``), and the rule in words."""
+    if upper_bound:
+        return value <= target + slack, f"at most {target:g}{unit} (+{slack:.3g})"
+    return abs(value - target) <= slack, f"within {target:g} ± {slack:.3g}{unit}"
 
 
 def _convergence(frames, claim: dict, x_key: str | None) -> dict:
@@ -601,7 +704,7 @@ def _write_verdict(outcome: Outcome, quick: bool) -> None:
         "title": r.title,
         "status": r.status,
         "quick": quick,
-        "scenario": None if r.scenario is None else str(r.scenario.relative_to(r.folder.parent)),
+        "scenario": r.scenario_label,
         "note": r.note,
         "error": outcome.error,
         "claims": outcome.claims,
@@ -654,6 +757,21 @@ def reproduce(
             progress(f"{result.paper} {result.id}: {result.title}")
         key = _run_key(result, quick)
         try:
+            if key not in runs and result.generator is not None:
+                stem = result.generator.replace(".py:", "_") + ("_quick" if quick else "")
+                scenario, sweep = _run_generated(
+                    result,
+                    quick,
+                    out_dir / result.paper / "_runs" / stem,
+                    progress,
+                    dask=dask,
+                    workers=workers,
+                    resume=not force,
+                    force=force,
+                )
+                if sweep.failures:
+                    raise ReproduceError(f"{len(sweep.failures)} task(s) failed: {sweep.failures[0]['error']}")
+                runs[key] = (scenario, sweep, pd.DataFrame())
             if key not in runs:
                 scenario = scenario_for(result, quick)
                 run_dir = out_dir / result.paper / "_runs" / (result.scenario.stem + ("_quick" if quick else ""))
@@ -666,6 +784,8 @@ def reproduce(
                 runs[key] = (scenario, sweep, series)
             scenario, sweep, series = runs[key]
             x_key = scenario.sweep.x if scenario.sweep else None
+            if result.generator is not None:
+                x_key = result.figure.get("x")  # a value of the generator's, such as streams
             sweep.table.to_csv(folder / "data.csv", index=False)
             sweep.replications.to_csv(folder / "replications.csv", index=False)
             sweep.links.to_csv(folder / "data_links.csv", index=False)
@@ -735,6 +855,8 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     spec = result.figure
     if not spec or table.empty:
         return None
+    if "group" in spec or "panels" in spec:
+        return _draw_grouped(result, table, folder)
     metric = spec.get("y", "delay_mean_s")
     for name in metric if isinstance(metric, list) else [metric]:
         if name not in table.columns:
@@ -811,6 +933,67 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     ax.grid(True, alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
+    return save_figure(fig, folder, "figure", result.title).png
+
+
+def _draw_grouped(result: Result, table: pd.DataFrame, folder: Path) -> Path | None:
+    """Figures of many flows drawn as the paper draws them (DWCS figures 4, 9, 10): ``y``
+    against ``x``, summed over the flows of each class (``group = "class"``; only for the
+    ``series`` values in ``classes_for`` when given) and in total (``totals = true``), one curve
+    per ``series`` value, one panel per value of ``panels``; ``where``, ``log_y``, ``x_label``,
+    ``y_label`` as for the other figures; ``group_labels = { "0" = "1/80", … }`` names the
+    group curves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from schedlab.report import save_figure
+
+    spec = result.figure
+    metric, x_key, series_key = spec.get("y"), spec.get("x"), spec.get("series")
+    for name in (metric, x_key, series_key, spec.get("panels"), spec.get("group")):
+        if name is not None and name not in table.columns:
+            raise ReproduceError(f"{result.paper} {result.id}: figure names {name!r}, not a column of the results")
+    frame = table
+    for key, value in spec.get("where", {}).items():
+        frame = frame[frame[key] == value]
+    panel_key = spec.get("panels")
+    panels = [(None, frame)] if panel_key is None else list(frame.groupby(panel_key, sort=True))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False)
+    for ax, (panel, rows) in zip(axes[0], panels, strict=True):
+        series_groups = [(None, rows)] if series_key is None else list(rows.groupby(series_key, sort=False))
+        for s_index, (series, srows) in enumerate(series_groups):
+            style = ("-", "--", ":", "-.")[s_index % 4]
+            prefix = "" if series is None else f"{series}: "
+            if spec.get("group") and (series is None or series in spec.get("classes_for", [series])):
+                labels = spec.get("group_labels", {})
+                sums = srows.groupby([spec["group"], x_key])[metric].sum()
+                for group_value in sorted(set(sums.index.get_level_values(0))):
+                    curve = sums.loc[group_value]
+                    label = labels.get(str(group_value), f"{spec['group']} {group_value}")
+                    ax.plot(curve.index, curve.values, linestyle=style, marker="o", markersize=3, label=prefix + label)
+            if spec.get("totals") or not spec.get("group"):
+                total = srows.groupby(x_key)[metric].sum()
+                ax.plot(
+                    total.index,
+                    total.values,
+                    linestyle=style,
+                    color="black" if spec.get("group") else None,
+                    linewidth=2,
+                    marker="s",
+                    markersize=4,
+                    label=prefix + "total",
+                )
+        ax.set_xlabel(spec.get("x_label", x_key))
+        ax.set_ylabel(spec.get("y_label", metric))
+        if spec.get("log_y"):
+            ax.set_yscale("symlog", linthresh=10)
+        ax.grid(True, alpha=0.3)
+        ax.set_title(f"{panel_key} = {panel}" if panel_key else "", fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6, ncol=2)
+    fig.suptitle(f"{result.paper} {result.id}: {result.title}", fontsize=9)
     return save_figure(fig, folder, "figure", result.title).png
 
 

@@ -14,6 +14,13 @@ Output folder layout:
 * ``sweep.json`` — the scenario, the swept keys, the x and series keys, failed points with
   their errors;
 * ``run-info.json`` — the sweep's fingerprint, status and wall time (:mod:`schedlab.outputs`).
+
+With ``measure`` (``schedlab sweep --measure``) every point × replication runs on real packets
+(:mod:`schedlab.measure`), one after another since they share the host, and the same files
+hold the measured results (``sweep.json`` says ``"method": "measurement"``); each task's point
+scenario, logs and gateway stats are kept in ``measured/p0003_r002/``. The simulation of the
+same sweep is written to ``simulation/`` (a sweep folder of its own), so that the report shows
+both side by side.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -98,6 +106,7 @@ def run_sweep(
     progress: Callable[[int, int], None] | None = None,
     representative: bool = True,
     force: bool = False,
+    measure: bool = False,
 ) -> SweepResult:
     """Run every point × replication of ``scenario``; see the module docs for the outputs.
     ``dask`` is a scheduler address (``tcp://host:port``) or None for local processes. A
@@ -106,7 +115,10 @@ def run_sweep(
     every output table into ``representative/`` (time series and delay CDFs for the report).
 
     ``out_dir`` must be empty or hold this sweep's results (:func:`schedlab.outputs.prepare`):
-    ``force`` clears it first; ``resume`` reuses the point files whose fingerprint matches."""
+    ``force`` clears it first; ``resume`` reuses the point files whose fingerprint matches.
+
+    ``measure`` runs the tasks on real packets instead, sequentially (see the module docs);
+    every point is checked for it before the first namespace is built."""
     from schedlab.api import validate_point
     from schedlab.scenario import ScenarioError
 
@@ -120,14 +132,24 @@ def run_sweep(
     texts = {}
     for point in points:
         texts[point.index] = validate_point(point)
-    determined = outputs.determinants({k: v for k, v in scenario.data.items() if k != "report"}, scenario.base_dir)
+    if measure and dask:
+        raise ScenarioError(f"--measure and --dask {dask}: measured points run on this host, one after another")
+    # A measured result is never taken for a simulated one (or the other way round).
+    method = {"method": "measurement"} if measure else {}
+    determined = outputs.determinants(
+        {k: v for k, v in scenario.data.items() if k != "report"}, scenario.base_dir, **method
+    )
     info = outputs.prepare(out_dir, "sweep", determined, force=force, resume=resume)
     (out_dir / "points").mkdir(parents=True, exist_ok=True)
+    point_files = _measured_point_files(points, out_dir) if measure else {}
+    if measure:
+        # The same sweep simulated, for the side-by-side report (seconds; its own folder).
+        simulation = run_sweep(scenario, out_dir / "simulation", workers=workers, resume=True, ci=ci)
     tasks = [(p.index, r) for p in points for r in range(scenario.replications)]
     by_index = {p.index: p for p in points}
     expected = {
         (p, r): outputs.fingerprint(
-            outputs.determinants(by_index[p].scenario.simulation_data(), scenario.base_dir, replication=r)
+            outputs.determinants(by_index[p].scenario.simulation_data(), scenario.base_dir, replication=r, **method)
         )
         for p, r in tasks
     }
@@ -152,7 +174,21 @@ def run_sweep(
             progress(done, len(tasks))
 
     base = str(scenario.base_dir)
-    if dask:
+    if measure:
+        from schedlab.measure import measure_replication
+
+        try:
+            for p, r in todo:
+                try:
+                    summary = measure_replication(point_files[p], r, out_dir / "measured" / f"p{p:04d}_r{r:03d}")
+                except (OSError, RuntimeError, ValueError) as e:
+                    finish((p, r), None, e)
+                else:
+                    finish((p, r), {k: v for k, v in summary.items() if k != "timing"}, None)
+        except KeyboardInterrupt:
+            _interrupted(out_dir, info, done, len(tasks))
+            raise
+    elif dask:
         from distributed import Client
 
         try:
@@ -237,11 +273,18 @@ def run_sweep(
         "points": [{"point": p.index, **p.values} for p in points],
         "replications": scenario.replications,
         "failures": failures,
-        "executor": f"dask {dask}" if dask else "local processes",
+        "executor": "real packets, one task after another"
+        if measure
+        else f"dask {dask}"
+        if dask
+        else "local processes",
         "ci": ci,
+        "method": "measurement" if measure else "simulation",
     }
+    if measure:
+        meta["simulation"] = str(simulation.out_dir.relative_to(out_dir))
     if representative:
-        meta["representative"] = _representative_runs(scenario, points, sweep, out_dir, failed)
+        meta["representative"] = _representative_runs(scenario, points, sweep, out_dir, failed, measured=measure)
     (out_dir / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))
     outputs.finish(out_dir, info, "complete", resumed_tasks=skipped, failed_tasks=len(failures))
     return SweepResult(out_dir, table, replications, failures, skipped, links, link_replications)
@@ -272,9 +315,48 @@ def _finished(out_dir: Path, task: tuple[int, int], fingerprint: str) -> bool:
     return path.exists() and _read_point(path).get("fingerprint") == fingerprint
 
 
-def _representative_runs(scenario: Scenario, points, sweep, out_dir: Path, failed: set) -> list[dict]:
+def _measured_point_files(points, out_dir: Path) -> dict[int, Path]:
+    """Each point's scenario as a file ``measured/p0003.toml`` (what gen and the gateway read),
+    with the files it names made absolute so that they resolve from there; every point is
+    checked for a measured run (:func:`schedlab.measure.check`) before anything runs."""
+    from schedlab.measure import MeasureError, check
+    from schedlab.scenario import ScenarioError
+
+    folder = out_dir / "measured"
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for point in points:
+        data = point.scenario.simulation_data()
+        _absolute_files(data, point.scenario.base_dir)
+        path = folder / f"p{point.index:04d}.toml"
+        path.write_text(Scenario(data, base_dir=point.scenario.base_dir).to_toml())
+        try:
+            check(path)
+        except MeasureError as e:
+            raise ScenarioError(f"sweep point {point.index}: {e}") from None
+        files[point.index] = path
+    return files
+
+
+def _absolute_files(data, base_dir: Path) -> None:
+    """Makes every relative ``file = ...`` value in ``data`` absolute against ``base_dir``."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "file" and isinstance(value, str) and not Path(value).is_absolute():
+                data[key] = str((Path(base_dir) / value).resolve())
+            else:
+                _absolute_files(value, base_dir)
+    elif isinstance(data, list):
+        for item in data:
+            _absolute_files(item, base_dir)
+
+
+def _representative_runs(
+    scenario: Scenario, points, sweep, out_dir: Path, failed: set, measured: bool = False
+) -> list[dict]:
     """Run replication 0 of the point with the largest x in each series again with all output
-    tables (time series, delay CDF) into ``representative/<label>/``, for the report."""
+    tables (time series, delay CDF) into ``representative/<label>/``, for the report; for a
+    measured sweep, copy those tables from that task's measurement instead."""
     from schedlab.api import run_summary
 
     if sweep is None or not points:
@@ -292,7 +374,15 @@ def _representative_runs(scenario: Scenario, points, sweep, out_dir: Path, faile
         label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{key if key is not None else 'all'}_x{point.values.get(sweep.x)}")
         target = out_dir / "representative" / label
         target.mkdir(parents=True, exist_ok=True)
-        run_summary(point.scenario, target, replication=0)
+        if measured:
+            source = out_dir / "measured" / f"p{point.index:04d}_r000"
+            if not (source / "summary.json").exists():
+                continue
+            for table in source.iterdir():
+                if table.is_file():
+                    shutil.copy2(table, target / table.name)
+        else:
+            run_summary(point.scenario, target, replication=0)
         runs.append({"label": label, "point": point.index, **point.values})
     return runs
 

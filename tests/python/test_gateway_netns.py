@@ -58,7 +58,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _start_gateway(bed: testbed.Testbed, config: Path, stats: Path) -> subprocess.Popen:
+def _start_gateway(bed: testbed.Testbed, config: Path, stats: Path, *extra: str) -> subprocess.Popen:
     process = bed.spawn(
         bed.gateway,
         [
@@ -74,6 +74,7 @@ def _start_gateway(bed: testbed.Testbed, config: Path, stats: Path) -> subproces
             "gwout",
             "--stats",
             str(stats),
+            *extra,
         ],
         stderr=subprocess.PIPE,
         text=True,
@@ -111,6 +112,19 @@ def _check_exactly_once(stats: dict) -> None:
     assert sum(f["in_packets"] for f in stats["flows"]) + total["dropped"]["flow_table_full"] == total["in_packets"]
 
 
+def _pcap_records(path: Path) -> list[tuple[int, bytes]]:
+    """(timestamp ns, frame) of every record of a little-endian nanosecond pcap file."""
+    data = path.read_bytes()
+    assert data[:4] == bytes.fromhex("4d3cb2a1"), "a nanosecond-resolution pcap"
+    assert int.from_bytes(data[20:24], "little") == 1, "Ethernet link type"
+    records, at = [], 24
+    while at < len(data):
+        seconds, fraction, captured, _ = (int.from_bytes(data[at + 4 * i : at + 4 * i + 4], "little") for i in range(4))
+        records.append((seconds * 1_000_000_000 + fraction, data[at + 16 : at + 16 + captured]))
+        at += 16 + captured
+    return records
+
+
 def test_exactly_once_under_overload_and_malformed_frames_counted(tmp_path):
     config = _write(
         tmp_path / "fifo.toml",
@@ -133,7 +147,8 @@ def test_exactly_once_under_overload_and_malformed_frames_counted(tmp_path):
                 "s.bind(('198.18.0.2',9000));time.sleep(30)",
             ],
         )
-        gateway = _start_gateway(bed, config, stats)
+        capture = tmp_path / "sent.pcap"
+        gateway = _start_gateway(bed, config, stats, "--pcap-out", str(capture))
         # 2 flows x 1,000 datagrams of 1,000 B payload in 0.5 s: 32 Mbit/s into 2 Mbit/s.
         assert _sender(bed, [5001, 5002], 972, 1000, 0.0005, bad_every=50).wait(timeout=30) == 0
         result = _stop(gateway, stats)
@@ -152,6 +167,17 @@ def test_exactly_once_under_overload_and_malformed_frames_counted(tmp_path):
         "udp 198.18.0.1:5002 > 198.18.0.2:9000",
     }
     assert not testbed.namespaces(bed.prefix)
+    # --pcap-out: every frame the gateway transmitted on gwout, scheduled or passed through,
+    # stamped at transmission; the 1,000-byte IP packets leave 4 ms apart at 2 Mbit/s.
+    records = _pcap_records(capture)
+    assert len(records) == total["sent_packets"] + total["passed_unscheduled"]
+    times = [t for t, _ in records]
+    assert times == sorted(times)
+    udp = [t for t, frame in records if len(frame) == 1014 and frame[23] == 17]
+    assert len(udp) >= 100
+    gaps = sorted(b - a for a, b in zip(udp, udp[1:], strict=False))
+    assert 3_800_000 <= gaps[len(gaps) // 2] <= 4_200_000, gaps[len(gaps) // 2]
+    assert not (tmp_path / "sent.pcap.partial").exists()
 
 
 def test_drr_byte_shares_on_real_packets_follow_the_quanta(tmp_path):

@@ -118,3 +118,97 @@ def test_prefix_must_stay_inside_the_schedlab_namespace_space(monkeypatch):
     monkeypatch.setenv("SCHEDLAB_NETNS_PREFIX", "other-")
     with pytest.raises(testbed.TestbedError, match="must start with 'schedlab-'"):
         testbed.prefix()
+
+
+def test_tcp_source_refused_with_exit_2_before_any_namespace(monkeypatch, tmp_path):
+    monkeypatch.setattr(testbed, "can_admin_network", lambda: True)
+
+    def no_testbed(*args, **kwargs):
+        raise AssertionError("a namespace testbed was built for a scenario that cannot be measured")
+
+    monkeypatch.setattr(testbed, "Testbed", no_testbed)
+    scenario = REPO / "experiments" / "vd" / "fig7_linux_three_tcp.toml"
+    result = CliRunner().invoke(app, ["measure", str(scenario), "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2, result.output
+    assert "transport" in result.output and "tcp" in result.output
+    assert not (tmp_path / "x").exists()
+
+
+def _one_point_sweep(tmp_path: Path, seconds: int) -> Path:
+    """The measured thesis sweep cut to one point (DRR++, λ_BE = 10), one short replication."""
+    text = (REPO / "experiments" / "thesis" / "measure_fig5_1_5_2.toml").read_text()
+    text = text.replace('duration = "30s"', f'duration = "{seconds}s"').replace("replications = 2", "replications = 1")
+    text = text.replace('["drr_plusplus", "drr_plus"]', '["drr_plusplus"]')
+    text = text.replace("[5, 10, 15, 20]", "[10]").replace("[667, 1333, 2000, 2667]", "[1333]")
+    path = tmp_path / "sweep.toml"
+    path.write_text(text)
+    return path
+
+
+@needs_root
+def test_sweep_measure_runs_points_on_real_packets_beside_the_simulation(tmp_path):
+    scenario = _one_point_sweep(tmp_path, 6)
+    prefix = f"schedlab-s{os.getpid()}-"
+    out = tmp_path / "out"
+    result = _cli("sweep", str(scenario), "--measure", "--out", str(out), "--report", env=_env(prefix))
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((out / "sweep.json").read_text())
+    assert meta["method"] == "measurement" and meta["failures"] == []
+    import pandas as pd
+
+    measured, simulated = pd.read_csv(out / "sweep.csv"), pd.read_csv(out / "simulation" / "sweep.csv")
+    assert list(measured["name"]) == ["LC", "BE1", "BE2", "BE3"] == list(simulated["name"])
+    # The same packets were offered to both; the LC delay agrees as the issue asks of measure.
+    assert list(measured["sent"]) == list(simulated["sent"])
+    lc_real, lc_sim = measured["delay_mean_s"][0], simulated["delay_mean_s"][0]
+    assert abs(lc_real - lc_sim) <= 0.2 * lc_sim + 0.002, (lc_real, lc_sim)
+    # The measured task's own results and logs are kept; its gateway accounted for every packet.
+    task = out / "measured" / "p0000_r000"
+    assert json.loads((task / "replication-0" / "gateway.json").read_text())["accounting_ok"] is True
+    report = (out / "report.html").read_text()
+    assert "Simulation and measurement side by side" in report
+    assert (out / "figures" / "simulation_vs_measurement.svg").exists()
+    assert testbed.namespaces(prefix) == []
+
+
+def test_sweep_measure_without_network_admin_exits_2(monkeypatch, tmp_path):
+    monkeypatch.setattr(testbed, "can_admin_network", lambda: False)
+    scenario = REPO / "experiments" / "thesis" / "measure_fig5_1_5_2.toml"
+    result = CliRunner().invoke(app, ["sweep", str(scenario), "--measure", "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2
+    assert "needs root or CAP_NET_ADMIN" in result.output
+    assert not (tmp_path / "x").exists()
+
+
+@needs_root
+def test_ipv6_gen_gateway_sink(tmp_path, monkeypatch):
+    """The thesis point over IPv6: gen sends to the sink's IPv6 address, the gateway schedules
+    by port as over IPv4, the sink logs IPv6 lengths (payload + 48 bytes, the same IP length
+    gen sent: the model's packet size), and the LC delay agrees with the simulation."""
+    from schedlab import measure
+
+    monkeypatch.setenv("SCHEDLAB_NETNS_PREFIX", f"schedlab-v{os.getpid()}-")
+    scenario = _short(tmp_path, 6)
+    real = measure.measure_replication(scenario, 0, tmp_path / "real", destination=testbed.SINK_ADDRESS6)
+    simulated = _cli("run", str(scenario), "--out", str(tmp_path / "sim"), env=dict(os.environ))
+    assert simulated.returncode == 0, simulated.stderr
+    sim = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert [f["sent"] for f in real["flows"]] == [f["sent"] for f in sim["flows"]]
+    received = (tmp_path / "real" / "replication-0" / "received.csv").read_text().splitlines()
+    sent = (tmp_path / "real" / "replication-0" / "sent.csv").read_text().splitlines()
+    assert len(received) > 100
+    # Every datagram's logged size is the same at both ends (IPv6 overhead on both).
+    header = sent[0].split(",")
+    size = header.index("size_bytes")
+    sizes_sent = {tuple(line.split(",")[:2]): line.split(",")[size] for line in sent[1:]}
+    rheader = received[0].split(",")
+    rsize = rheader.index("size_bytes")
+    for line in received[1:]:
+        fields = line.split(",")
+        assert sizes_sent[tuple(fields[:2])] == fields[rsize]
+    gateway = json.loads((tmp_path / "real" / "replication-0" / "gateway.json").read_text())
+    assert gateway["accounting_ok"] is True
+    assert gateway["total"]["sent_packets"] >= len(received) - 1
+    lc_real, lc_sim = real["flows"][0]["delay_mean_s"], sim["flows"][0]["delay_mean_s"]
+    assert abs(lc_real - lc_sim) <= 0.2 * lc_sim + 0.002, (lc_real, lc_sim)
+    assert testbed.namespaces(testbed.prefix()) == []

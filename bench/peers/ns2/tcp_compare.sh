@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# TCP NewReno in schedlab's simulator against ns-2's Agent/TCP/Newreno on the same dumbbell
-# (tcp_dumbbell.tcl beside this script): per-flow goodput and retransmissions, and the wall
-# time of both on the same number of flows.
+# TCP in schedlab's simulator against ns-2 on the same dumbbell (tcp_dumbbell.tcl beside this
+# script): NewReno against Agent/TCP/Newreno and SACK against Agent/TCP/Sack1; per-flow goodput
+# and retransmissions, and the wall time of both on the same number of flows. Ends with a check
+# that each flow's mean goodput over the start phases agrees within TOLERANCE (exit 1 if not).
 #
 # usage: bench/peers/ns2/tcp_compare.sh [OUT.csv]        (default: stdout)
-# env:   DURATION=60 (s simulated), WARMUP=10, RATE=10 (Mbit/s), BUFFER=50 (packets)
+# env:   DURATION=60 (s simulated), WARMUP=10, RATE=10 (Mbit/s), BUFFER=50 (packets),
+#        PHASES=4 (runs per case: flow i > 0 starts at i·phase·0.1387 s, phase = 0..PHASES-1, so
+#        that drop-tail phase effects average out), VARIANTS="newreno sack", TOLERANCE=0.25
 # Cases: four flows with equal RTTs (access delays 10 ms), two flows with RTTs of about 32 and
-# 212 ms (access delays 5 and 105 ms). Both simulators: 1000-byte packets (schedlab: mss 960
-# + 40 header bytes), initial window 2, minimum RTO 200 ms, unlimited advertised window, an
-# ACK per segment over the reverse links, DropTail FIFO of BUFFER packets at the bottleneck.
-# Goodput is compared on payload: ns-2's acknowledged segments × 960 bytes.
-# stdout: case,flow,simulator,goodput_bps,retransmissions,timeouts,wall_s,packets
+# 232 ms (access delays 5 and 105 ms). Both simulators: 1000-byte segments plus 40 header bytes
+# (1040 on the wire, as ns-2 sends them), initial window 2, minimum RTO 200 ms, initial RTO 3 s,
+# unlimited advertised window, an ACK per segment over the reverse links, DropTail FIFO of
+# BUFFER packets at the bottleneck. Goodput counts payload bytes.
+# stdout: case,variant,phase,flow,simulator,goodput_bps,retransmissions,timeouts,wall_s,packets
+# stderr: the check, one line per case × variant × flow.
 # Installs `ns2` if missing (Debian); builds schedlab's run_scenario example.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,6 +26,9 @@ duration=${DURATION:-60}
 warmup=${WARMUP:-10}
 rate=${RATE:-10}
 buffer=${BUFFER:-50}
+phases=${PHASES:-4}
+variants=${VARIANTS:-newreno sack}
+tolerance=${TOLERANCE:-0.25}
 out=${1:-/dev/stdout}
 
 need_apt ns2 /usr/bin/ns
@@ -30,11 +37,13 @@ runner="$root/target/release/examples/run_scenario"
 work=$(mktemp -d /tmp/schedlab-peers-ns2-tcp.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# The schedlab scenario of the dumbbell with access delays $1 (comma list, ms).
+# The schedlab scenario of the dumbbell with access delays $1 (comma list, ms), variant $2 and
+# start times $3 (comma list, s).
 scenario() {
-    python3 - "$1" "$duration" "$warmup" "$rate" "$buffer" <<'PY'
+    python3 - "$1" "$2" "$3" "$duration" "$warmup" "$rate" "$buffer" <<'PY'
 import sys
-delays, duration, warmup, rate, buffer = sys.argv[1].split(","), *sys.argv[2:]
+delays, variant, starts = sys.argv[1].split(","), sys.argv[2], sys.argv[3].split(",")
+duration, warmup, rate, buffer = sys.argv[4:]
 out = [f'[run]\nduration = "{duration}s"\nwarmup = "{warmup}s"\nseed = 1\nbin = "1s"\n']
 link = lambda name, r, d, extra="": out.append(f'[[link]]\nname = "{name}"\nrate = "{r}"\ndelay = "{d}ms"\n{extra}')
 link("bottleneck", f"{rate}Mbit", 10, f"buffer_packets = {buffer}\n")
@@ -47,7 +56,9 @@ for i, d in enumerate(delays):
 for i in range(len(delays)):
     out.append(
         f'[[source]]\nflow = {i}\npath = ["access{i}", "bottleneck", "exit{i}"]\n'
-        f'transport = {{ kind = "tcp", mss = 960, header = 40, initial_window = 2, min_rto = "200ms", initial_rto = "3s" }}\n'
+        f'start = "{float(starts[i]) * 1e3:.1f}ms"\n'
+        f'transport = {{ kind = "tcp", variant = "{variant}", mss = 1000, header = 40, '
+        f'initial_window = 2, min_rto = "200ms", initial_rto = "3s" }}\n'
         f'arrivals = {{ model = "bulk" }}\n'
         f'ack_path = ["exit_back{i}", "bottleneck_back", "access_back{i}"]\n'
     )
@@ -55,25 +66,58 @@ print("".join(out))
 PY
 }
 
-echo "case,flow,simulator,goodput_bps,retransmissions,timeouts,wall_s,packets" >"$out"
-for case in "equal_rtt:10,10,10,10" "rtt_32_212:5,105"; do
-    name=${case%%:*}
-    delays=${case#*:}
-    start=$(date +%s.%N)
-    ns "$here/tcp_dumbbell.tcl" delays="$delays" rate="$rate" buffer="$buffer" \
-        duration="$duration" warmup="$warmup" seed=1 >"$work/ns2.txt"
-    ns_wall=$(echo "$(date +%s.%N) - $start" | bc)
-    ns_bytes=$(sed -n 's/^SUMMARY bytes=\([0-9]*\).*/\1/p' "$work/ns2.txt")
-    sed -n 's/^FLOW \([0-9]*\) goodput_bps=\([0-9.]*\) retransmissions=\([0-9]*\) timeouts=\([0-9]*\)/\1 \2 \3 \4/p' \
-        "$work/ns2.txt" | while read -r flow goodput rexmit timeouts; do
-        echo "$name,$flow,ns2,$(echo "$goodput * 0.96" | bc),$rexmit,$timeouts,$ns_wall,$((ns_bytes / 1000))" >>"$out"
-    done
-    scenario "$delays" >"$work/scenario.toml"
-    start=$(date +%s.%N)
-    "$runner" "$work/scenario.toml" "$work/schedlab" >"$work/schedlab.txt"
-    sl_wall=$(echo "$(date +%s.%N) - $start" | bc)
-    sl_packets=$(python3 -c "import json; print(json.load(open('$work/schedlab/summary.json'))['run']['packets'])")
-    tail -n +2 "$work/schedlab/tcp_flows.csv" | while IFS=, read -r _ flow _ goodput _ _ rexmit _ timeouts _; do
-        echo "$name,$flow,schedlab,$goodput,$rexmit,$timeouts,$sl_wall,$sl_packets" >>"$out"
+header="case,variant,phase,flow,simulator,goodput_bps,retransmissions,timeouts,wall_s,packets"
+echo "$header" >"$work/all.csv"
+for variant in $variants; do
+    for case in "equal_rtt:10,10,10,10" "rtt_32_232:5,105"; do
+        name=${case%%:*}
+        delays=${case#*:}
+        flows=$(echo "$delays" | tr ',' '\n' | wc -l)
+        for ((phase = 0; phase < phases; phase++)); do
+            starts=$(python3 -c "print(','.join(str(round(i * $phase * 0.1387, 4)) for i in range($flows)))")
+            echo "tcp_compare: $variant $name phase $phase" >&2
+            start=$(date +%s.%N)
+            ns "$here/tcp_dumbbell.tcl" delays="$delays" rate="$rate" buffer="$buffer" \
+                duration="$duration" warmup="$warmup" seed=1 variant="$variant" starts="$starts" \
+                >"$work/ns2.txt"
+            ns_wall=$(echo "$(date +%s.%N) - $start" | bc)
+            ns_bytes=$(sed -n 's/^SUMMARY bytes=\([0-9]*\).*/\1/p' "$work/ns2.txt")
+            sed -n 's/^FLOW \([0-9]*\) goodput_bps=\([0-9.]*\) retransmissions=\([0-9]*\) timeouts=\([0-9]*\)/\1 \2 \3 \4/p' \
+                "$work/ns2.txt" | while read -r flow goodput rexmit timeouts; do
+                echo "$name,$variant,$phase,$flow,ns2,$goodput,$rexmit,$timeouts,$ns_wall,$((ns_bytes / 1040))" >>"$work/all.csv"
+            done
+            scenario "$delays" "$variant" "$starts" >"$work/scenario.toml"
+            start=$(date +%s.%N)
+            "$runner" "$work/scenario.toml" "$work/schedlab" >"$work/schedlab.txt"
+            sl_wall=$(echo "$(date +%s.%N) - $start" | bc)
+            sl_packets=$(python3 -c "import json; print(json.load(open('$work/schedlab/summary.json'))['run']['packets'])")
+            tail -n +2 "$work/schedlab/tcp_flows.csv" | while IFS=, read -r _ flow _ goodput _ _ rexmit _ timeouts _; do
+                echo "$name,$variant,$phase,$flow,schedlab,$goodput,$rexmit,$timeouts,$sl_wall,$sl_packets" >>"$work/all.csv"
+            done
+            rm -rf "$work/schedlab"
+        done
     done
 done
+cp "$work/all.csv" "$out"
+# The check: per case, variant and flow, the mean goodput over the phases.
+python3 - "$work/all.csv" "$tolerance" <<'PY'
+import csv, sys
+from collections import defaultdict
+rows, tolerance = list(csv.DictReader(open(sys.argv[1]))), float(sys.argv[2])
+mean = defaultdict(list)
+for r in rows:
+    mean[(r["case"], r["variant"], int(r["flow"]), r["simulator"])].append(float(r["goodput_bps"]))
+failed = 0
+for (case, variant, flow, simulator), values in sorted(mean.items()):
+    if simulator != "ns2":
+        continue
+    ns2 = sum(values) / len(values)
+    ours = mean[(case, variant, flow, "schedlab")]
+    ours = sum(ours) / len(ours)
+    ratio = ours / ns2
+    ok = abs(ratio - 1) <= tolerance
+    failed += not ok
+    print(f"check {case} {variant} flow {flow}: ns-2 {ns2 / 1e6:.3f} Mbit/s, schedlab {ours / 1e6:.3f}, "
+          f"ratio {ratio:.3f} {'ok' if ok else 'OUTSIDE'} ±{tolerance:.0%}", file=sys.stderr)
+sys.exit(1 if failed else 0)
+PY

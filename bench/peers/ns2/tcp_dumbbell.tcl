@@ -4,17 +4,23 @@
 #   flow i: source node i --access (100 Mbit/s, delay d_i, DropTail)--> router
 #   router --bottleneck (RATE, 10 ms, DropTail, BUFFER packets)--> sink router --> sink i
 #
-# Each flow is an FTP application over Agent/TCP/Newreno with 1000-byte packets, initial window
-# 2, minimum RTO 200 ms and an unlimited advertised window, into an Agent/TCPSink (one ACK per
-# segment); ACKs return over the duplex links. One-way access delays d_i are given as a comma
+# Each flow is an FTP application over Agent/TCP/Newreno into an Agent/TCPSink
+# (`variant=newreno`) or over Agent/TCP/Sack1 into an Agent/TCPSink/Sack1 (`variant=sack`), with
+# 1000-byte packets, initial window 2, minimum RTO 200 ms and an unlimited advertised window (one
+# ACK per segment); ACKs return over the duplex links. One-way access delays d_i are given as a comma
 # list of milliseconds (`delays=5,45` gives RTTs of about 32 and 112 ms).
 #
-# usage: ns tcp_dumbbell.tcl delays=10,10 rate=10 buffer=50 duration=60 warmup=10 seed=1
+# Flow i's application starts at the i-th of the comma list `starts` (seconds; missing: 0).
+# Packets on the wire are packetSize_ + 40 header bytes (ns-2's useHeaders_): 1040 bytes; an
+# ACK is 40 bytes; each connection opens with a 40-byte SYN (syn_ true).
+#
+# usage: ns tcp_dumbbell.tcl delays=10,10 rate=10 buffer=50 duration=60 warmup=10 seed=1 \
+#            variant=newreno starts=0,0.25
 # stdout: one line per flow "FLOW i goodput_bps=.. retransmissions=.. timeouts=.."
-# (goodput: bytes acknowledged between warmup and duration, per second), then
+# (goodput: payload bytes acknowledged between warmup and duration, per second), then
 # "SUMMARY packets=.. " (data packets the sinks received).
 
-array set opt {delays 10,10 rate 10 buffer 50 duration 60 warmup 10 seed 1}
+array set opt {delays 10,10 rate 10 buffer 50 duration 60 warmup 10 seed 1 variant newreno starts 0}
 foreach arg $argv {
     lassign [split $arg =] key value
     if {![info exists opt($key)] || $value eq ""} {
@@ -23,7 +29,16 @@ foreach arg $argv {
     }
     set opt($key) $value
 }
+switch -- $opt(variant) {
+    newreno { set agent Agent/TCP/Newreno; set sink_agent Agent/TCPSink }
+    sack { set agent Agent/TCP/Sack1; set sink_agent Agent/TCPSink/Sack1 }
+    default {
+        puts stderr "tcp_dumbbell.tcl: variant=$opt(variant): must be newreno or sack"
+        exit 2
+    }
+}
 set delays [split $opt(delays) ,]
+set starts [split $opt(starts) ,]
 set flows [llength $delays]
 
 set ns [new Simulator]
@@ -46,15 +61,19 @@ for {set i 0} {$i < $flows} {incr i} {
     $ns duplex-link $right $dst($i) 100Mb 1ms DropTail
     $ns queue-limit $src($i) $left 100000
     $ns queue-limit $left $src($i) 100000
-    set tcp($i) [new Agent/TCP/Newreno]
+    set tcp($i) [new $agent]
     $tcp($i) set fid_ $i
-    set sink($i) [new Agent/TCPSink]
+    set sink($i) [new $sink_agent]
     $ns attach-agent $src($i) $tcp($i)
     $ns attach-agent $dst($i) $sink($i)
     $ns connect $tcp($i) $sink($i)
     set ftp($i) [new Application/FTP]
     $ftp($i) attach-agent $tcp($i)
-    $ns at 0.0 "$ftp($i) start"
+    set start [lindex $starts $i]
+    if {$start eq ""} {
+        set start 0.0
+    }
+    $ns at $start "$ftp($i) start"
 }
 
 proc snapshot {name} {
@@ -72,8 +91,7 @@ proc finish {} {
     set window [expr {$opt(duration) - $opt(warmup)}]
     set packets 0
     for {set i 0} {$i < $flows} {incr i} {
-        # ack_ counts segments of packetSize_ bytes; goodput counts their payload as ns-2 sends
-        # it (the whole 1000-byte packet; schedlab's comparison scales by 960/1000).
+        # ack_ counts segments of packetSize_ (1000) payload bytes.
         set segments [expr {$acked(end,$i) - $acked(warm,$i)}]
         puts [format "FLOW %d goodput_bps=%.1f retransmissions=%d timeouts=%d" $i \
             [expr {$segments * 1000 * 8.0 / $window}] \

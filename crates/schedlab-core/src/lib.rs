@@ -30,6 +30,7 @@ pub mod packet;
 pub mod pool;
 pub mod queues;
 pub mod registry;
+pub mod round_robin;
 pub mod scheduler;
 pub mod stage;
 pub mod tagged_queues;

@@ -3,13 +3,16 @@
 //!
 //! * **gen** sends every packet of the scenario's schedule at `origin + time` (an absolute
 //!   `CLOCK_MONOTONIC` instant shared with the sink): `clock_nanosleep` to 50 µs before the
-//!   send time, then a busy wait. Each source sends from its own UDP socket bound to port
+//!   send time, then a busy wait; the packets of a source that are due together (a burst, or a
+//!   backlog after a late wake-up) leave with one `sendmmsg` call (up to 64). Each source sends from its own UDP socket bound to port
 //!   `port_base + flow`, so the gateway can classify by port. Fragmentation is left to the
 //!   kernel (`IP_PMTUDISC_DONT`): a datagram larger than the path MTU leaves as IP fragments,
 //!   as the thesis's 15–17 kB MPEG frames did. Sends never block: a packet that the kernel
 //!   refuses (socket buffer full, no buffer) is counted as a send error and not logged as sent.
-//! * **sink** receives with `recvmmsg` (64 datagrams per call, 8 MiB socket buffer), stamps
-//!   each with `CLOCK_MONOTONIC` relative to the same origin, and logs it.
+//! * **sink** receives IPv4 and IPv6 on one dual-stack socket (`[::]:port`; IPv4 only where
+//!   the host has no IPv6) with `recvmmsg` (64 datagrams per call, 8 MiB socket buffer), stamps
+//!   each with `CLOCK_MONOTONIC` relative to the same origin, and logs it with its IP length
+//!   (UDP payload + 28 bytes over IPv4, + 48 over IPv6, told apart by the sender's address).
 //!
 //! Both stop at their end time or on SIGINT/SIGTERM (within 50 ms), and write their log
 //! through a temporary file and a rename.
@@ -149,6 +152,31 @@ fn wait_until(target: TimeNs) -> bool {
     }
 }
 
+/// Sends the datagrams of `iovecs` on the connected `socket` with `sendmmsg` (retried after a
+/// partial send or EINTR); returns how many the kernel took before it refused one (a full
+/// socket buffer: the rest of the burst is a send error, never a stall).
+fn send_burst(socket: &UdpSocket, iovecs: &mut [libc::iovec]) -> usize {
+    let mut messages = message_headers(iovecs);
+    let mut taken = 0;
+    while taken < messages.len() {
+        // SAFETY: the messages from `taken` on are valid and point to live buffers.
+        let rc = unsafe {
+            libc::sendmmsg(
+                socket.as_raw_fd(),
+                messages[taken..].as_mut_ptr(),
+                (messages.len() - taken) as u32,
+                0,
+            )
+        };
+        if rc > 0 {
+            taken += rc as usize;
+        } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    taken
+}
+
 /// Runs the generator; returns its report (per source: packets, bytes, requested and achieved
 /// rate, send lateness, send errors).
 pub fn generate(options: &GenOptions) -> Result<Value, GatewayError> {
@@ -226,31 +254,60 @@ pub fn generate(options: &GenOptions) -> Result<Value, GatewayError> {
     let n = scenario.sources.len();
     let mut log: Vec<SentPacket> = Vec::new();
     let mut errors = vec![0u64; n];
-    let mut payload = vec![0u8; MAX_PAYLOAD];
-    for packet in schedule {
-        if !wait_until(origin + packet.time) {
+    // A burst: the packets of one source due at the same instant (or already due when the
+    // first of them leaves), sent with one sendmmsg call, at most BURST.
+    const BURST: usize = 64;
+    let mut payloads = vec![vec![0u8; MAX_PAYLOAD]; BURST];
+    let mut burst = Vec::with_capacity(BURST);
+    let mut schedule = schedule.peekable();
+    while let Some(first) = schedule.next() {
+        if !wait_until(origin + first.time) {
             break;
         }
         let sent = monotonic_ns().saturating_sub(origin);
-        let length = (packet.size.saturating_sub(overhead) as usize).clamp(HEADER_BYTES, MAX_PAYLOAD);
-        Header {
-            source: packet.source,
-            sequence: packet.sequence,
-            sent,
+        burst.clear();
+        burst.push(first);
+        while burst.len() < BURST {
+            match schedule.peek() {
+                Some(next) if next.source == first.source && next.time <= sent => {
+                    burst.push(schedule.next().expect("peeked"));
+                }
+                _ => break,
+            }
         }
-        .write(&mut payload[..length]);
-        let socket = sockets[packet.source as usize]
-            .as_ref()
-            .expect("a socket per scheduled source");
-        match socket.send(&payload[..length]) {
-            Ok(_) => log.push(SentPacket {
+        let mut iovecs: [libc::iovec; BURST] = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; BURST];
+        for ((packet, payload), iovec) in burst.iter().zip(payloads.iter_mut()).zip(iovecs.iter_mut()) {
+            let length = (packet.size.saturating_sub(overhead) as usize).clamp(HEADER_BYTES, MAX_PAYLOAD);
+            Header {
                 source: packet.source,
                 sequence: packet.sequence,
-                scheduled: packet.time,
                 sent,
-                size: length as u32 + overhead,
-            }),
-            Err(_) => errors[packet.source as usize] += 1,
+            }
+            .write(&mut payload[..length]);
+            *iovec = libc::iovec {
+                iov_base: payload.as_mut_ptr() as *mut libc::c_void,
+                iov_len: length,
+            };
+        }
+        let socket = sockets[first.source as usize]
+            .as_ref()
+            .expect("a socket per scheduled source");
+        let taken = send_burst(socket, &mut iovecs[..burst.len()]);
+        for (index, (packet, iovec)) in burst.iter().zip(&iovecs).enumerate() {
+            if index < taken {
+                log.push(SentPacket {
+                    source: packet.source,
+                    sequence: packet.sequence,
+                    scheduled: packet.time,
+                    sent,
+                    size: iovec.iov_len as u32 + overhead,
+                });
+            } else {
+                errors[packet.source as usize] += 1;
+            }
         }
     }
     if let Some(path) = &options.log {
@@ -286,7 +343,7 @@ pub fn generate(options: &GenOptions) -> Result<Value, GatewayError> {
 /// What `schedlab sink` receives.
 #[derive(Clone, Debug)]
 pub struct SinkOptions {
-    /// UDP port to listen on (all IPv4 addresses).
+    /// UDP port to listen on (every IPv6 and IPv4 address).
     pub port: u16,
     /// Time 0, as given to gen.
     pub origin: Origin,
@@ -300,7 +357,9 @@ pub struct SinkOptions {
 
 /// Runs the sink; returns a short report (datagrams received, foreign datagrams ignored).
 pub fn sink(options: &SinkOptions) -> Result<Value, GatewayError> {
-    let socket = UdpSocket::bind(SocketAddr::new("0.0.0.0".parse().expect("address"), options.port))
+    // Dual stack (IPv4 arrives as v4-mapped IPv6 addresses); IPv4 alone without IPv6.
+    let socket = UdpSocket::bind(SocketAddr::new("::".parse().expect("address"), options.port))
+        .or_else(|_| UdpSocket::bind(SocketAddr::new("0.0.0.0".parse().expect("address"), options.port)))
         .map_err(|e| io_error(&format!("binding UDP port {}", options.port), e))?;
     set_int_option(&socket, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20);
     socket
@@ -317,6 +376,19 @@ pub fn sink(options: &SinkOptions) -> Result<Value, GatewayError> {
     let mut buffers = vec![vec![0u8; 65_536]; BATCH];
     let mut log: Vec<ReceivedPacket> = Vec::new();
     let mut foreign = 0u64;
+    let mut iovecs: Vec<libc::iovec> = buffers
+        .iter_mut()
+        .map(|b| libc::iovec {
+            iov_base: b.as_mut_ptr() as *mut libc::c_void,
+            iov_len: b.len(),
+        })
+        .collect();
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut senders: Vec<libc::sockaddr_storage> = vec![unsafe { std::mem::zeroed() }; BATCH];
+    let mut messages = message_headers(&mut iovecs);
+    for (message, sender) in messages.iter_mut().zip(senders.iter_mut()) {
+        message.msg_hdr.msg_name = sender as *mut libc::sockaddr_storage as *mut libc::c_void;
+    }
     loop {
         if STOP.load(Ordering::Relaxed) {
             break;
@@ -324,15 +396,11 @@ pub fn sink(options: &SinkOptions) -> Result<Value, GatewayError> {
         if options.until.is_some_and(|u| monotonic_ns() >= origin + u) {
             break;
         }
-        let mut iovecs: Vec<libc::iovec> = buffers
-            .iter_mut()
-            .map(|b| libc::iovec {
-                iov_base: b.as_mut_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        let mut messages = message_headers(&mut iovecs);
-        // SAFETY: BATCH valid messages; blocks at most the socket's 50 ms receive timeout.
+        for message in messages.iter_mut() {
+            message.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        }
+        // SAFETY: BATCH valid messages whose buffers and address slots live as long as the
+        // loop; blocks at most the socket's 50 ms receive timeout.
         let count = unsafe {
             libc::recvmmsg(
                 socket.as_raw_fd(),
@@ -346,15 +414,20 @@ pub fn sink(options: &SinkOptions) -> Result<Value, GatewayError> {
         if count <= 0 {
             continue;
         }
-        for (message, buffer) in messages.iter().zip(&buffers).take(count as usize) {
+        for ((message, buffer), sender) in messages.iter().zip(&buffers).zip(&senders).take(count as usize) {
             let length = message.msg_len as usize;
+            let overhead = if over_ipv6(sender) {
+                IPV6_UDP_OVERHEAD
+            } else {
+                IPV4_UDP_OVERHEAD
+            };
             match Header::read(&buffer[..length]) {
                 Some(header) => log.push(ReceivedPacket {
                     source: header.source,
                     sequence: header.sequence,
                     sent: header.sent,
                     received: now,
-                    size: length as u32 + IPV4_UDP_OVERHEAD,
+                    size: length as u32 + overhead,
                 }),
                 None => foreign += 1,
             }
@@ -363,4 +436,16 @@ pub fn sink(options: &SinkOptions) -> Result<Value, GatewayError> {
     write_atomically(&options.log, &received_csv(&log))
         .map_err(|e| io_error(&options.log.display().to_string(), e))?;
     Ok(json!({ "received": log.len(), "foreign": foreign }))
+}
+
+/// Whether a datagram from `sender` came over IPv6: an IPv6 address that is not a v4-mapped
+/// one (`::ffff:a.b.c.d`, how a dual-stack socket reports IPv4 senders).
+fn over_ipv6(sender: &libc::sockaddr_storage) -> bool {
+    if sender.ss_family as i32 != libc::AF_INET6 {
+        return false;
+    }
+    // SAFETY: the family says the storage holds a sockaddr_in6.
+    let address = unsafe { &*(sender as *const libc::sockaddr_storage as *const libc::sockaddr_in6) };
+    let bytes = address.sin6_addr.s6_addr;
+    !(bytes[..10].iter().all(|&b| b == 0) && bytes[10] == 0xff && bytes[11] == 0xff)
 }

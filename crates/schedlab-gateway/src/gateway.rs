@@ -231,6 +231,13 @@ pub fn bottleneck(scenario: &Scenario) -> Result<usize, ConfigError> {
                 "measured runs send open-loop UDP traffic only; TCP sources run in the simulator",
             ));
         }
+        if source.lateness.is_some() {
+            return Err(ConfigError::new(
+                format!("source[{index}].lateness"),
+                "{ … }",
+                "the lateness measure needs each packet's service start on the first link, which only the simulator knows; run the scenario with schedlab run",
+            ));
+        }
         let last = *source.path.last().ok_or_else(|| {
             ConfigError::new(
                 format!("source[{index}].path"),

@@ -32,6 +32,7 @@ use schedlab_core::TimeNs;
 use schedlab_sim::{InputError, ReplayConfig};
 
 use crate::gateway::{build, build_from_scenario, Departure, Gateway, Ingress};
+use crate::pcap::CaptureWriter;
 
 /// Reads and validates a scenario file (errors name the file and line).
 pub fn load_scenario(path: &Path) -> Result<schedlab_sim::Scenario, InputError> {
@@ -404,6 +405,18 @@ pub struct GatewayOptions {
     pub stats: Option<PathBuf>,
     /// Stop after this long, ns (none: until SIGINT/SIGTERM).
     pub duration: Option<TimeNs>,
+    /// Capture every frame transmitted on the egress interface (scheduled and passed through)
+    /// into this pcap file, timestamped at transmission ([`crate::pcap::CaptureWriter`]).
+    pub pcap_out: Option<PathBuf>,
+}
+
+/// The wall-clock time (ns since the Unix epoch) minus the monotonic clock: added to a
+/// monotonic time it gives the wall-clock time of a capture record.
+fn wall_clock_offset() -> u128 {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    wall.saturating_sub(monotonic_ns() as u128)
 }
 
 /// Writes `text` to `path` through a temporary file and a rename, so that a reader never
@@ -449,6 +462,10 @@ pub fn run(options: &GatewayOptions) -> Result<serde_json::Value, GatewayError> 
     }
     let mut inside = PacketSocket::open(&options.ingress)?;
     let mut outside = PacketSocket::open(&options.egress)?;
+    let mut capture = match &options.pcap_out {
+        Some(path) => Some(CaptureWriter::create(path, wall_clock_offset())?),
+        None => None,
+    };
     let _signals = SignalGuard::install();
     // Let timed sleeps end on time instead of up to 50 us late.
     // SAFETY: prctl with an integer argument.
@@ -477,6 +494,11 @@ pub fn run(options: &GatewayOptions) -> Result<serde_json::Value, GatewayError> 
                 gateway.on_capture_truncated();
             } else if gateway.on_ingress(frame, now) == Ingress::PassThrough {
                 outside.send(&[frame], &mut reverse_sent);
+                if let Some(capture) = capture.as_mut() {
+                    if reverse_sent.first() == Some(&true) {
+                        capture.record(frame, origin + now);
+                    }
+                }
             }
         });
         work += outside.receive(BATCH, |frame, _| {
@@ -494,6 +516,13 @@ pub fn run(options: &GatewayOptions) -> Result<serde_json::Value, GatewayError> 
             let frames: Vec<&[u8]> = due.iter().map(|d| gateway.frame(d.slot)).collect();
             outside.send(&frames, &mut sent);
             let now = clock();
+            if let Some(capture) = capture.as_mut() {
+                for (frame, ok) in frames.iter().zip(&sent) {
+                    if *ok {
+                        capture.record(frame, origin + now);
+                    }
+                }
+            }
             for (departure, ok) in due.iter().zip(&sent) {
                 gateway.complete(*departure, *ok, now);
             }
@@ -537,5 +566,8 @@ pub fn run(options: &GatewayOptions) -> Result<serde_json::Value, GatewayError> 
     }
     let uptime = clock();
     write_stats(&gateway, options.stats.as_deref(), uptime)?;
+    if let Some(capture) = capture {
+        capture.finish()?;
+    }
     Ok(gateway.stats_json(uptime))
 }

@@ -263,6 +263,7 @@ pub fn measured_results(
                 .collect(),
             discipline_counters: counters,
             tcp: (0..n).map(|_| None).collect(),
+            lateness: vec![None; n],
             window_start: warmup,
             window_end: duration,
             end_time: last_receive.max(duration),

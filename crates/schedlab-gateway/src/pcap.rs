@@ -1,5 +1,6 @@
 //! Packet captures as replay traces: `schedlab replay --trace X.pcap` (pcap or pcapng, read
-//! with the `pcap-file` crate).
+//! with the `pcap-file` crate), and the capture `schedlab gateway --pcap-out FILE` writes
+//! ([`CaptureWriter`]).
 //!
 //! Every Ethernet frame of the capture goes through the gateway's parser and classifier
 //! ([`crate::classify`]): the flow label is the flow id the gateway would give it (the
@@ -14,10 +15,11 @@
 //! a timestamp earlier than the previous packet's is an error naming the packet.
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::path::Path;
+use std::io::{BufWriter, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use pcap_file::pcap::PcapReader;
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
 use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::DataLink;
@@ -37,6 +39,83 @@ pub struct PcapTrace {
     pub skipped_malformed: u64,
     /// New 5-tuples beyond `max_flows`.
     pub skipped_flow_table_full: u64,
+}
+
+/// A pcap file (little-endian, Ethernet, nanosecond timestamps) of the frames the gateway transmits:
+/// written to `FILE.partial` while the gateway runs and renamed to `FILE` by [`finish`]
+/// (`CaptureWriter::finish`), so that a file named `FILE` is always complete. Buffered; one
+/// record per frame, whole frames (snap length 65,535).
+pub struct CaptureWriter {
+    writer: Option<PcapWriter<BufWriter<std::fs::File>>>,
+    path: PathBuf,
+    partial: PathBuf,
+    /// The wall-clock time (ns since the Unix epoch) of monotonic time 0 of the caller.
+    epoch_offset: u128,
+    /// The first write error (reported by `finish`; later frames are not written).
+    failure: Option<String>,
+    /// Frames written.
+    pub frames: u64,
+}
+
+impl CaptureWriter {
+    /// Creates `path.partial`. Timestamps are `epoch_offset_ns` + the time passed to
+    /// [`record`](Self::record) (the caller's monotonic clock), i.e. wall-clock times.
+    pub fn create(path: &Path, epoch_offset_ns: u128) -> Result<CaptureWriter, InputError> {
+        let mut partial = path.as_os_str().to_owned();
+        partial.push(".partial");
+        let partial = PathBuf::from(partial);
+        let file = std::fs::File::create(&partial).map_err(|e| error(path, format!("--pcap-out: {e}")))?;
+        let header = PcapHeader {
+            datalink: DataLink::ETHERNET,
+            ts_resolution: pcap_file::TsResolution::NanoSecond,
+            snaplen: 65_535,
+            endianness: pcap_file::Endianness::Little,
+            ..PcapHeader::default()
+        };
+        let writer = PcapWriter::with_header(BufWriter::new(file), header)
+            .map_err(|e| error(path, format!("--pcap-out: {e}")))?;
+        Ok(CaptureWriter {
+            writer: Some(writer),
+            path: path.to_path_buf(),
+            partial,
+            epoch_offset: epoch_offset_ns,
+            failure: None,
+            frames: 0,
+        })
+    }
+
+    /// Records `frame`, transmitted at `time` ns of the caller's clock.
+    pub fn record(&mut self, frame: &[u8], time: TimeNs) {
+        if self.failure.is_some() {
+            return;
+        }
+        let Some(writer) = self.writer.as_mut() else {
+            return;
+        };
+        let at = self.epoch_offset + time as u128;
+        let timestamp = Duration::new((at / 1_000_000_000) as u64, (at % 1_000_000_000) as u32);
+        match writer.write_packet(&PcapPacket::new(timestamp, frame.len() as u32, frame)) {
+            Ok(_) => self.frames += 1,
+            Err(e) => self.failure = Some(e.to_string()),
+        }
+    }
+
+    /// Flushes the file and renames it to its final name; an earlier write error is returned
+    /// here (the partial file is then left under its `.partial` name).
+    pub fn finish(mut self) -> Result<u64, InputError> {
+        let writer = self.writer.take().expect("finish is called once");
+        if let Some(failure) = self.failure.take() {
+            return Err(error(&self.partial, format!("--pcap-out: {failure}")));
+        }
+        let file = writer.into_writer();
+        file.into_inner()
+            .map_err(|e| error(&self.partial, format!("--pcap-out: {}", e.error())))?
+            .sync_all()
+            .map_err(|e| error(&self.partial, format!("--pcap-out: {e}")))?;
+        std::fs::rename(&self.partial, &self.path)
+            .map_err(|e| error(&self.path, format!("--pcap-out: {e}")))?;
+        Ok(self.frames)
+    }
 }
 
 fn error(path: &Path, message: impl Into<String>) -> InputError {
@@ -199,8 +278,6 @@ fn to_trace(
 mod tests {
     use super::*;
     use etherparse::PacketBuilder;
-    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-    use std::time::Duration;
 
     fn udp(port: u16, payload: usize) -> Vec<u8> {
         let mut frame = Vec::new();
@@ -283,5 +360,34 @@ mod tests {
             .to_string();
         assert!(e.contains("bad.pcap: not a pcap or pcapng file"), "{e}");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_gateway_capture_is_complete_only_once_finished_and_reads_back_to_the_nanosecond() {
+        let dir = std::env::temp_dir().join(format!("schedlab-capture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.pcap");
+        let mut capture = CaptureWriter::create(&path, 1_700_000_000_123_456_789).unwrap();
+        capture.record(&udp(5001, 472), 7);
+        capture.record(&udp(5002, 972), 1_000_000_011);
+        capture.record(&udp(5001, 72), 1_000_000_012);
+        assert!(
+            !path.exists(),
+            "the final name appears only when the capture is complete"
+        );
+        assert_eq!(capture.finish().unwrap(), 3);
+        assert!(path.exists() && !dir.join("out.pcap.partial").exists());
+        let read = read_pcap(&path, &mut Classifier::new(Vec::new(), 0, 10)).unwrap();
+        let summary: Vec<(FlowId, u32, TimeNs)> = read
+            .trace
+            .packets
+            .iter()
+            .map(|p| (p.flow, p.size, p.arrival))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![(0, 500, 0), (1, 1000, 1_000_000_004), (0, 100, 1_000_000_005)]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -95,20 +95,24 @@ fn replay<'py>(
 }
 
 /// Validates a scenario (TOML text; relative paths resolved against `base_dir`) and returns
-/// what it declares as a JSON string. `file`, when given, names the file in error messages
-/// and locates the offending key's line in `text`.
+/// what it declares as a JSON string (`flow_count`, and with `flows` the list of every flow,
+/// which a run does not need: at 10^6 flows the list is 125 MB of JSON). `file`, when given,
+/// names the file in error messages and locates the offending key's line in `text`.
 #[pyfunction]
-#[pyo3(signature = (text, base_dir, file=None))]
+#[pyo3(signature = (text, base_dir, file=None, flows=true))]
 fn validate_scenario(
     py: Python<'_>,
     text: String,
     base_dir: PathBuf,
     file: Option<String>,
+    flows: bool,
 ) -> PyResult<String> {
     let scenario = py
         .detach(|| schedlab_sim::validate_scenario_text(&text, &base_dir))
         .map_err(|e| scenario_error(e, file.as_deref(), &text))?;
-    Ok(scenario.describe().to_string())
+    let mut described = scenario.describe_flows(flows);
+    described["flow_count"] = scenario.sources.len().into();
+    Ok(described.to_string())
 }
 
 /// Runs a scenario and returns `{"summary": <summary.json>, "timing": <wall-clock facts>}` as
@@ -376,11 +380,12 @@ fn seconds_option(name: &str, value: Option<f64>) -> PyResult<Option<u64>> {
 /// Runs `schedlab gateway` in this process until SIGINT/SIGTERM or `duration_s`: forwards
 /// frames from `ingress` to `egress` through the scheduler of `config` (a replay
 /// configuration) or of `scenario`'s bottleneck link (classifying `schedlab gen`'s sources by
-/// port `port_base + flow`). Returns the final stats document as a JSON string. Bad input and
+/// port `port_base + flow`); with `pcap_out`, captures what it transmits on `egress` there.
+/// Returns the final stats document as a JSON string. Bad input and
 /// interfaces that cannot be opened raise `InputError`; failures while running `OSError`.
 #[cfg(target_os = "linux")]
 #[pyfunction]
-#[pyo3(signature = (ingress, egress, config=None, scenario=None, port_base=20000, stats=None, duration_s=None))]
+#[pyo3(signature = (ingress, egress, config=None, scenario=None, port_base=20000, stats=None, duration_s=None, pcap_out=None))]
 #[allow(clippy::too_many_arguments)]
 fn gateway(
     py: Python<'_>,
@@ -391,6 +396,7 @@ fn gateway(
     port_base: u16,
     stats: Option<PathBuf>,
     duration_s: Option<f64>,
+    pcap_out: Option<PathBuf>,
 ) -> PyResult<String> {
     use schedlab_gateway::linux::{run, GatewayOptions, GatewaySetup};
     let setup = match (config, scenario) {
@@ -408,10 +414,28 @@ fn gateway(
         egress,
         stats,
         duration: seconds_option("--duration", duration_s)?,
+        pcap_out,
     };
     py.detach(|| run(&options))
         .map(|s| s.to_string())
         .map_err(gateway_error)
+}
+
+/// Checks, without opening anything, that `schedlab measure` can run `scenario`: the
+/// scenario is valid and its bottleneck is what the gateway emulates (one bottleneck, open-loop
+/// UDP sources, no simulator-only link keys). Raises `InputError` naming the key and value.
+#[cfg(target_os = "linux")]
+#[pyfunction]
+#[pyo3(signature = (scenario, port_base=20000))]
+fn check_measurable(py: Python<'_>, scenario: PathBuf, port_base: u16) -> PyResult<()> {
+    use schedlab_gateway::linux::{load_scenario, scenario_input_error};
+    py.detach(|| {
+        let parsed = load_scenario(&scenario)?;
+        schedlab_gateway::gateway::build_from_scenario(&parsed, port_base)
+            .map(|_| ())
+            .map_err(|e| scenario_input_error(&scenario, e))
+    })
+    .map_err(|e: schedlab_sim::InputError| PyInputError::new_err(e.to_string()))
 }
 
 /// The shared time 0: an instant, a file to wait for, or `otherwise`.
@@ -564,6 +588,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(target_os = "linux")]
     {
         m.add_function(wrap_pyfunction!(gateway, m)?)?;
+        m.add_function(wrap_pyfunction!(check_measurable, m)?)?;
         m.add_function(wrap_pyfunction!(generate, m)?)?;
         m.add_function(wrap_pyfunction!(sink, m)?)?;
     }

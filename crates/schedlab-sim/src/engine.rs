@@ -35,10 +35,11 @@ use schedlab_core::{
 use rand::RngExt as _;
 
 use crate::event_queue::{Event, EventQueue, SourceClock, NEVER};
+use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError};
 use crate::stats::{Accumulator, Jitter};
-use crate::tcp::{TcpConnection, TcpCounters};
+use crate::tcp::{Ack, TcpConnection, TcpCounters};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, SourceRng, TokenBucket};
 
 const TX_END: u32 = 1;
@@ -87,7 +88,8 @@ struct Slot {
     kind: u8,
     /// TCP: the segment's first byte, or the ACK's cumulative acknowledgement.
     seq: u64,
-    /// TCP data: payload bytes.
+    /// TCP data: payload bytes; TCP ACK: its number in `TcpState::sack_in_flight` (0: no
+    /// SACK blocks).
     len: u32,
     /// Row in the packet log ([`PacketLog::NONE`]: not logged).
     log: RowIndex,
@@ -281,6 +283,8 @@ struct SourceState {
     deadline: Option<TimeNs>,
     path: Box<[u32]>,
     tcp: Option<Box<TcpState>>,
+    /// The lateness measure of the source's `lateness` table, applied on its first link.
+    lateness: Option<Box<LatenessMeter>>,
 }
 
 /// A TCP source's connection and the engine's bookkeeping around it.
@@ -291,7 +295,14 @@ struct TcpState {
     ack_path: Box<[u32]>,
     ack_delay: TimeNs,
     /// ACKs travelling over the fixed delay: (arrival time, acknowledgement).
-    ack_pipe: VecDeque<(TimeNs, u64)>,
+    ack_pipe: VecDeque<(TimeNs, Ack)>,
+    /// ACKs with SACK blocks on `ack_path`, oldest first, by number (the ACK packet's slot
+    /// carries the number in `len`; an ACK without blocks has number 0 and no entry). ACKs of
+    /// one source cross the links in order, so an arriving number pops every older entry
+    /// (those ACKs were dropped).
+    sack_in_flight: VecDeque<(u32, Ack)>,
+    /// Number of the last ACK with SACK blocks sent on `ack_path`.
+    sack_numbered: u32,
     /// Time of the earliest pending retransmission-timer event.
     timer_event: Option<TimeNs>,
     /// Time of the earliest pending delayed-ACK event.
@@ -381,6 +392,8 @@ pub struct RawReplication {
     pub discipline_counters: Vec<Vec<(&'static str, u64)>>,
     /// Per source: its TCP outcome (`None` for open-loop sources).
     pub tcp: Vec<Option<TcpRaw>>,
+    /// Per source: the lateness counts of its `lateness` table (`None` without one).
+    pub lateness: Vec<Option<LatenessCounts>>,
     /// Start of the measurement window (the warm-up), ns.
     pub window_start: TimeNs,
     /// End of the window, ns.
@@ -435,6 +448,8 @@ struct Engine<'s> {
     now: TimeNs,
     /// Per-packet rows for `schedlab run --packets` (`None`: not kept).
     packet_log: Option<PacketLog>,
+    /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
+    metering: bool,
 }
 
 const NO_CLASS: u16 = u16::MAX;
@@ -504,6 +519,7 @@ impl<'s> Engine<'s> {
                 class: source.class,
                 deadline: source.deadline,
                 path: source.path.iter().map(|&l| l as u32).collect(),
+                lateness: source.lateness.map(|spec| Box::new(LatenessMeter::new(spec))),
                 tcp: source.transport.as_ref().map(|transport| {
                     let bulk = matches!(source.arrivals, crate::traffic::ArrivalModel::Bulk);
                     let (ack_path, ack_delay) = match &transport.ack_return {
@@ -516,6 +532,8 @@ impl<'s> Engine<'s> {
                         ack_path,
                         ack_delay,
                         ack_pipe: VecDeque::new(),
+                        sack_in_flight: VecDeque::new(),
+                        sack_numbered: 0,
                         timer_event: None,
                         delayed_ack_event: None,
                         at_warmup: TcpCounters::default(),
@@ -564,6 +582,7 @@ impl<'s> Engine<'s> {
             events: 0,
             now: 0,
             packet_log: None,
+            metering: scenario.sources.iter().any(|s| s.lateness.is_some()),
         };
         if run.warmup > 0 {
             engine.push(run.warmup, MARK_WARMUP, 0);
@@ -999,6 +1018,14 @@ impl<'s> Engine<'s> {
             if let Some(packet_log) = &mut self.packet_log {
                 packet_log.start(self.slab.get(packet.id).log, now);
             }
+            if self.metering {
+                let slot = *self.slab.get(packet.id);
+                if slot.hop == 0 && slot.kind != TCP_ACK {
+                    if let Some(meter) = self.sources[slot.source as usize].lateness.as_mut() {
+                        meter.record(packet.arrival, now, slot.measured);
+                    }
+                }
+            }
         } else if link.backlog.packets > 0 {
             link.idle_while_backlogged += 1;
             if let Some(wakeup) = link.scheduler.next_wakeup(now).filter(|&w| w > now) {
@@ -1112,7 +1139,22 @@ impl<'s> Engine<'s> {
         let slot = self.slab.remove(packet.id);
         let s = slot.source as usize;
         if slot.kind == TCP_ACK {
-            self.ack_arrives(s, slot.seq);
+            let ack = self.sources[s]
+                .tcp
+                .as_mut()
+                .and_then(|tcp| {
+                    if slot.len == 0 {
+                        return None;
+                    }
+                    while let Some((number, ack)) = tcp.sack_in_flight.pop_front() {
+                        if number == slot.len {
+                            return Some(ack);
+                        }
+                    }
+                    None
+                })
+                .unwrap_or_else(|| Ack::cumulative(slot.seq));
+            self.ack_arrives(s, ack);
             return;
         }
         if let Some(packet_log) = &mut self.packet_log {
@@ -1243,7 +1285,7 @@ impl<'s> Engine<'s> {
     }
 
     /// Source `s`'s receiver sends an ACK for `ack`.
-    fn send_ack(&mut self, s: usize, ack: u64) {
+    fn send_ack(&mut self, s: usize, ack: Ack) {
         let now = self.now;
         let source = &mut self.sources[s];
         let Some(tcp) = source.tcp.as_mut() else {
@@ -1260,6 +1302,13 @@ impl<'s> Engine<'s> {
         }
         let first = tcp.ack_path[0] as usize;
         let size = tcp.header;
+        let number = if ack.blocks().is_empty() {
+            0
+        } else {
+            tcp.sack_numbered = tcp.sack_numbered.checked_add(1).unwrap_or(1);
+            tcp.sack_in_flight.push_back((tcp.sack_numbered, ack));
+            tcp.sack_numbered
+        };
         let (flow, class) = (source.flow, source.class);
         let Ok(id) = self.slab.insert(Slot {
             entry: now,
@@ -1267,8 +1316,8 @@ impl<'s> Engine<'s> {
             hop: 0,
             measured: false,
             kind: TCP_ACK,
-            seq: ack,
-            len: 0,
+            seq: ack.cumulative,
+            len: number,
             log: PacketLog::NONE,
         }) else {
             // More than 2³² packets in flight: the ACK is lost (the data path reports the
@@ -1289,10 +1338,10 @@ impl<'s> Engine<'s> {
     }
 
     /// An ACK for `ack` reaches source `s`'s sender.
-    fn ack_arrives(&mut self, s: usize, ack: u64) {
+    fn ack_arrives(&mut self, s: usize, ack: Ack) {
         let now = self.now;
         if let Some(tcp) = self.sources[s].tcp.as_mut() {
-            tcp.connection.on_ack(ack, now);
+            tcp.connection.on_ack(&ack, now);
         }
         // Only the slab's capacity can fail, and it just freed a slot.
         let _ = self.tcp_send(s);
@@ -1442,6 +1491,11 @@ impl<'s> Engine<'s> {
                 .map(|l| l.scheduler.discipline_counters())
                 .collect(),
             tcp,
+            lateness: self
+                .sources
+                .iter()
+                .map(|s| s.lateness.as_ref().map(|m| m.counts()))
+                .collect(),
             window_start: self.warmup,
             window_end,
             end_time,

@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::engine::{ClassAtLink, FlowSeries, LinkSnapshot, RawReplication, TcpRaw, TcpSample};
+use crate::lateness::LatenessCounts;
 use crate::scenario::{CiMethod, RunLength, Scenario};
 use crate::stats::{Accumulator, DelayHistogram};
 
@@ -228,6 +229,18 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
     row
 }
 
+/// The lateness columns of a flow or class row (see [`crate::lateness`]): empty cells where
+/// no `lateness` table applies.
+fn lateness_cells(counts: Option<&LatenessCounts>) -> Row {
+    let real = |f: fn(&LatenessCounts) -> u64| Cell::Real(counts.map(|c| f(c) as f64));
+    vec![
+        ("deadlines_missed", real(|c| c.deadlines_missed)),
+        ("late_packets", real(|c| c.late_packets)),
+        ("loss_tolerance_violations", real(|c| c.loss_tolerance_violations)),
+        ("longest_late_run", real(|c| c.longest_late_run)),
+    ]
+}
+
 fn drop_column(reason: DropReason) -> &'static str {
     match reason {
         DropReason::BufferFull => "dropped_buffer_full",
@@ -394,6 +407,9 @@ pub fn reduce(
     histograms: &mut [DelayHistogram],
 ) -> ReplicationResult {
     let window = raw.window_end - raw.window_start;
+    // The lateness columns appear on every flow and class row when any source has a
+    // `lateness` table (empty where a flow has none), so that the tables stay rectangular.
+    let metered = raw.lateness.iter().any(Option::is_some);
     let mut flows = Vec::with_capacity(raw.flows.len());
     let mut throughputs = Vec::with_capacity(raw.flows.len());
     for (i, (source, acc)) in scenario.sources.iter().zip(&raw.flows).enumerate() {
@@ -407,6 +423,9 @@ pub fn reduce(
             ("class", Cell::Id(source.class as u64)),
         ];
         row.extend(traffic_row(acc, &delay, Some(raw.in_flight[i]), window));
+        if metered {
+            row.extend(lateness_cells(raw.lateness[i].as_ref()));
+        }
         throughputs.push(acc.received_bytes as f64 * 8.0 / seconds(window));
         flows.push(row);
     }
@@ -422,6 +441,20 @@ pub fn reduce(
                 ),
             ];
             row.extend(traffic_row(acc, &acc.delay.to_hdr(), None, window));
+            if metered {
+                let mut sum: Option<LatenessCounts> = None;
+                for (source, counts) in scenario.sources.iter().zip(&raw.lateness) {
+                    if let (true, Some(c)) = (source.class == *class, counts) {
+                        let total = sum.get_or_insert_with(LatenessCounts::default);
+                        total.packets += c.packets;
+                        total.deadlines_missed += c.deadlines_missed;
+                        total.late_packets += c.late_packets;
+                        total.loss_tolerance_violations += c.loss_tolerance_violations;
+                        total.longest_late_run = total.longest_late_run.max(c.longest_late_run);
+                    }
+                }
+                row.extend(lateness_cells(sum.as_ref()));
+            }
             row
         })
         .collect();

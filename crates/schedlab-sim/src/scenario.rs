@@ -22,7 +22,7 @@
 //! params = { latency_critical = true, quantum = 2000 }
 //! ```
 //!
-//! Every key is documented in `docs/results.md` and `docs/scenarios.md`. Parsing goes through
+//! Every key is documented in `docs/results.md` (one table for many flows: `count`, `file`). Parsing goes through
 //! [`TableReader`], so every error names the key path and the value
 //! (`source[2].arrivals.rate_pps = -1: must be a positive number`), unknown keys are rejected,
 //! and a path naming a missing link is rejected.
@@ -36,6 +36,8 @@ use schedlab_core::{
     LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
 };
 
+use crate::lateness::LatenessSpec;
+use crate::source_set::SourceSet;
 use crate::tcp::TcpConfig;
 use crate::traffic::{
     stationary_distribution, ArrivalModel, Fragmentation, FrameType, MpegModel, PeriodDist, SizeDist,
@@ -196,6 +198,9 @@ pub struct SourceConfig {
     /// IP fragmentation of the model's units into packets of at most `mtu` bytes (`mtu`,
     /// `fragment_header`); `None`: every unit is one packet.
     pub fragmentation: Option<Fragmentation>,
+    /// Deadlines and loss-tolerance the results measure the flow's packets against, whatever
+    /// the discipline (key `lateness`, see [`crate::lateness`]).
+    pub lateness: Option<LatenessSpec>,
 }
 
 /// A closed-loop source's transport and the return path of its acknowledgements.
@@ -299,12 +304,18 @@ impl Scenario {
     /// What the scenario declares (run length, links, flows), as JSON: what
     /// `schedlab validate` prints.
     pub fn describe(&self) -> serde_json::Value {
+        self.describe_flows(true)
+    }
+
+    /// [`Scenario::describe`], listing the flows only if `flows` (else the key `flows` is
+    /// absent).
+    pub fn describe_flows(&self, flows: bool) -> serde_json::Value {
         use serde_json::json;
         let length = match self.run.length {
             RunLength::Duration(d) => json!({ "duration_s": d as f64 / 1e9 }),
             RunLength::Packets(p) => json!({ "packets": p }),
         };
-        json!({
+        let mut described = json!({
             "name": self.name,
             "run": {
                 "length": length,
@@ -320,7 +331,7 @@ impl Scenario {
                 "loss": l.loss,
                 "scheduler": l.scheduler.get("kind").and_then(|k| k.as_str()),
             })).collect::<Vec<_>>(),
-            "flows": self.sources.iter().map(|s| json!({
+            "flows": flows.then(|| self.sources.iter().map(|s| json!({
                 "flow": s.flow,
                 "name": s.name,
                 "class": s.class,
@@ -329,8 +340,12 @@ impl Scenario {
                 "max_packet_bytes": s.max_packet(),
                 "transport": s.transport.as_ref().map(|_| "tcp"),
                 "mtu": s.fragmentation.map(|f| f.mtu),
-            })).collect::<Vec<_>>(),
-        })
+            })).collect::<Vec<_>>()),
+        });
+        if !flows {
+            described.as_object_mut().map(|o| o.remove("flows"));
+        }
+        described
     }
 }
 
@@ -404,6 +419,7 @@ const SOURCE_KEYS: &[&str] = &[
     "ack_delay",
     "mtu",
     "fragment_header",
+    "lateness",
 ];
 
 /// A number (integer or float) that must be finite and `> 0`.
@@ -503,17 +519,72 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         links.push(link);
     }
     let mut sources: Vec<SourceConfig> = Vec::with_capacity(source_tables.len());
-    for (index, t) in source_tables.iter().enumerate() {
-        let source = parse_source(t, index, &links, base_dir, &run, &class_names)?;
-        if let Some(other) = sources.iter().position(|s| s.flow == source.flow) {
+    // The `[[source]]` table each source comes from (a `count` or CSV table declares many).
+    let mut origins: Vec<usize> = Vec::with_capacity(source_tables.len());
+    // Where each source's `params` are declared, for errors about them.
+    let mut params_paths: Vec<Option<String>> = Vec::with_capacity(source_tables.len());
+    let mut flow_origin: std::collections::HashMap<FlowId, usize> = std::collections::HashMap::new();
+    let mut add = |source: SourceConfig, index: usize, sources: &mut Vec<SourceConfig>| {
+        if let Some(other) = flow_origin.insert(source.flow, index) {
+            let whose = if other == index {
+                "another flow of this [[source]] has this flow id".to_string()
+            } else {
+                format!("source[{other}] already uses this flow id")
+            };
             return Err(ConfigError::new(
                 format!("source[{index}].flow"),
                 source.flow.to_string(),
-                format!("source[{other}] already uses this flow id"),
-            )
-            .into());
+                whose,
+            ));
         }
         sources.push(source);
+        origins.push(index);
+        Ok(())
+    };
+    for (index, t) in source_tables.iter().enumerate() {
+        let path = format!("source[{index}]");
+        let Some(mut set) = SourceSet::read(t, &path, index, sources.len(), run.seed, base_dir)? else {
+            add(
+                parse_source(t, index, &links, base_dir, &run, &class_names)?,
+                index,
+                &mut sources,
+            )?;
+            params_paths.push(None);
+            continue;
+        };
+        sources.reserve(set.len());
+        // When flows differ only in id and name, the first flow's table is read for all.
+        let mut shared: Option<SourceConfig> = None;
+        for i in 0..set.len() {
+            let table = set.table(i)?;
+            let flow = table
+                .get("flow")
+                .and_then(toml::Value::as_integer)
+                .map(|f| f as FlowId);
+            let source = match &shared {
+                Some(first) => {
+                    let mut reader = TableReader::new(&table, path.clone());
+                    let mut source = first.clone();
+                    source.flow = reader
+                        .integer("flow", 0, MAX_FLOW_ID as i64)
+                        .map_err(|e| set.locate(e, i, None))?
+                        .map_or(source.flow, |f| f as FlowId);
+                    source.name =
+                        r_string(&mut reader, "name")?.unwrap_or_else(|| format!("flow{}", source.flow));
+                    source
+                }
+                None => {
+                    let source = parse_source(&table, index, &links, base_dir, &run, &class_names)
+                        .map_err(|e| set.locate(e, i, flow))?;
+                    if set.only_ids_vary() {
+                        shared = Some(source.clone());
+                    }
+                    source
+                }
+            };
+            add(source, index, &mut sources).map_err(|e| set.locate(e, i, flow))?;
+            params_paths.push(Some(set.params_path(i)));
+        }
     }
     // Flow keys go to every link a flow crosses (`flow_defaults` to every link), and each link's
     // discipline rejects the keys it does not read, except keys that another discipline on the
@@ -534,9 +605,14 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         let read_on_path = read_on(&mut source.path.iter().chain(ack_links).copied());
         for &link in source.path.iter().chain(ack_links) {
             let params = keys_for_link(&source.params, reads[link], &read_on_path);
-            links[link]
-                .flows
-                .set(source.flow, params, format!("source[{index}].params"));
+            links[link].flows.set(
+                source.flow,
+                params,
+                match &params_paths[index] {
+                    Some(path) => path.clone(),
+                    None => format!("source[{}].params", origins[index]),
+                },
+            );
         }
     }
     for (index, link) in links.iter().enumerate() {
@@ -548,7 +624,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
                 .find(|(_, s)| s.path.contains(&index) && s.class as usize >= classes)
             {
                 return Err(ConfigError::new(
-                    format!("source[{s}].class"),
+                    format!("source[{}].class", origins[s]),
                     source.class.to_string(),
                     format!(
                         "link[{index}].drop_policy.link_share has {classes} classes (0 to {})",
@@ -967,6 +1043,10 @@ fn parse_source(
             Some(Fragmentation { mtu, header })
         }
     };
+    let lateness = match r.table("lateness")? {
+        Some(t) => Some(LatenessSpec::read(t, join_path(&path, "lateness"))?),
+        None => None,
+    };
     let transport = parse_transport(&mut r, &path, links, &arrivals)?;
     if transport.is_some() && r.has("shaper") {
         return Err(r.error("shaper", "a TCP source is paced by its window; remove the shaper"));
@@ -988,6 +1068,7 @@ fn parse_source(
         deadline,
         transport,
         fragmentation,
+        lateness,
     };
     if let Some(t) = r.table("shaper")? {
         let shaper_path = join_path(&path, "shaper");

@@ -5,12 +5,11 @@
 //! Zhang's thesis (seed 000) §2.4.
 //!
 //! Paper name → code:
-//! * `Quantum_i` → [`DrrFlow::quantum`] (bytes), `DeficitCounter_i` → [`DrrFlow::deficit`];
-//! * `ActiveList` → `active` (flow ids, head is served next);
-//! * "add Quantum_i when the flow reaches the head of the ActiveList" → `quantum_added`
-//!   (false until the head flow has received its quantum for the current visit);
-//! * "if queue empty: DeficitCounter_i = 0, remove from ActiveList" → done when the flow's
-//!   last packet is sent.
+//! * `Quantum_i` → [`DeficitFlow::quantum`] (bytes), `DeficitCounter_i` → [`DeficitFlow::deficit`];
+//! * `ActiveList` → `active` ([`ActiveList`], head is served next);
+//! * "add Quantum_i when the flow reaches the head of the ActiveList" →
+//!   [`DeficitFlows::step`]; "if queue empty: DeficitCounter_i = 0, remove from ActiveList"
+//!   → [`DeficitFlows::send_from`].
 //!
 //! Invariants: a flow is on the active list iff its queue is non-empty (a flow emptied by a
 //! push-out is removed lazily when it reaches the head); a flow's deficit is below its largest
@@ -24,50 +23,21 @@
 //! Choices where the paper is silent: a flow first seen at run time takes
 //! `flow_defaults.quantum`, else the scheduler's `quantum`, else 1500 bytes; `peek` advances
 //! the round (adds the quantum, rotates) exactly as the next dequeue would.
-//!
-//! Hot path: the flow table is read once per flow, on its first packet; afterwards a packet
-//! costs O(1) vector accesses (flow state, queue, counters) and no allocation.
 
-use std::collections::VecDeque;
-
-use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
+use crate::config::{ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet};
-use crate::queues::FlowQueues;
+use crate::queues::Admission;
+use crate::round_robin::{ActiveList, DeficitFlow, DeficitFlows, DEFAULT_QUANTUM};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
-
-/// Quantum used when neither the flow, the flow defaults nor the scheduler give one.
-pub const DEFAULT_QUANTUM: u32 = 1500;
 
 /// Parameters of [`Drr`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DrrConfig {
     /// Quantum in bytes of flows whose own parameters give none.
     pub quantum: Option<u32>,
-}
-
-/// Per-flow DRR state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DrrFlow {
-    /// Quantum_i, bytes added per round.
-    pub quantum: u32,
-    /// DeficitCounter_i, bytes the flow may still send this round.
-    pub deficit: u64,
-    /// Whether the flow is on the active list.
-    pub active: bool,
-}
-
-/// Deficit Round Robin scheduler.
-#[derive(Clone, Debug)]
-pub struct Drr {
-    queues: FlowQueues,
-    /// Indexed by flow id; `quantum == 0` marks a flow never seen (quanta are at least 1).
-    flows: Vec<DrrFlow>,
-    active: VecDeque<FlowId>,
-    quantum_added: bool,
-    table: FlowParamTable<DrrFlowParams>,
 }
 
 /// A DRR flow's parameters.
@@ -85,55 +55,22 @@ impl FlowParams for DrrFlowParams {
     }
 }
 
+/// Deficit Round Robin scheduler.
+#[derive(Clone, Debug)]
+pub struct Drr {
+    flows: DeficitFlows<DrrFlowParams, ()>,
+    active: ActiveList,
+}
+
 impl Drr {
-    /// Creates the state of `flow` on its first packet, reading its quantum from the table.
-    #[cold]
-    #[inline(never)]
-    fn first_sight(&mut self, flow: FlowId) {
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, DrrFlow::default());
-        }
-        let quantum = self.table.get(flow).quantum;
-        self.flows[index] = DrrFlow {
-            quantum,
-            deficit: 0,
-            active: false,
-        };
-    }
-
     /// The state of `flow`, if seen.
-    pub fn flow(&self, flow: FlowId) -> Option<&DrrFlow> {
-        self.flows.get(flow as usize).filter(|state| state.quantum > 0)
+    pub fn flow(&self, flow: FlowId) -> Option<&DeficitFlow<()>> {
+        self.flows.get(flow)
     }
 
-    /// Advances the round until the head flow may send its head packet; returns that flow.
     #[inline]
     fn select(&mut self) -> Option<FlowId> {
-        loop {
-            let flow = *self.active.front()?;
-            let state = &mut self.flows[flow as usize];
-            let Some(head) = self.queues.head(flow) else {
-                // Emptied by a push-out: leave the list as if its last packet had been sent.
-                state.deficit = 0;
-                state.active = false;
-                self.active.pop_front();
-                self.quantum_added = false;
-                continue;
-            };
-            if !self.quantum_added {
-                state.deficit += state.quantum as u64;
-                self.quantum_added = true;
-            }
-            if head.size as u64 <= state.deficit {
-                return Some(flow);
-            }
-            // Head packet does not fit: keep the deficit, go to the tail of the ActiveList
-            // (pop + push reuses the deque's capacity; cheaper than `rotate_left(1)`).
-            self.active.pop_front();
-            self.active.push_back(flow);
-            self.quantum_added = false;
-        }
+        self.flows.select(&mut self.active, |_, _| {}, |_, _| {})
     }
 }
 
@@ -170,11 +107,8 @@ impl Discipline for Drr {
             quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
         };
         Ok(Drr {
-            queues: FlowQueues::new(context.limit),
-            flows: Vec::new(),
-            active: VecDeque::new(),
-            quantum_added: false,
-            table: context.flows.parse(&Self::INFO, &base)?,
+            flows: DeficitFlows::new(context.limit, context.flows.parse(&Self::INFO, &base)?),
+            active: ActiveList::default(),
         })
     }
 }
@@ -187,52 +121,26 @@ impl Scheduler for Drr {
     #[inline]
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
         let flow = packet.flow;
-        let index = flow as usize;
-        if flow <= crate::packet::MAX_FLOW_ID && self.flows.get(index).is_none_or(|s| s.quantum == 0) {
-            self.first_sight(flow);
-        }
-        let flows = &self.flows;
         // Buffer stealing weighs queue lengths by 1/quantum (the flow's share).
-        let admitted = self.queues.admit(
-            packet,
-            |f| flows.get(f as usize).map_or(1, |s| s.quantum as u64),
-            drops,
-        );
-        if admitted == crate::queues::Admission::Queued {
-            let state = &mut self.flows[index];
-            if !state.active {
-                state.active = true;
-                state.deficit = 0;
-                self.active.push_back(flow);
-            }
+        let first = |p: &DrrFlowParams| DeficitFlow::new(p.quantum as u64, ());
+        if self.flows.admit(packet, drops, |s| s.quantum, first) == Admission::Queued {
+            self.flows.activate(flow, &mut self.active);
         }
     }
 
     #[inline]
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         let flow = self.select()?;
-        let (packet, emptied) = self
-            .queues
-            .pop_sent_emptied(flow)
-            .expect("selected flow is backlogged");
-        let state = &mut self.flows[flow as usize];
-        state.deficit -= packet.size as u64;
-        if emptied {
-            state.deficit = 0;
-            state.active = false;
-            self.active.pop_front();
-            self.quantum_added = false;
-        }
-        Some(packet)
+        Some(self.flows.send_from(flow, &mut self.active).0)
     }
 
     fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
         let flow = self.select()?;
-        self.queues.head(flow).copied()
+        self.flows.queues.head(flow).copied()
     }
 
     fn counters(&self) -> &Counters {
-        &self.queues.counters
+        &self.flows.queues.counters
     }
 }
 

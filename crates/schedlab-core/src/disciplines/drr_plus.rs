@@ -8,12 +8,12 @@
 //! contract), §3.4 eq. (3.3) (latency once demoted) and §5.1 (measurements).
 //!
 //! Thesis name → code:
-//! * best-effort transmit queue + ActiveList → `active` (best-effort flow ids, head served
-//!   next), exactly as in [`crate::disciplines::drr`];
-//! * priority queue (for latency-critical traffic) → `priority`: one entry (the flow id) per
-//!   queued packet of a conforming latency-critical flow, in arrival order; always served
-//!   before the ActiveList;
-//! * Q_i (`quantum(i)`) → [`DrrPlusFlow::quantum`]; DC_i → [`DrrPlusFlow::deficit`];
+//! * best-effort transmit queue + ActiveList → `active` ([`ActiveList`]), exactly as in
+//!   [`crate::disciplines::drr`];
+//! * priority queue (for latency-critical traffic) → `priority` ([`PriorityTokens`]): one
+//!   token per queued packet of a conforming latency-critical flow, in arrival order; always
+//!   served before the ActiveList;
+//! * Q_i (`quantum(i)`) → [`DeficitFlow::quantum`]; DC_i → [`DeficitFlow::deficit`];
 //!   Q_LC is the `quantum` of a latency-critical flow, used only once it has been demoted;
 //! * contract C_j bytes per interval Δt (§4.4.4; "x bytes in some period T" in §2.5.4) →
 //!   [`Contract::bytes`] per [`Contract::interval`], from the flow parameters
@@ -73,16 +73,16 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
-use crate::counters::{Counters, DropReason, Dropped};
+use crate::config::{ConfigError, FlowParams, TableReader};
+use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::queues::{Admission, FlowQueues};
+use crate::queues::Admission;
+use crate::round_robin::{
+    ActiveList, DeficitFlow, DeficitFlows, PriorityTokens, RoundCounter, DEFAULT_QUANTUM,
+};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
-
-/// Quantum used when neither the flow, the flow defaults nor the scheduler give one.
-pub const DEFAULT_QUANTUM: u32 = 1500;
 
 /// Parameters of [`DrrPlus`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -163,33 +163,29 @@ pub enum ServiceClass {
     BestEffort,
 }
 
-/// Per-flow DRR+ state.
+/// DRR+'s own per-flow fields (quantum, deficit and the ActiveList flag are
+/// [`DeficitFlow`]'s).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DrrPlusFlow {
-    /// Q_i, bytes added per DRR round (used while best effort).
-    pub quantum: u32,
-    /// DC_i, bytes the flow may still send in this round.
-    pub deficit: u64,
-    /// Configured `latency_critical = true`.
-    pub latency_critical: bool,
-    /// The contract of a latency-critical flow.
+    /// The contract of a latency-critical flow (`None`: best effort).
     pub contract: Option<Contract>,
     /// When the flow broke its contract and was demoted (`None`: never).
     pub demoted_at: Option<TimeNs>,
     /// N_j: bytes that arrived in the current window (zero once demoted).
     pub window_bytes: u64,
-    /// Whether the flow is on the best-effort ActiveList.
-    pub active: bool,
     /// Arrivals in the current window: (time, size).
     window: VecDeque<(TimeNs, u32)>,
-    /// The §5.1.2 round in which the flow was last visited (0: never).
-    visited_round: u64,
 }
 
 impl DrrPlusFlow {
+    /// Configured `latency_critical = true`.
+    pub fn latency_critical(&self) -> bool {
+        self.contract.is_some()
+    }
+
     /// The class the flow is served in now.
     pub fn class(&self) -> ServiceClass {
-        if self.latency_critical && self.demoted_at.is_none() {
+        if self.latency_critical() && self.demoted_at.is_none() {
             ServiceClass::Priority
         } else {
             ServiceClass::BestEffort
@@ -200,16 +196,14 @@ impl DrrPlusFlow {
 /// DRR+ scheduler.
 #[derive(Clone, Debug)]
 pub struct DrrPlus {
-    queues: FlowQueues,
-    flows: Vec<Option<DrrPlusFlow>>,
-    priority: VecDeque<FlowId>,
-    active: VecDeque<FlowId>,
-    quantum_added: bool,
-    table: FlowParamTable<DrrPlusFlowParams>,
+    flows: DeficitFlows<DrrPlusFlowParams, DrrPlusFlow>,
+    /// The priority queue: one token per queued packet of a conforming latency-critical flow.
+    priority: PriorityTokens,
+    /// The best-effort ActiveList.
+    active: ActiveList,
+    rounds: RoundCounter,
     demotions: u64,
     priority_sent: u64,
-    total_rounds: u64,
-    round_open: bool,
     lc_service: u64,
     lc_backlog: u64,
     /// The last packet sent came from the priority queue (and the scheduler has not emptied).
@@ -219,32 +213,9 @@ pub struct DrrPlus {
 }
 
 impl DrrPlus {
-    fn state_mut(&mut self, flow: FlowId) -> &mut DrrPlusFlow {
-        self.flows[flow as usize]
-            .as_mut()
-            .expect("flows that queued a packet have state")
-    }
-
-    fn ensure_state(&mut self, flow: FlowId) {
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, None);
-        }
-        if self.flows[index].is_none() {
-            let params = self.table.get(flow);
-            let contract = params.contract();
-            self.flows[index] = Some(DrrPlusFlow {
-                quantum: params.quantum,
-                latency_critical: contract.is_some(),
-                contract,
-                ..DrrPlusFlow::default()
-            });
-        }
-    }
-
-    /// The state of `flow`, if seen.
+    /// DRR+'s own state of `flow`, if seen.
     pub fn flow(&self, flow: FlowId) -> Option<&DrrPlusFlow> {
-        self.flows.get(flow as usize)?.as_ref()
+        self.flows.get(flow).map(|state| &state.extra)
     }
 
     /// Whether `flow` broke its contract and is now best effort.
@@ -260,7 +231,7 @@ impl DrrPlus {
     /// Polices the contract of a conforming latency-critical flow on an arrival of `size`
     /// bytes at `now`; demotes it on the first violation.
     fn police(&mut self, flow: FlowId, size: u32, now: TimeNs) {
-        let state = self.state_mut(flow);
+        let state = &mut self.flows.state(flow).extra;
         if state.class() != ServiceClass::Priority {
             return;
         }
@@ -280,71 +251,32 @@ impl DrrPlus {
         }
         // First violation: best effort for good, queued packets included.
         state.demoted_at = Some(now);
-        state.window.clear();
+        state.window = VecDeque::new();
         state.window_bytes = 0;
         self.demotions += 1;
-        self.priority.retain(|&f| f != flow);
-        if !self.queues.is_empty(flow) {
-            self.activate(flow);
-        }
-    }
-
-    /// Appends a best-effort flow that was idle to the ActiveList with DC = 0.
-    fn activate(&mut self, flow: FlowId) {
-        let state = self.state_mut(flow);
-        if !state.active {
-            state.active = true;
-            state.deficit = 0;
-            self.active.push_back(flow);
-        }
-    }
-
-    /// Removes the head of the ActiveList, whose queue is empty (DC_i = 0).
-    fn leave_active(&mut self, flow: FlowId) {
-        let state = self.state_mut(flow);
-        state.deficit = 0;
-        state.active = false;
-        self.active.pop_front();
-        self.quantum_added = false;
-        if self.active.is_empty() {
-            self.round_open = false;
+        self.priority.remove_flow(flow);
+        if !self.flows.is_empty(flow) {
+            self.flows.activate(flow, &mut self.active);
         }
     }
 
     /// Advances the DRR round until the head of the ActiveList may send its head packet.
     fn select_best_effort(&mut self) -> Option<FlowId> {
-        loop {
-            let flow = *self.active.front()?;
-            let Some(head) = self.queues.head(flow).copied() else {
-                // Emptied by a push-out: leave as if the last packet had been sent.
-                self.leave_active(flow);
-                continue;
-            };
-            if !self.quantum_added {
-                // A visit: DC_i = DC_i + Q_i; a new §5.1.2 round if this flow was already
-                // visited in the current one.
-                let (round_open, total_rounds) = (self.round_open, self.total_rounds);
-                let state = self.state_mut(flow);
-                let new_round = !round_open || state.visited_round == total_rounds;
-                state.deficit += state.quantum as u64;
-                if new_round {
-                    self.total_rounds += 1;
-                    self.round_open = true;
-                }
-                let round = self.total_rounds;
-                self.state_mut(flow).visited_round = round;
-                self.quantum_added = true;
-                self.visit_counted = false;
-            }
-            if head.size as u64 <= self.state_mut(flow).deficit {
-                return Some(flow);
-            }
-            if self.state_mut(flow).latency_critical {
-                self.lc_backlog += 1;
-            }
-            self.active.rotate_left(1);
-            self.quantum_added = false;
+        let (rounds, visit_counted, lc_backlog) =
+            (&mut self.rounds, &mut self.visit_counted, &mut self.lc_backlog);
+        let selected = self.flows.select(
+            &mut self.active,
+            |flow, _| {
+                // A visit: a new §5.1.2 round if this flow was already visited in this one.
+                rounds.visit(flow, true);
+                *visit_counted = false;
+            },
+            |_, state| *lc_backlog += state.extra.latency_critical() as u64,
+        );
+        if self.active.is_empty() {
+            self.rounds.close();
         }
+        selected
     }
 }
 
@@ -403,22 +335,17 @@ impl Discipline for DrrPlus {
             contract_bytes: None,
             contract_interval: None,
         };
-        let table = context.flows.parse(&Self::INFO, &base)?;
         Ok(DrrPlus {
-            queues: FlowQueues::new(context.limit),
-            flows: Vec::new(),
-            priority: VecDeque::new(),
-            active: VecDeque::new(),
-            quantum_added: false,
-            table,
+            flows: DeficitFlows::new(context.limit, context.flows.parse(&Self::INFO, &base)?),
+            priority: PriorityTokens::default(),
+            active: ActiveList::default(),
+            rounds: RoundCounter::default(),
             demotions: 0,
             priority_sent: 0,
-            total_rounds: 0,
             lc_service: 0,
             lc_backlog: 0,
             last_was_priority: false,
             visit_counted: false,
-            round_open: false,
         })
     }
 }
@@ -430,39 +357,31 @@ impl Scheduler for DrrPlus {
 
     fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
         let flow = packet.flow;
+        let first_drop = drops.len();
+        let first = |p: &DrrPlusFlowParams| {
+            let extra = DrrPlusFlow {
+                contract: p.contract(),
+                ..DrrPlusFlow::default()
+            };
+            DeficitFlow::new(p.quantum as u64, extra)
+        };
         if flow <= MAX_FLOW_ID {
-            self.ensure_state(flow);
+            // Police before admission: an arrival refused by a full buffer did arrive.
+            self.flows.ensure(flow, first);
             self.police(flow, packet.size, now);
         }
-        let first_drop = drops.len();
-        let flows = &self.flows;
         // Buffer stealing weighs queue lengths by 1/quantum, as in DRR.
-        let admitted = self.queues.admit(
-            packet,
-            |f| {
-                flows
-                    .get(f as usize)
-                    .and_then(|s| s.as_ref().map(|s| s.quantum as u64))
-                    .unwrap_or(1)
-            },
-            drops,
-        );
-        // A pushed-out packet is the tail of its flow: drop the flow's last priority entry.
-        for dropped in &drops[first_drop..] {
-            if dropped.reason != DropReason::PushedOut {
-                continue;
-            }
-            let victim = dropped.packet.flow;
-            if self.flow(victim).map(DrrPlusFlow::class) == Some(ServiceClass::Priority) {
-                if let Some(index) = self.priority.iter().rposition(|&f| f == victim) {
-                    self.priority.remove(index);
-                }
-            }
-        }
+        let admitted = self.flows.admit(packet, drops, |s| s.quantum, first);
+        let flows = &self.flows;
+        self.priority.forget_pushed_out(&drops[first_drop..], |victim| {
+            flows.get(victim).map(|s| s.extra.class()) == Some(ServiceClass::Priority)
+        });
         if admitted == Admission::Queued {
-            match self.state_mut(flow).class() {
-                ServiceClass::Priority => self.priority.push_back(flow),
-                ServiceClass::BestEffort => self.activate(flow),
+            match self.flows.state(flow).extra.class() {
+                ServiceClass::Priority => self.priority.push(flow),
+                ServiceClass::BestEffort => {
+                    self.flows.activate(flow, &mut self.active);
+                }
             }
         }
     }
@@ -474,51 +393,43 @@ impl Scheduler for DrrPlus {
                 self.lc_service += 1;
             }
             let packet = self
+                .flows
                 .queues
                 .pop_sent(flow)
-                .expect("priority entries match queued packets");
-            self.last_was_priority = self.queues.counters.backlog().packets > 0;
+                .expect("priority tokens match queued packets");
+            self.last_was_priority = self.flows.queues.counters.backlog().packets > 0;
             return Some(packet);
         }
-        let Some(flow) = self.select_best_effort() else {
-            self.last_was_priority = false;
-            return None;
-        };
         self.last_was_priority = false;
-        if self.state_mut(flow).latency_critical && !self.visit_counted {
+        let flow = self.select_best_effort()?;
+        if self.flows.state(flow).extra.latency_critical() && !self.visit_counted {
             self.lc_service += 1;
             self.visit_counted = true;
         }
-        let packet = self.queues.pop_sent(flow).expect("selected flow is backlogged");
-        self.state_mut(flow).deficit -= packet.size as u64;
-        if self.queues.is_empty(flow) {
-            self.leave_active(flow);
+        let (packet, left) = self.flows.send_from(flow, &mut self.active);
+        if left && self.active.is_empty() {
+            self.rounds.close();
         }
         Some(packet)
     }
 
     fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
         let flow = match self.priority.front() {
-            Some(&flow) => flow,
+            Some(flow) => flow,
             None => self.select_best_effort()?,
         };
-        self.queues.head(flow).copied()
+        self.flows.queues.head(flow).copied()
     }
 
     fn counters(&self) -> &Counters {
-        &self.queues.counters
-    }
-
-    /// DRR+ sends whenever it holds a packet.
-    fn is_work_conserving(&self) -> bool {
-        true
+        &self.flows.queues.counters
     }
 
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("demotions", self.demotions),
             ("priority_sent", self.priority_sent),
-            ("total_rounds", self.total_rounds),
+            ("total_rounds", self.rounds.total()),
             ("lc_service", self.lc_service),
             ("lc_backlog", self.lc_backlog),
         ]

@@ -2,131 +2,78 @@
 //! its own deficit instead of a contract, so bursts stay backlogged instead of demoting it.
 //!
 //! Chong Zhang, "A Measurement Study on Scheduling Latency-Critical Traffic", MSc thesis,
-//! University of Alberta, 2001 (seed 000): §2.5.4, §3.1.2 with tables 3.1–3.2 (the modified
-//! DRR++, `variant = "modified"`, the default) and tables 3.3–3.4 (the DRR++ of M. H. MacGregor
-//! and W. Shi, "Deficits for Bursty Latency-Critical Flows: DRR++", Proc. IEEE ICON 2000,
-//! pp. 287–293, `variant = "original"`), table 3.5 (the two execution sequences), §3.4
-//! (Lemmas 1–3, Theorem 2) and §5.1.2 (the counters).
+//! University of Alberta, 2001 (seed 000): §3.1.2 with tables 3.1–3.2 (the modified DRR++,
+//! [`ModifiedDrrPlusPlus`], `variant = "modified"`, the default) and tables 3.3–3.4 (the DRR++
+//! of M. H. MacGregor and W. Shi, "Deficits for Bursty Latency-Critical Flows: DRR++", Proc.
+//! IEEE ICON 2000, pp. 287–293: [`OriginalDrrPlusPlus`], `variant = "original"`), table 3.5
+//! (the two execution sequences), §3.4 (Lemmas 1–3, Theorem 2), §5.1.2 (the counters). Both
+//! types share the registry id; [`DrrPlusPlus`] is the one the registry builds.
 //!
 //! Pseudo-code name → code:
-//! * Q_i, `quantum(i)` → [`DrrPlusPlusFlow::quantum`]; Q_LC / Q_BE are the quanta of LC / BE
-//!   flows; DC_i → [`DrrPlusPlusFlow::deficit`];
-//! * `IsLatencyCritical(i)` → [`DrrPlusPlusFlow::latency_critical`] (flow parameter
-//!   `latency_critical = true`);
-//! * modified: `LCList` → `lc_list`, `BestEffortList` → `be_list` (backlogged flows, head
-//!   visited next); whose turn it is → `turn`; "add a quantum" happened for the head → `in_visit`;
+//! * Q_i (Q_LC, Q_BE) → [`DeficitFlow::quantum`]; DC_i → [`DeficitFlow::deficit`];
+//!   `IsLatencyCritical(i)` → [`DrrPlusPlusFlow::latency_critical`];
+//! * modified: `LCList` → `lc_list`, `BestEffortList` → `be_list` ([`ActiveList`]s); whose
+//!   turn it is → `turn`;
 //! * original: `ActiveList` → `active_list` (LC and BE flows); `PrioTxQueue` → `priority`
-//!   (one entry, the flow id, per queued LC packet, in arrival order); n, the number of BE
-//!   flows → `be_count`;
+//!   ([`PriorityTokens`]); n, the number of BE flows → `be_count`;
 //! * `AppendToTxQueue(p)` / `AppendToPrioTxQueue(p)` + the transmit module's `Send(p)` →
-//!   returning `p` from `dequeue` (see "transmit queues" below).
+//!   returning `p` from `dequeue`: the dequeuing module runs only when the link needs a packet
+//!   and both transmit queues are empty, so they never hold more than one service and are not
+//!   stored (the flow being served is the head of its list).
 //!
-//! Modified DRR++ (tables 3.1, 3.2; table 3.5 right column). One round (Definition 4) is one LC
-//! service and one BE service: `for i in 0..n { DC_LC += Q_LC; serve LC; DC_BE_i += Q_BE;
-//! serve BE_i }`, i.e. the service order is LC, BE_1, LC, BE_2, …. Serving a flow sends head
-//! packets while `PacketSize ≤ DC_i`; an emptied queue resets `DC_i = 0` and leaves its list;
-//! a flow that still has packets keeps its deficit and goes to the tail of its list. An LC
-//! burst beyond its deficit simply stays backlogged: nothing is ever demoted.
+//! Modified (tables 3.1, 3.2): one round is `for i in 0..n { DC_LC += Q_LC; serve LC;
+//! DC_BE_i += Q_BE; serve BE_i }`. Serving sends head packets while `PacketSize ≤ DC_i`; an
+//! emptied queue resets `DC_i = 0` and leaves its list; a flow still backlogged keeps its
+//! deficit and goes to the tail. Original (tables 3.3, 3.4): LC packets go to `PrioTxQueue` on
+//! arrival; on its ActiveList turn an LC flow gets `DC_LC += n·Q_LC` if backlogged, else
+//! `DC_LC = n·Q_LC`, and goes back to the tail; a BE flow gets `DC_i += Q_i` and is served
+//! while its packets fit; at every packet boundary the head of `PrioTxQueue` is sent first if
+//! its flow's deficit covers it.
 //!
-//! Original DRR++ (tables 3.3, 3.4; table 3.5 left column). LC packets go straight to
-//! `PrioTxQueue` on arrival. The dequeuing module walks the ActiveList: an LC flow gets
-//! `DC_LC += n·Q_LC` if it is backlogged, or `DC_LC = n·Q_LC` if not ("no backlog – reset
-//! quantum"), and goes back to the tail; a BE flow gets `DC_i += Q_i` and moves its packets to
-//! `TxQueue` while they fit. The transmit module sends the head of `PrioTxQueue` whenever its
-//! flow's deficit covers it (`DC_i -= Size(p)`), otherwise from `TxQueue`: LC packets may
-//! overtake the rest of a BE service, n·Q_LC bytes per full round of the BE flows.
+//! Counters (§5.1.2, `discipline_counters`): `total_rounds` ([`RoundCounter`]; in the modified
+//! variant LC services start rounds only while no BE flow is backlogged); `lc_service`
+//! (modified: LC services; original: service intervals of `PrioTxQueue`); `lc_backlog`
+//! (modified: LC services that end backlogged; original: LC ActiveList visits that find a
+//! backlog).
 //!
-//! Transmit queues (both variants). The dequeuing module is run only when the link needs a
-//! packet and both transmit queues are empty (the thesis's round and its measured vacation
-//! V_LC ≤ Q_BE/BNBW, §5.1.1, assume service paced by the link; a dequeuing thread running
-//! ahead of the link would hand the LC flow a quantum per loop at CPU speed). So the transmit
-//! queues never hold more than one service's packets and are not stored: the flow being
-//! served is remembered and its head is sent while it fits. In the modified variant the
-//! priority transmit queue then only means that an LC service's packets leave before the next
-//! BE service's; in the original variant it is real: the priority check is made at every
-//! packet boundary.
+//! Invariants: a flow with a non-empty queue is on its list (a queue emptied by a push-out
+//! leaves lazily at the head); modified: every deficit is zero while its flow is idle and
+//! below the flow's largest packet after a service; original: an LC flow stays on the
+//! ActiveList once seen and `priority` holds one token per queued LC packet. Work conserving
+//! (the link never idles while a packet is queued; the thesis's "non-work-conserving" is about
+//! the LC class, see `docs/disciplines.md`).
 //!
-//! Work conservation. The thesis (§2.5.4, after MacGregor & Shi) calls DRR++
-//! non-work-conserving. Here the link never idles while a packet is queued: when the LC flow
-//! lacks deficit and no BE flow is backlogged the next LC service starts at once, so
-//! [`Scheduler::is_work_conserving`] is true and [`Scheduler::next_wakeup`] is `None`, and the
-//! invariant tests check it. The thesis's term still describes the LC class: its priority
-//! service is not work conserving — a backlogged LC flow is held back ("the excess traffic
-//! simply remains backlogged", §2.5.4) while BE flows are served, however much priority
-//! capacity that burst could use, so the LC flow's priority service is rate-regulated to
-//! r_LC = Q_LC/(Q_LC + Q_BE)·BNBW under BE load rather than given whenever it is backlogged.
-//!
-//! Latency-critical flows. The thesis has exactly one LC flow (n_LC in §3.3 is the LC *packet
-//! length*, not a number of flows). This implementation accepts any number: in the modified
-//! variant an LC turn serves every backlogged LC flow once (each with its own Q_LC, in list
-//! order) before the next BE flow, which for one LC flow is the thesis's algorithm and for
-//! several keeps each LC flow's round at (ΣQ_LC + Q_BE); in the original variant each LC flow
-//! is its own ActiveList entry and `PrioTxQueue` is one FIFO in arrival order, so the head of
-//! line blocks when its flow lacks deficit (as in table 3.4).
-//!
-//! Counters (§5.1.2; `discipline_counters`):
-//! * `total_rounds` — TotalRounds, "a period in which there is at least one queue to be served
-//!   when the scheduler scans all the queues": a round starts when the dequeuing module visits
-//!   a flow that it already visited in the current round, or visits one after the scheduler was
-//!   empty (original: every ActiveList visit counts, an idle LC flow's reset included). In the
-//!   modified variant the LC flow is served inside every round, so only BE services start
-//!   rounds, unless no BE flow is backlogged (then an LC service that repeats starts one);
-//! * `lc_service` — LCService, "how many times the LC queue is served": modified, the number
-//!   of LC services (table 3.1's LC branch entered with the queue non-empty); original, where
-//!   the transmit module serves LC packets, the number of LC service intervals (a packet sent
-//!   from `PrioTxQueue` when the previous packet sent was not one, or after the scheduler
-//!   emptied);
-//! * `lc_backlog` — LCBacklog, "how many times the LC queue is still backlogged after
-//!   exhausting the quantum in the current round": modified, LC services that end with the LC
-//!   queue non-empty; original, LC ActiveList visits that find packets still in `PrioTxQueue`
-//!   (table 3.3's backlog branch).
-//!
-//! Invariants: a flow with a non-empty queue is on its list (modified: `lc_list` /
-//! `be_list`; original: `active_list`), except that a queue emptied by a push-out leaves lazily
-//! when it reaches the head; modified: every deficit is zero while its flow is idle and below
-//! the flow's largest packet after a service; original: an LC flow stays on the ActiveList
-//! once seen and `priority` holds exactly one entry per queued LC packet.
-//!
-//! Guarantees (modified, one LC flow, Q_LC ≥ largest LC packet L, Q_BE ≥ largest BE packet
-//! M): an LC packet arriving to an empty LC queue waits for at most the BE service in
-//! progress, at most Q_BE + M − 1 bytes (the thesis's Q_BE/BNBW plus DRR's deficit carry);
-//! Theorem 2, delay ≤ σ/ρ + (Q_LC + 3Q_BE)/BNBW for a (σ, ρ) LC flow with
-//! ρ ≤ r_LC, holds with one BE flow and the departure of the last bit; with n BE flows each
-//! BE flow may carry up to M − 1 bytes of deficit into the LC busy period, which the
-//! thesis's two-flow DRR argument (Lemma 2) misses, and the bound becomes
-//! σ/ρ + (Q_LC + 3Q_BE + (n − 1)(M − 1))/BNBW (tests: `theorem_2_*`,
-//! `deficit_carry_breaks_theorem_2_with_many_best_effort_flows`). Complexity O(1) per packet
-//! when every quantum is at least the largest packet (the original variant also visits idle LC
-//! flows once per round).
+//! Guarantees (modified, one LC flow, Q_LC ≥ largest LC packet, Q_BE ≥ largest BE packet M):
+//! an LC packet arriving to an empty LC queue waits for at most one BE service, Q_BE + M − 1
+//! bytes; Theorem 2, delay ≤ σ/ρ + (Q_LC + 3Q_BE)/BNBW for a (σ, ρ) LC flow with ρ ≤ r_LC =
+//! Q_LC/(Q_LC + Q_BE)·BNBW, holds with one BE flow; with n BE flows it needs another
+//! (n − 1)(M − 1) bytes of deficit carry (tests `theorem_2_*` and
+//! `deficit_carry_breaks_theorem_2_with_many_best_effort_flows`; discussion in
+//! `docs/disciplines.md`). O(1) per packet when every quantum is at least the largest packet.
 //!
 //! Choices where the paper is silent or the pseudo-code is loose:
-//! * table 3.1 serves the LC list whenever it is non-empty; the alternation LC, BE, LC, … of
-//!   the text (§3.1.2, Definition 4, table 3.5) is implemented;
-//! * tables 3.2 and 3.4 append a BE flow to its list even when its queue emptied; here it
-//!   leaves and rejoins on its next arrival with DC = 0, as in [`crate::disciplines::drr`];
-//! * table 3.3 re-appends the LC flow only in the no-backlog branch; here it is always
-//!   re-appended, and gets `DC += n·Q_LC` when backlogged (§3.1.2 "increases the quantum value,
-//!   n·Q_LC, of the LC flow before serving it and all the other BE flows");
-//! * n is the number of BE flows on the ActiveList when the LC flow is visited, at least 1 (so
-//!   an LC flow alone still gets Q_LC);
-//! * table 3.4 tests `DC_i > Size(p)`; `Size(p) ≤ DC_i` is used, as in every other deficit test
-//!   of tables 3.1–3.4 and in DRR, so a packet of exactly the credit is sent;
-//! * the initial turn is LC; a flow first seen at run time takes the flow defaults; quantum
+//! * the alternation LC, BE, LC, … of the text (§3.1.2, Definition 4, table 3.5), where table
+//!   3.1 serves the LC list whenever it is non-empty;
+//! * any number of LC flows: modified, an LC turn serves every backlogged LC flow once, in list
+//!   order; original, each LC flow is its own ActiveList entry and `PrioTxQueue` is one FIFO;
+//! * an emptied BE flow leaves its list (tables 3.2, 3.4 re-append it) and rejoins with DC = 0;
+//! * table 3.3 re-appends the LC flow only when idle; here always, with `DC += n·Q_LC` when
+//!   backlogged; n is at least 1;
+//! * `Size(p) ≤ DC_i`, as in tables 3.1–3.3 and DRR, where table 3.4 has `DC_i > Size(p)`;
+//! * the first turn is LC; a flow first seen at run time takes the flow defaults; quantum
 //!   defaults to the scheduler's `quantum`, else 1500 bytes; `peek` advances the round exactly
 //!   as the next dequeue would.
 
-use std::collections::VecDeque;
-
-use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
-use crate::counters::{Counters, DropReason, Dropped};
+use crate::config::{ConfigError, FlowParams, TableReader};
+use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
-use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::queues::{Admission, FlowQueues};
+use crate::packet::{FlowId, Packet};
+use crate::queues::Admission;
+use crate::round_robin::{
+    ActiveList, DeficitFlow, DeficitFlows, PriorityTokens, RoundCounter, Step, DEFAULT_QUANTUM,
+};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
-
-/// Quantum used when neither the flow, the flow defaults nor the scheduler give one.
-pub const DEFAULT_QUANTUM: u32 = 1500;
 
 /// Which DRR++ the scheduler runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -147,20 +94,11 @@ pub struct DrrPlusPlusConfig {
     pub variant: Variant,
 }
 
-/// Per-flow DRR++ state.
+/// DRR++'s own per-flow field (Q_i, DC_i and the list flag are [`DeficitFlow`]'s).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DrrPlusPlusFlow {
-    /// Q_i: Q_LC or Q_BE, bytes.
-    pub quantum: u32,
-    /// DC_i, bytes.
-    pub deficit: u64,
     /// `IsLatencyCritical(i)`.
     pub latency_critical: bool,
-    /// Whether the flow is on its list (modified: LCList / BestEffortList; original:
-    /// ActiveList).
-    pub active: bool,
-    /// The §5.1.2 round in which the flow was last served (0: never).
-    visited_round: u64,
 }
 
 /// A DRR++ flow's parameters.
@@ -183,6 +121,32 @@ impl FlowParams for DrrPlusPlusFlowParams {
     }
 }
 
+type Flows = DeficitFlows<DrrPlusPlusFlowParams, DrrPlusPlusFlow>;
+
+/// The state of a flow first seen.
+fn first_sight(params: &DrrPlusPlusFlowParams) -> DeficitFlow<DrrPlusPlusFlow> {
+    let latency_critical = params.latency_critical;
+    DeficitFlow::new(params.quantum as u64, DrrPlusPlusFlow { latency_critical })
+}
+
+/// The §5.1.2 counters, kept alike by both variants.
+#[derive(Clone, Debug, Default)]
+struct ThesisCounters {
+    rounds: RoundCounter,
+    lc_service: u64,
+    lc_backlog: u64,
+}
+
+impl ThesisCounters {
+    fn named(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("total_rounds", self.rounds.total()),
+            ("lc_service", self.lc_service),
+            ("lc_backlog", self.lc_backlog),
+        ]
+    }
+}
+
 /// Whose service is next in the modified variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Turn {
@@ -190,309 +154,272 @@ enum Turn {
     BestEffort,
 }
 
-/// DRR++ scheduler (both variants).
+/// The thesis's modified DRR++ (tables 3.1–3.2).
 #[derive(Clone, Debug)]
-pub struct DrrPlusPlus {
-    queues: FlowQueues,
-    flows: Vec<Option<DrrPlusPlusFlow>>,
-    table: FlowParamTable<DrrPlusPlusFlowParams>,
-    variant: Variant,
-    /// The head of the list being served has received its quantum (a service is under way).
-    in_visit: bool,
-    // Modified variant.
-    lc_list: VecDeque<FlowId>,
-    be_list: VecDeque<FlowId>,
+pub struct ModifiedDrrPlusPlus {
+    flows: Flows,
+    /// `LCList`.
+    lc_list: ActiveList,
+    /// `BestEffortList`.
+    be_list: ActiveList,
     turn: Turn,
     /// LC services left in the current LC turn (0: the turn has not started).
     lc_turn_left: usize,
-    // Original variant.
-    active_list: VecDeque<FlowId>,
-    priority: VecDeque<FlowId>,
+    counters: ThesisCounters,
+}
+
+/// MacGregor & Shi's DRR++ (tables 3.3–3.4).
+#[derive(Clone, Debug)]
+pub struct OriginalDrrPlusPlus {
+    flows: Flows,
+    /// `ActiveList` (LC and BE flows).
+    active_list: ActiveList,
+    /// `PrioTxQueue`: one token per queued LC packet.
+    priority: PriorityTokens,
+    /// n, the number of BE flows on the ActiveList.
     be_count: u64,
+    /// The last packet sent came from `PrioTxQueue` (and the scheduler has not emptied).
     last_sent_lc: bool,
-    // §5.1.2 counters.
-    total_rounds: u64,
-    round_open: bool,
-    lc_service: u64,
-    lc_backlog: u64,
+    counters: ThesisCounters,
+}
+
+/// DRR++ scheduler: one of the two variants (registry id `drr_plusplus` for both).
+#[derive(Clone, Debug)]
+pub enum DrrPlusPlus {
+    /// `variant = "modified"`.
+    Modified(ModifiedDrrPlusPlus),
+    /// `variant = "original"`.
+    Original(OriginalDrrPlusPlus),
 }
 
 impl DrrPlusPlus {
+    fn parts(&self) -> (&Flows, &ThesisCounters) {
+        match self {
+            DrrPlusPlus::Modified(s) => (&s.flows, &s.counters),
+            DrrPlusPlus::Original(s) => (&s.flows, &s.counters),
+        }
+    }
+
     /// The state of `flow`, if seen.
-    pub fn flow(&self, flow: FlowId) -> Option<&DrrPlusPlusFlow> {
-        self.flows.get(flow as usize)?.as_ref()
+    pub fn flow(&self, flow: FlowId) -> Option<&DeficitFlow<DrrPlusPlusFlow>> {
+        self.parts().0.get(flow)
     }
 
     /// The variant being run.
     pub fn variant(&self) -> Variant {
-        self.variant
+        match self {
+            DrrPlusPlus::Modified(_) => Variant::Modified,
+            DrrPlusPlus::Original(_) => Variant::Original,
+        }
     }
 
     /// TotalRounds (§5.1.2).
     pub fn total_rounds(&self) -> u64 {
-        self.total_rounds
+        self.parts().1.rounds.total()
     }
 
     /// LCService (§5.1.2).
     pub fn lc_service(&self) -> u64 {
-        self.lc_service
+        self.parts().1.lc_service
     }
 
     /// LCBacklog (§5.1.2).
     pub fn lc_backlog(&self) -> u64 {
-        self.lc_backlog
+        self.parts().1.lc_backlog
     }
+}
 
-    fn state(&mut self, flow: FlowId) -> &mut DrrPlusPlusFlow {
-        self.flows[flow as usize]
-            .as_mut()
-            .expect("flows that queued a packet have state")
-    }
-
-    fn ensure_state(&mut self, flow: FlowId) {
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, None);
-        }
-        if self.flows[index].is_none() {
-            let params = *self.table.get(flow);
-            self.flows[index] = Some(DrrPlusPlusFlow {
-                quantum: params.quantum,
-                latency_critical: params.latency_critical,
-                ..DrrPlusPlusFlow::default()
-            });
-        }
-    }
-
-    /// Records a service of `flow` for TotalRounds; `repeats_end_round` tells whether serving
-    /// it again within a round ends that round.
-    fn mark_round(&mut self, flow: FlowId, repeats_end_round: bool) {
-        let (open, round) = (self.round_open, self.total_rounds);
-        let state = self.state(flow);
-        if !open || (repeats_end_round && state.visited_round == round) {
-            self.total_rounds += 1;
-            self.round_open = true;
-        }
-        let round = self.total_rounds;
-        self.state(flow).visited_round = round;
-    }
-
-    fn backlogged(&self) -> bool {
-        self.queues.counters.backlog().packets > 0
-    }
-
-    // ---- Modified DRR++ (tables 3.1, 3.2) ----
-
+impl ModifiedDrrPlusPlus {
     /// Ends the LC service of the head of `lc_list` (already removed or rotated).
     fn end_lc_service(&mut self) {
-        self.in_visit = false;
         self.lc_turn_left -= 1;
         if self.lc_turn_left == 0 {
             self.turn = Turn::BestEffort;
         }
     }
 
-    /// The head of `lc_list` emptied: DC_i = 0, leave the LCList.
-    fn lc_leaves(&mut self, flow: FlowId) {
-        let state = self.state(flow);
-        state.deficit = 0;
-        state.active = false;
-        self.lc_list.pop_front();
-        self.end_lc_service();
-    }
-
-    /// The head of `be_list` emptied: DC_i = 0, leave the BestEffortList; the LC turn is next.
-    fn be_leaves(&mut self, flow: FlowId) {
-        let state = self.state(flow);
-        state.deficit = 0;
-        state.active = false;
-        self.be_list.pop_front();
-        self.in_visit = false;
-        self.turn = Turn::LatencyCritical;
-    }
-
     /// Advances the alternation LC, BE, LC, … until a flow may send its head packet.
-    fn select_modified(&mut self) -> Option<FlowId> {
-        if !self.backlogged() {
+    fn select(&mut self) -> Option<FlowId> {
+        if self.flows.queues.counters.backlog().packets == 0 {
             return None;
         }
         loop {
-            match self.turn {
-                Turn::LatencyCritical => {
-                    if !self.in_visit {
-                        if self.lc_turn_left == 0 {
-                            if self.lc_list.is_empty() {
-                                self.turn = Turn::BestEffort;
-                                continue;
-                            }
-                            self.lc_turn_left = self.lc_list.len();
-                        }
-                        let flow = self.lc_list[0];
-                        if self.queues.is_empty(flow) {
-                            self.lc_leaves(flow); // emptied by a push-out
-                            continue;
-                        }
-                        // DC_i = quantum(i) + DC_i
-                        let alone = self.be_list.is_empty();
-                        self.mark_round(flow, alone);
-                        let state = self.state(flow);
-                        state.deficit += state.quantum as u64;
-                        self.in_visit = true;
-                        self.lc_service += 1;
-                    }
-                    let flow = self.lc_list[0];
-                    match self.queues.head(flow).map(|p| p.size as u64) {
-                        None => self.lc_leaves(flow),
-                        Some(size) if size <= self.state(flow).deficit => return Some(flow),
-                        Some(_) => {
-                            // Still backlogged after exhausting the quantum.
-                            self.lc_backlog += 1;
-                            self.lc_list.rotate_left(1);
-                            self.end_lc_service();
-                        }
-                    }
-                }
-                Turn::BestEffort => {
-                    let Some(&flow) = self.be_list.front() else {
-                        if self.lc_list.is_empty() {
-                            return None; // unreachable while the invariants hold
-                        }
-                        self.turn = Turn::LatencyCritical;
+            if self.turn == Turn::LatencyCritical {
+                if !self.lc_list.visiting() && self.lc_turn_left == 0 {
+                    if self.lc_list.is_empty() {
+                        self.turn = Turn::BestEffort;
                         continue;
-                    };
-                    if !self.in_visit {
-                        if self.queues.is_empty(flow) {
-                            // Emptied by a push-out: drop it, the BE turn goes to the next one.
-                            let state = self.state(flow);
-                            state.deficit = 0;
-                            state.active = false;
-                            self.be_list.pop_front();
-                            continue;
-                        }
-                        self.mark_round(flow, true);
-                        let state = self.state(flow);
-                        state.deficit += state.quantum as u64;
-                        self.in_visit = true;
                     }
-                    match self.queues.head(flow).map(|p| p.size as u64) {
-                        None => self.be_leaves(flow),
-                        Some(size) if size <= self.state(flow).deficit => return Some(flow),
-                        Some(_) => {
-                            self.be_list.rotate_left(1);
-                            self.in_visit = false;
-                            self.turn = Turn::LatencyCritical;
-                        }
-                    }
+                    self.lc_turn_left = self.lc_list.len();
                 }
-            }
-        }
-    }
-
-    fn dequeue_modified(&mut self) -> Option<Packet> {
-        let flow = self.select_modified()?;
-        let packet = self.queues.pop_sent(flow).expect("selected flow is backlogged");
-        let state = self.state(flow);
-        state.deficit -= packet.size as u64;
-        let latency_critical = state.latency_critical;
-        if self.queues.is_empty(flow) {
-            // No backlog: DC_i = 0.
-            if latency_critical {
-                self.lc_leaves(flow);
-            } else {
-                self.be_leaves(flow);
-            }
-        }
-        Some(packet)
-    }
-
-    // ---- Original DRR++ (tables 3.3, 3.4) ----
-
-    /// The head of `active_list`, a BE flow, emptied: DC_i = 0, leave the ActiveList.
-    fn original_be_leaves(&mut self, flow: FlowId) {
-        let state = self.state(flow);
-        state.deficit = 0;
-        state.active = false;
-        self.active_list.pop_front();
-        self.be_count -= 1;
-        self.in_visit = false;
-    }
-
-    /// Runs the transmit module and, when both transmit queues are empty, the dequeuing
-    /// module, until a packet can be sent.
-    fn select_original(&mut self) -> Option<FlowId> {
-        if !self.backlogged() {
-            return None;
-        }
-        loop {
-            // Transmit module: PrioTxQueue first, if DC_i covers its head.
-            if let Some(&flow) = self.priority.front() {
-                let size = self
-                    .queues
-                    .head(flow)
-                    .expect("priority entries match queued packets")
-                    .size;
-                if size as u64 <= self.state(flow).deficit {
-                    return Some(flow);
-                }
-            }
-            // Then TxQueue: the BE service under way.
-            if self.in_visit {
-                let flow = self.active_list[0];
-                match self.queues.head(flow).map(|p| p.size as u64) {
-                    None => self.original_be_leaves(flow),
-                    Some(size) if size <= self.state(flow).deficit => return Some(flow),
-                    Some(_) => {
-                        self.active_list.rotate_left(1);
-                        self.in_visit = false;
+                // DC_i = quantum(i) + DC_i at the start of the service.
+                let alone = self.be_list.is_empty();
+                let counters = &mut self.counters;
+                let step = self.flows.step(&mut self.lc_list, |flow, _| {
+                    counters.rounds.visit(flow, alone);
+                    counters.lc_service += 1;
+                })?;
+                match step {
+                    Step::Send(flow) => return Some(flow),
+                    Step::Left(_) => self.end_lc_service(),
+                    Step::Short(_) => {
+                        // Still backlogged after exhausting the quantum.
+                        self.counters.lc_backlog += 1;
+                        self.lc_list.rotate();
+                        self.end_lc_service();
                     }
                 }
                 continue;
             }
-            // Dequeuing module: the next ActiveList entry.
-            let flow = *self.active_list.front()?;
-            if self.state(flow).latency_critical {
-                self.mark_round(flow, true);
-                let n = self.be_count.max(1);
-                let backlogged = !self.queues.is_empty(flow);
-                let state = self.state(flow);
-                let credit = n * state.quantum as u64;
-                if backlogged {
-                    state.deficit += credit;
-                    self.lc_backlog += 1;
-                } else {
-                    // No backlog: reset quantum.
-                    state.deficit = credit;
+            if self.be_list.is_empty() {
+                if self.lc_list.is_empty() {
+                    return None; // unreachable while the invariants hold
                 }
-                self.active_list.rotate_left(1);
-            } else if self.queues.is_empty(flow) {
-                self.original_be_leaves(flow); // emptied by a push-out
-            } else {
-                self.mark_round(flow, true);
-                let state = self.state(flow);
-                state.deficit += state.quantum as u64;
-                self.in_visit = true;
+                self.turn = Turn::LatencyCritical;
+                continue;
+            }
+            let visiting = self.be_list.visiting();
+            let rounds = &mut self.counters.rounds;
+            match self
+                .flows
+                .step(&mut self.be_list, |flow, _| rounds.visit(flow, true))?
+            {
+                Step::Send(flow) => return Some(flow),
+                // Emptied by a push-out before its service: the BE turn goes to the next one.
+                Step::Left(_) if !visiting => {}
+                Step::Left(_) => self.turn = Turn::LatencyCritical,
+                Step::Short(_) => {
+                    self.be_list.rotate();
+                    self.turn = Turn::LatencyCritical;
+                }
             }
         }
     }
 
-    fn dequeue_original(&mut self) -> Option<Packet> {
-        let flow = self.select_original()?;
-        let packet = self.queues.pop_sent(flow).expect("selected flow is backlogged");
-        let state = self.state(flow);
-        state.deficit -= packet.size as u64;
-        if state.latency_critical {
-            self.priority.pop_front();
-            if !self.last_sent_lc {
-                self.lc_service += 1;
+    fn dequeue(&mut self) -> Option<Packet> {
+        let flow = self.select()?;
+        // No backlog: DC_i = 0 and the flow leaves its list.
+        let packet = if self.flows.state(flow).extra.latency_critical {
+            let (packet, left) = self.flows.send_from(flow, &mut self.lc_list);
+            if left {
+                self.end_lc_service();
             }
-            self.last_sent_lc = true;
+            packet
         } else {
-            self.last_sent_lc = false;
-            if self.queues.is_empty(flow) {
-                self.original_be_leaves(flow);
+            let (packet, left) = self.flows.send_from(flow, &mut self.be_list);
+            if left {
+                self.turn = Turn::LatencyCritical;
             }
+            packet
+        };
+        if self.flows.queues.counters.backlog().packets == 0 {
+            self.counters.rounds.close();
         }
         Some(packet)
+    }
+
+    fn enqueue(&mut self, packet: Packet, drops: &mut Vec<Dropped>) {
+        let flow = packet.flow;
+        // Buffer stealing weighs queue lengths by 1/quantum, as in DRR.
+        if self.flows.admit(packet, drops, |s| s.quantum, first_sight) == Admission::Queued {
+            // AppendToActiveList(i); DC_i = 0
+            let list = match self.flows.state(flow).extra.latency_critical {
+                true => &mut self.lc_list,
+                false => &mut self.be_list,
+            };
+            self.flows.activate(flow, list);
+        }
+    }
+}
+
+impl OriginalDrrPlusPlus {
+    /// Runs the transmit module and, when both transmit queues are empty, the dequeuing
+    /// module, until a packet can be sent.
+    fn select(&mut self) -> Option<FlowId> {
+        if self.flows.queues.counters.backlog().packets == 0 {
+            return None;
+        }
+        loop {
+            // Transmit module: PrioTxQueue first, if DC_i covers its head.
+            if let Some(flow) = self.priority.front() {
+                let head = self.flows.queues.head(flow);
+                let size = head.expect("priority tokens match queued packets").size;
+                if size as i64 <= self.flows.state(flow).deficit {
+                    return Some(flow);
+                }
+            }
+            // Dequeuing module: the next ActiveList entry, unless a BE service is under way.
+            let flow = self.active_list.front()?;
+            if !self.active_list.visiting() && self.flows.state(flow).extra.latency_critical {
+                self.counters.rounds.visit(flow, true);
+                let backlogged = !self.flows.is_empty(flow);
+                let n = self.be_count.max(1);
+                let state = self.flows.state(flow);
+                let credit = (n * state.quantum) as i64;
+                if backlogged {
+                    state.deficit += credit;
+                    self.counters.lc_backlog += 1;
+                } else {
+                    state.deficit = credit; // no backlog: reset quantum
+                }
+                self.active_list.rotate();
+                continue;
+            }
+            // TxQueue: the BE service (DC_i += Q_i at its start).
+            let rounds = &mut self.counters.rounds;
+            match self
+                .flows
+                .step(&mut self.active_list, |flow, _| rounds.visit(flow, true))?
+            {
+                Step::Send(flow) => return Some(flow),
+                Step::Short(_) => self.active_list.rotate(),
+                Step::Left(_) => self.be_count -= 1,
+            }
+        }
+    }
+
+    fn dequeue(&mut self) -> Option<Packet> {
+        let flow = self.select()?;
+        let packet = if self.flows.state(flow).extra.latency_critical {
+            let (packet, _) = self.flows.send(flow);
+            self.priority.pop_front();
+            if !self.last_sent_lc {
+                self.counters.lc_service += 1;
+            }
+            self.last_sent_lc = true;
+            packet
+        } else {
+            self.last_sent_lc = false;
+            let (packet, left) = self.flows.send_from(flow, &mut self.active_list);
+            self.be_count -= left as u64;
+            packet
+        };
+        if self.flows.queues.counters.backlog().packets == 0 {
+            // Idle: the next service starts a new round and a new LC service interval.
+            self.counters.rounds.close();
+            self.last_sent_lc = false;
+        }
+        Some(packet)
+    }
+
+    fn enqueue(&mut self, packet: Packet, drops: &mut Vec<Dropped>) {
+        let (flow, first_drop) = (packet.flow, drops.len());
+        // Buffer stealing weighs queue lengths by 1/quantum, as in DRR.
+        let admitted = self.flows.admit(packet, drops, |s| s.quantum, first_sight);
+        let flows = &self.flows;
+        self.priority.forget_pushed_out(&drops[first_drop..], |victim| {
+            flows.get(victim).is_some_and(|s| s.extra.latency_critical)
+        });
+        if admitted == Admission::Queued {
+            let latency_critical = self.flows.state(flow).extra.latency_critical;
+            if latency_critical {
+                self.priority.push(flow); // move directly to PrioTxQueue
+            }
+            // AppendToActiveList(i); DC_i = 0
+            if self.flows.activate(flow, &mut self.active_list) && !latency_critical {
+                self.be_count += 1;
+            }
+        }
     }
 }
 
@@ -545,30 +472,28 @@ impl Discipline for DrrPlusPlus {
     }
 
     fn build(config: DrrPlusPlusConfig, context: &BuildContext<'_>) -> Result<DrrPlusPlus, ConfigError> {
-        Ok(DrrPlusPlus {
-            queues: FlowQueues::new(context.limit),
-            flows: Vec::new(),
-            table: context.flows.parse(
-                &Self::INFO,
-                &DrrPlusPlusFlowParams {
-                    quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
-                    latency_critical: false,
-                },
-            )?,
-            variant: config.variant,
-            in_visit: false,
-            lc_list: VecDeque::new(),
-            be_list: VecDeque::new(),
-            turn: Turn::LatencyCritical,
-            lc_turn_left: 0,
-            active_list: VecDeque::new(),
-            priority: VecDeque::new(),
-            be_count: 0,
-            last_sent_lc: false,
-            total_rounds: 0,
-            round_open: false,
-            lc_service: 0,
-            lc_backlog: 0,
+        let base = DrrPlusPlusFlowParams {
+            quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
+            latency_critical: false,
+        };
+        let flows = DeficitFlows::new(context.limit, context.flows.parse(&Self::INFO, &base)?);
+        Ok(match config.variant {
+            Variant::Modified => DrrPlusPlus::Modified(ModifiedDrrPlusPlus {
+                flows,
+                lc_list: ActiveList::default(),
+                be_list: ActiveList::default(),
+                turn: Turn::LatencyCritical,
+                lc_turn_left: 0,
+                counters: ThesisCounters::default(),
+            }),
+            Variant::Original => DrrPlusPlus::Original(OriginalDrrPlusPlus {
+                flows,
+                active_list: ActiveList::default(),
+                priority: PriorityTokens::default(),
+                be_count: 0,
+                last_sent_lc: false,
+                counters: ThesisCounters::default(),
+            }),
         })
     }
 }
@@ -579,114 +504,33 @@ impl Scheduler for DrrPlusPlus {
     }
 
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
-        let flow = packet.flow;
-        if flow <= MAX_FLOW_ID {
-            self.ensure_state(flow);
-        }
-        let first_drop = drops.len();
-        let flows = &self.flows;
-        // Buffer stealing weighs queue lengths by 1/quantum, as in DRR.
-        let admitted = self.queues.admit(
-            packet,
-            |f| {
-                flows
-                    .get(f as usize)
-                    .and_then(|s| s.map(|s| s.quantum as u64))
-                    .unwrap_or(1)
-            },
-            drops,
-        );
-        if self.variant == Variant::Original {
-            // A pushed-out LC packet is its flow's tail: drop the flow's last PrioTxQueue entry.
-            for dropped in &drops[first_drop..] {
-                let victim = dropped.packet.flow;
-                if dropped.reason == DropReason::PushedOut
-                    && self.flow(victim).is_some_and(|s| s.latency_critical)
-                {
-                    if let Some(index) = self.priority.iter().rposition(|&f| f == victim) {
-                        self.priority.remove(index);
-                    }
-                }
-            }
-        }
-        if admitted != Admission::Queued {
-            return;
-        }
-        let variant = self.variant;
-        let state = self.state(flow);
-        let (was_active, latency_critical) = (state.active, state.latency_critical);
-        if !was_active {
-            // AppendToActiveList(i); DC_i = 0
-            state.active = true;
-            state.deficit = 0;
-        }
-        match variant {
-            Variant::Modified => {
-                if !was_active {
-                    if latency_critical {
-                        self.lc_list.push_back(flow);
-                    } else {
-                        self.be_list.push_back(flow);
-                    }
-                }
-            }
-            Variant::Original => {
-                if latency_critical {
-                    // Move directly to PrioTxQueue.
-                    self.priority.push_back(flow);
-                }
-                if !was_active {
-                    self.active_list.push_back(flow);
-                    if !latency_critical {
-                        self.be_count += 1;
-                    }
-                }
-            }
+        match self {
+            DrrPlusPlus::Modified(s) => s.enqueue(packet, drops),
+            DrrPlusPlus::Original(s) => s.enqueue(packet, drops),
         }
     }
 
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
-        let packet = match self.variant {
-            Variant::Modified => self.dequeue_modified(),
-            Variant::Original => self.dequeue_original(),
-        };
-        if !self.backlogged() {
-            // Idle: the next service starts a new round and a new LC service interval.
-            self.round_open = false;
-            self.last_sent_lc = false;
+        match self {
+            DrrPlusPlus::Modified(s) => s.dequeue(),
+            DrrPlusPlus::Original(s) => s.dequeue(),
         }
-        packet
     }
 
     fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
-        let flow = match self.variant {
-            Variant::Modified => self.select_modified()?,
-            Variant::Original => self.select_original()?,
+        let (flow, flows) = match self {
+            DrrPlusPlus::Modified(s) => (s.select()?, &s.flows),
+            DrrPlusPlus::Original(s) => (s.select()?, &s.flows),
         };
-        self.queues.head(flow).copied()
+        flows.queues.head(flow).copied()
     }
 
     fn counters(&self) -> &Counters {
-        &self.queues.counters
-    }
-
-    /// Never idles the link while a packet is queued (see the module header for why the
-    /// thesis nevertheless calls DRR++ non-work-conserving).
-    fn is_work_conserving(&self) -> bool {
-        true
-    }
-
-    /// `None`: nothing is ever held back for a later time.
-    fn next_wakeup(&self, _now: TimeNs) -> Option<TimeNs> {
-        None
+        &self.parts().0.queues.counters
     }
 
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            ("total_rounds", self.total_rounds),
-            ("lc_service", self.lc_service),
-            ("lc_backlog", self.lc_backlog),
-        ]
+        self.parts().1.named()
     }
 }
 
@@ -860,7 +704,7 @@ mod tests {
                 end: 30_700 * US
             })
         );
-        assert!(s.flow(0).unwrap().latency_critical);
+        assert!(s.flow(0).unwrap().extra.latency_critical);
     }
 
     #[test]

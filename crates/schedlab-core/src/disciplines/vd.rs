@@ -652,7 +652,7 @@ mod tests {
 
     /// Per-packet rounds of DRR, read from the `drr` discipline itself: a flow's visit count
     /// goes up whenever `peek` shows its deficit grew (a quantum was added).
-    fn drr_rounds(d: &mut Drr, prev: &mut [u64], visits: &mut [u64]) -> Option<(Packet, u64)> {
+    fn drr_rounds(d: &mut Drr, prev: &mut [i64], visits: &mut [u64]) -> Option<(Packet, u64)> {
         let mut drops = Vec::new();
         let head = d.peek(0)?;
         let f = head.flow as usize;
@@ -736,7 +736,7 @@ mod tests {
                     offer(&mut v, &mut d, f as FlowId, sizes[(k * flows + f) % sizes.len()], &mut id);
                 }
             }
-            let (mut prev, mut visits) = (vec![0u64; flows], vec![0u64; flows]);
+            let (mut prev, mut visits) = (vec![0i64; flows], vec![0u64; flows]);
             let mut vd_round = std::collections::HashMap::new();
             let mut drr_round = std::collections::HashMap::new();
             // served[f][r]: bytes of flow f sent in VD round r.

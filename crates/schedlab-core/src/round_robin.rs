@@ -1,0 +1,425 @@
+//! The deficit round-robin building block of the round-robin family (DRR, DRR+, both DRR++,
+//! EWRR, WRR, SRR, Aliquem), after Shreedhar & Varghese's figure 3.
+//!
+//! * [`DeficitFlows`]: the per-flow queues ([`FlowQueues`]) and one [`DeficitFlow`] per flow
+//!   (Quantum_i, DeficitCounter_i, whether it is on an active list, and the discipline's own
+//!   fields), created from the flow's parameters on its first packet — the one place where
+//!   "first seen" is recorded. Buffer stealing weighs queue lengths by the discipline's share.
+//! * [`ActiveList`]: flow ids, head visited next, and whether the head's visit has begun (its
+//!   quantum added). [`DeficitFlows::step`] is one step of figure 3 for the head of a list;
+//!   [`DeficitFlows::select`] loops it, rotating flows whose head packet does not fit.
+//! * [`RoundCounter`]: Zhang's §5.1.2 TotalRounds (DRR+ and DRR++).
+//! * [`PriorityTokens`]: one token per queued packet of the flows served by priority, in
+//!   arrival order (DRR+, original DRR++); a push-out takes the flow's last token.
+//!
+//! Invariants kept here: a flow is on an active list iff its `active` flag is set; a flow that
+//! leaves a list has deficit 0 (callers keep "on a list iff backlogged"; a flow emptied by a
+//! push-out leaves lazily, as [`Step::Left`], when it reaches the head); a flow's state exists
+//! from its first valid packet on and its parameters are read once.
+
+use std::collections::VecDeque;
+
+use crate::config::{BufferLimit, FlowParamTable};
+use crate::counters::{DropReason, Dropped};
+use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
+use crate::queues::{Admission, FlowQueues};
+
+/// Quantum (bytes) of a flow when neither the flow, the flow defaults nor the scheduler give
+/// one: DRR, DRR+, DRR++, SRR's quantum and Aliquem's basic quantum.
+pub const DEFAULT_QUANTUM: u32 = 1500;
+
+/// One flow's deficit round-robin state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeficitFlow<X> {
+    /// Quantum_i: what a visit adds to the deficit (bytes; packets for WRR).
+    pub quantum: u64,
+    /// DeficitCounter_i: what the flow may still send (bytes; packets for WRR). Negative only
+    /// in EWRR, which sends the packet that crosses it and pays the excess back.
+    pub deficit: i64,
+    /// Whether the flow is on an active list.
+    pub active: bool,
+    /// The discipline's own per-flow fields.
+    pub extra: X,
+}
+
+impl<X> DeficitFlow<X> {
+    /// A flow seen for the first time: idle, deficit 0.
+    pub fn new(quantum: u64, extra: X) -> Self {
+        DeficitFlow {
+            quantum,
+            deficit: 0,
+            active: false,
+            extra,
+        }
+    }
+}
+
+/// A list of flows visited in turn: DRR's ActiveList.
+#[derive(Clone, Debug, Default)]
+pub struct ActiveList {
+    flows: VecDeque<FlowId>,
+    /// The head's visit has begun (its quantum was added).
+    visiting: bool,
+}
+
+impl ActiveList {
+    /// The flow visited next.
+    #[inline]
+    pub fn front(&self) -> Option<FlowId> {
+        self.flows.front().copied()
+    }
+
+    /// Flows on the list.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Whether no flow is on the list.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    /// Whether the head's visit has begun.
+    #[inline]
+    pub fn visiting(&self) -> bool {
+        self.visiting
+    }
+
+    /// Appends `flow` (the caller keeps its `active` flag).
+    #[inline]
+    pub fn push(&mut self, flow: FlowId) {
+        self.flows.push_back(flow);
+    }
+
+    /// Ends the head's visit and moves it to the tail (pop + push reuses the deque's capacity).
+    #[inline]
+    pub fn rotate(&mut self) {
+        if let Some(flow) = self.flows.pop_front() {
+            self.flows.push_back(flow);
+        }
+        self.visiting = false;
+    }
+
+    /// Ends the head's visit and removes it.
+    #[inline]
+    pub fn remove_head(&mut self) {
+        self.flows.pop_front();
+        self.visiting = false;
+    }
+}
+
+/// What [`DeficitFlows::step`] found at the head of a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The head flow's deficit covers its head packet: it may send.
+    Send(FlowId),
+    /// The head flow's head packet is larger than its deficit: its visit is over (the caller
+    /// rotates it, or files it elsewhere); it keeps its deficit.
+    Short(FlowId),
+    /// The head flow's queue had been emptied by a push-out: it left the list with deficit 0.
+    Left(FlowId),
+}
+
+/// Per-flow queues with one [`DeficitFlow`] per flow seen; `P` are the discipline's flow
+/// parameters, `X` its own per-flow fields.
+#[derive(Clone, Debug)]
+pub struct DeficitFlows<P, X> {
+    /// The per-flow packet queues and counters.
+    pub queues: FlowQueues,
+    /// Indexed by flow id; `None` for a flow not seen yet.
+    flows: Vec<Option<DeficitFlow<X>>>,
+    table: FlowParamTable<P>,
+}
+
+impl<P, X> DeficitFlows<P, X> {
+    /// No flow seen yet; `limit` is the shared buffer, `table` the flows' parameters.
+    pub fn new(limit: BufferLimit, table: FlowParamTable<P>) -> Self {
+        DeficitFlows {
+            queues: FlowQueues::new(limit),
+            flows: Vec::new(),
+            table,
+        }
+    }
+
+    /// The flows' parameters.
+    pub fn table(&self) -> &FlowParamTable<P> {
+        &self.table
+    }
+
+    /// The state of `flow`, if seen.
+    #[inline]
+    pub fn get(&self, flow: FlowId) -> Option<&DeficitFlow<X>> {
+        self.flows.get(flow as usize)?.as_ref()
+    }
+
+    /// The state of `flow`, which must have been seen (it queued a packet).
+    #[inline]
+    pub fn state(&mut self, flow: FlowId) -> &mut DeficitFlow<X> {
+        self.flows[flow as usize]
+            .as_mut()
+            .expect("flows that queued a packet have state")
+    }
+
+    /// Whether `flow` has nothing queued.
+    #[inline]
+    pub fn is_empty(&self, flow: FlowId) -> bool {
+        self.queues.is_empty(flow)
+    }
+
+    /// Records `packet`'s arrival and queues it, or drops it (buffer full, or an invalid flow
+    /// id) into `drops`. A flow's state is made by `first` from its parameters on its first
+    /// packet. With longest-queue drop, queue lengths are weighed by 1/`share(flow)`.
+    #[inline]
+    pub fn admit(
+        &mut self,
+        packet: Packet,
+        drops: &mut Vec<Dropped>,
+        share: impl Fn(&DeficitFlow<X>) -> u64,
+        first: impl FnOnce(&P) -> DeficitFlow<X>,
+    ) -> Admission {
+        if packet.flow <= MAX_FLOW_ID {
+            self.ensure(packet.flow, first);
+        }
+        let flows = &self.flows;
+        self.queues.admit(
+            packet,
+            |f| flows.get(f as usize).and_then(Option::as_ref).map_or(1, &share),
+            drops,
+        )
+    }
+
+    /// Makes the state of `flow` (at most [`MAX_FLOW_ID`]) with `first` if it was not seen.
+    #[inline]
+    pub fn ensure(&mut self, flow: FlowId, first: impl FnOnce(&P) -> DeficitFlow<X>) {
+        if self.flows.get(flow as usize).is_none_or(Option::is_none) {
+            self.first_sight(flow, first);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_sight(&mut self, flow: FlowId, first: impl FnOnce(&P) -> DeficitFlow<X>) {
+        let index = flow as usize;
+        if index >= self.flows.len() {
+            self.flows.resize_with(index + 1, || None);
+        }
+        self.flows[index] = Some(first(self.table.get(flow)));
+    }
+
+    /// Puts an idle `flow` on `list` with deficit 0 (figure 3: a flow becoming backlogged
+    /// joins the tail of the ActiveList); returns whether it was idle.
+    #[inline]
+    pub fn activate(&mut self, flow: FlowId, list: &mut ActiveList) -> bool {
+        let state = self.state(flow);
+        if state.active {
+            return false;
+        }
+        state.active = true;
+        state.deficit = 0;
+        list.push(flow);
+        true
+    }
+
+    /// The head `flow` of `list` leaves it: deficit 0, inactive.
+    #[inline]
+    pub fn leave(&mut self, flow: FlowId, list: &mut ActiveList) {
+        let state = self.state(flow);
+        state.deficit = 0;
+        state.active = false;
+        list.remove_head();
+    }
+
+    /// One step of figure 3 for the head of `list`: a flow emptied by a push-out leaves; at
+    /// the start of a visit DeficitCounter_i += Quantum_i and `on_credit` is told; then the
+    /// head packet is compared with the deficit.
+    #[inline]
+    pub fn step(
+        &mut self,
+        list: &mut ActiveList,
+        on_credit: impl FnOnce(FlowId, &DeficitFlow<X>),
+    ) -> Option<Step> {
+        let flow = list.front()?;
+        let Some(head) = self.queues.head(flow) else {
+            self.leave(flow, list);
+            return Some(Step::Left(flow));
+        };
+        let size = head.size as i64;
+        let state = self.flows[flow as usize]
+            .as_mut()
+            .expect("flows on a list have state");
+        if !list.visiting {
+            state.deficit += state.quantum as i64;
+            list.visiting = true;
+            on_credit(flow, state);
+        }
+        Some(if size <= state.deficit {
+            Step::Send(flow)
+        } else {
+            Step::Short(flow)
+        })
+    }
+
+    /// DRR's selection on `list`: steps until the head may send its head packet, rotating
+    /// flows whose head does not fit (after `on_short`); returns that flow.
+    #[inline]
+    pub fn select(
+        &mut self,
+        list: &mut ActiveList,
+        mut on_credit: impl FnMut(FlowId, &DeficitFlow<X>),
+        mut on_short: impl FnMut(FlowId, &DeficitFlow<X>),
+    ) -> Option<FlowId> {
+        loop {
+            match self.step(list, &mut on_credit)? {
+                Step::Send(flow) => return Some(flow),
+                Step::Short(flow) => {
+                    on_short(flow, self.get(flow).expect("flows on a list have state"));
+                    list.rotate();
+                }
+                Step::Left(_) => {}
+            }
+        }
+    }
+
+    /// Sends the head packet of `flow` and charges its size to the deficit; returns it with
+    /// whether the queue is now empty.
+    #[inline]
+    pub fn send(&mut self, flow: FlowId) -> (Packet, bool) {
+        let (packet, emptied) = self
+            .queues
+            .pop_sent_emptied(flow)
+            .expect("selected flow is backlogged");
+        self.state(flow).deficit -= packet.size as i64;
+        (packet, emptied)
+    }
+
+    /// Sends the head packet of `flow`, the head of `list`, as figure 3 does: an emptied flow
+    /// leaves the list with deficit 0. Returns the packet with whether the flow left.
+    #[inline]
+    pub fn send_from(&mut self, flow: FlowId, list: &mut ActiveList) -> (Packet, bool) {
+        let (packet, emptied) = self.send(flow);
+        if emptied {
+            self.leave(flow, list);
+        }
+        (packet, emptied)
+    }
+}
+
+/// Zhang's §5.1.2 TotalRounds: "a period in which there is at least one queue to be served
+/// when the scheduler scans all the queues". A round starts at the first visit after the
+/// counter was closed (the scheduler or its list emptied), or at a visit to a flow already
+/// visited in the current round.
+#[derive(Clone, Debug, Default)]
+pub struct RoundCounter {
+    total: u64,
+    open: bool,
+    /// The round in which each flow was last visited (0: never), by flow id.
+    visited: Vec<u64>,
+}
+
+impl RoundCounter {
+    /// Records a visit of `flow`; with `repeat_starts_round` false a repeated visit does not
+    /// start a round (DRR++'s LC flow, served inside every round).
+    pub fn visit(&mut self, flow: FlowId, repeat_starts_round: bool) {
+        let index = flow as usize;
+        if index >= self.visited.len() {
+            self.visited.resize(index + 1, 0);
+        }
+        if !self.open || (repeat_starts_round && self.visited[index] == self.total) {
+            self.total += 1;
+            self.open = true;
+        }
+        self.visited[index] = self.total;
+    }
+
+    /// The next visit starts a new round.
+    pub fn close(&mut self) {
+        self.open = false;
+    }
+
+    /// Rounds counted.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+}
+
+/// One token (the flow id) per queued packet of the flows served by priority, in arrival
+/// order.
+#[derive(Clone, Debug, Default)]
+pub struct PriorityTokens {
+    tokens: VecDeque<FlowId>,
+}
+
+impl PriorityTokens {
+    /// A packet of `flow` was queued.
+    #[inline]
+    pub fn push(&mut self, flow: FlowId) {
+        self.tokens.push_back(flow);
+    }
+
+    /// The flow of the oldest token.
+    #[inline]
+    pub fn front(&self) -> Option<FlowId> {
+        self.tokens.front().copied()
+    }
+
+    /// Removes the oldest token.
+    #[inline]
+    pub fn pop_front(&mut self) -> Option<FlowId> {
+        self.tokens.pop_front()
+    }
+
+    /// Removes every token of `flow` (it is no longer served by priority). O(tokens).
+    pub fn remove_flow(&mut self, flow: FlowId) {
+        self.tokens.retain(|&f| f != flow);
+    }
+
+    /// Removes the token of each packet pushed out in `drops` whose flow `is_priority`: a
+    /// push-out takes its flow's tail, i.e. the flow's last token. O(tokens) per push-out.
+    pub fn forget_pushed_out(&mut self, drops: &[Dropped], is_priority: impl Fn(FlowId) -> bool) {
+        for dropped in drops {
+            let flow = dropped.packet.flow;
+            if dropped.reason == DropReason::PushedOut && is_priority(flow) {
+                if let Some(index) = self.tokens.iter().rposition(|&f| f == flow) {
+                    self.tokens.remove(index);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_counter_counts_passes() {
+        let mut rounds = RoundCounter::default();
+        rounds.visit(1, true);
+        rounds.visit(2, true);
+        assert_eq!(rounds.total(), 1);
+        rounds.visit(1, true); // flow 1 again: a new pass
+        assert_eq!(rounds.total(), 2);
+        rounds.visit(1, false); // a repeat that does not start a round
+        assert_eq!(rounds.total(), 2);
+        rounds.close();
+        rounds.visit(3, true);
+        assert_eq!(rounds.total(), 3);
+    }
+
+    #[test]
+    fn a_push_out_removes_the_flows_last_token() {
+        let mut tokens = PriorityTokens::default();
+        for flow in [1, 2, 1, 2, 1] {
+            tokens.push(flow);
+        }
+        let pushed = |flow| Dropped {
+            packet: Packet::new(0, flow, 100, 0),
+            reason: DropReason::PushedOut,
+        };
+        tokens.forget_pushed_out(&[pushed(2), pushed(1)], |flow| flow == 2);
+        assert_eq!(tokens.tokens, [1, 2, 1, 1]);
+        tokens.remove_flow(1);
+        assert_eq!((tokens.pop_front(), tokens.front()), (Some(2), None));
+    }
+}
