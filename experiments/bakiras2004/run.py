@@ -16,7 +16,7 @@ cross n1→n2), the 10 flows n7→n8 cross n2→n3; their access and exit links 
 to 25% of the BDP)" hold: RTT = 8 × 1 ms, BDP = 50 Mbit/s × 8 ms = 50,000 B.
 
 That reading loads figure 4's chain to about 20 %, where every scheduler sends in arrival order.
-The loaded variant (``fig4_loaded``, reproduce registry only) runs the same traffic over
+The loaded variant (``fig4_loaded``; reproduce registry id ``fig4loaded``) runs the same traffic over
 LOADED_CHAIN_RATE chain links: about 92 % mean load on n1→n2 and n2→n3, above 100 % while many
 Pareto sources are on, so queues build and the schedulers differ.
 """
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         "--write-scenarios",
         type=Path,
         metavar="DIR",
-        help="write the scenario files of `schedlab reproduce vd fig4 fig4_loaded fig5` into DIR and stop",
+        help="write the scenario files of `schedlab reproduce vd fig4 fig4loaded fig5` into DIR and stop",
     )
     args = parser.parse_args(argv)
     if args.write_scenarios is not None:
