@@ -21,12 +21,13 @@ def _as_scenario(scenario: Scenario | str | Path) -> Scenario:
     return Scenario.from_toml(scenario)
 
 
-def validate(scenario: Scenario | str | Path) -> dict:
+def validate(scenario: Scenario | str | Path, flows: bool = True) -> dict:
     """Check a scenario without running it (the Rust validator). Returns what it declares
-    (links, flows, run length). Raises :class:`schedlab.InputError` naming the key and value."""
+    (links, ``flow_count``, run length, and with ``flows`` the list of every flow).
+    Raises :class:`schedlab.InputError` naming the key and value."""
     s = _as_scenario(scenario)
     text, file = s.rust_source()
-    info = json.loads(_core.validate_scenario(text, str(s.base_dir), file))
+    info = json.loads(_core.validate_scenario(text, str(s.base_dir), file, flows))
     validate_report(s.data)
     if s.sweep is not None:
         for point in s.points():
@@ -39,7 +40,7 @@ def validate_point(point) -> str:
     """Validate one sweep point; returns its TOML text. Errors name the point and its values."""
     text, _ = point.scenario.rust_source()
     try:
-        _core.validate_scenario(text, str(point.scenario.base_dir))
+        _core.validate_scenario(text, str(point.scenario.base_dir), None, False)
     except _core.InputError as e:
         values = ", ".join(f"{k} = {v!r}" for k, v in point.values.items())
         raise _core.InputError(f"sweep point {point.index} ({values}): {e}") from None

@@ -50,6 +50,10 @@ confidence interval, so that derived values (shares, ratios) get an honest inter
 ``below``
     ``ours`` × ``factor`` ≤ ``than``: ``match``; ``ours`` < ``than`` only: ``trend``;
     otherwise ``mismatch`` (e.g. "two orders of magnitude lower": ``factor = 100``).
+``spread``
+    ``ours`` (optionally divided by ``over``, per replication, times ``scale``) at every value
+    of the sweep's x: ``match`` when max − min is at most ``paper`` (+ ``tolerance_abs``),
+    for "the differences are less than …"; otherwise ``mismatch``.
 ``converges``
     for results with ``timeseries = true`` (replication 0 of every point is run again for
     its per-bin throughput, ``table = "series"``): the start of the first bin from which every
@@ -80,7 +84,7 @@ from schedlab.stats import mean_ci95
 #: The papers, in the order of their seeds: (paper id, experiments folder).
 PAPERS = (("zhang", "thesis"), ("wang", "wang"), ("dwcs", "dwcs"), ("ewrr", "ewrr"), ("vd", "vd"))
 VERDICTS = ("match", "trend", "mismatch", "not_expressible")
-CHECKS = ("compare", "ratio", "order", "shape", "below", "converges")
+CHECKS = ("compare", "ratio", "order", "shape", "below", "converges", "spread")
 _RESULT_KEYS = {"id", "title", "scenario", "generator", "needs", "quick", "figure", "claim", "note", "timeseries"}
 _CLAIM_KEYS = {
     "id",
@@ -225,7 +229,7 @@ def _check_claim(claim: dict, values: dict, where: str) -> None:
         return  # evaluated as not_expressible: nothing else to check
     if check not in CHECKS:
         raise ReproduceError(f"{where}.check = {check!r}: unknown; known: {', '.join(CHECKS)}")
-    if check in ("compare", "ratio", "shape", "below", "converges"):
+    if check in ("compare", "ratio", "shape", "below", "converges", "spread"):
         _check_selection(claim.get("ours"), f"{where}.ours")
     if check == "converges":
         targets = claim.get("targets_bps")
@@ -233,7 +237,7 @@ def _check_claim(claim: dict, values: dict, where: str) -> None:
             raise ReproduceError(f"{where}.targets_bps = {targets!r}: a table flow = bit/s, e.g. {{ 1 = 2.5e6 }}")
         if claim.get("paper") not in values:
             raise ReproduceError(f"{where}.paper = {claim.get('paper')!r}: not a key of paper_values.csv")
-    if check == "ratio":
+    if check == "ratio" or (check == "spread" and "over" in claim):
         _check_selection(claim.get("over"), f"{where}.over")
     if check == "below":
         _check_selection(claim.get("than"), f"{where}.than")
@@ -243,7 +247,7 @@ def _check_claim(claim: dict, values: dict, where: str) -> None:
             raise ReproduceError(f"{where}.items = {items!r}: at least two selections")
         for i, item in enumerate(items):
             _check_selection(item, f"{where}.items[{i}]")
-    if check in ("compare", "ratio"):
+    if check in ("compare", "ratio", "spread"):
         if claim.get("paper") not in values:
             raise ReproduceError(f"{where}.paper = {claim.get('paper')!r}: not a key of paper_values.csv")
     if claim.get("statistic", "mean") not in ("mean", "ci95_normal"):
@@ -581,6 +585,18 @@ def evaluate_claim(claim: dict, replications, x_key: str | None, values: dict) -
         ok = _shape_holds([p[1] for p in pairs], shape, tolerance)
         verdict = "match" if ok else "mismatch"
         why = f"ours is {'' if ok else 'not '}{shape} along x"
+    elif check == "spread":
+        pairs = []
+        for x, _ in _along_x(replications, claim["ours"], x_key):
+            value = _selection_values(replications, {**claim["ours"], "x": x}, x_key) * scale
+            if "over" in claim:
+                value = value / _selection_values(replications, {**claim["over"], "x": x}, x_key)
+            pairs.append((x, float(value.mean())))
+        spread = max(v for _, v in pairs) - min(v for _, v in pairs)
+        out["ours"] = {"value": spread, "ci95": None, "x": [p[0] for p in pairs], "values": [p[1] for p in pairs]}
+        within, rule = _within(spread, out["paper"]["value"], float(claim.get("tolerance_abs", 0.0)), True)
+        verdict = "match" if within else "mismatch"
+        why = f"ours spread {spread:.4g} (max − min of {', '.join(f'{v:.4g}' for _, v in pairs)}) is {'' if within else 'not '}{rule}"
     elif check == "converges":
         stat = _convergence(replications, claim, x_key)
         out["ours"] = stat

@@ -1,7 +1,8 @@
 """Scenarios: load them from TOML, build or change them in code, expand their sweeps.
 
 A scenario is the TOML document ``schedlab run`` takes (``[run]``, ``[[link]]``,
-``[[source]]``; see ``docs/scenarios.md``) plus two tables that only the Python front reads:
+``[[source]]``, one of which may declare many flows with ``count``
+or a CSV ``file``; see ``docs/results.md``) plus two tables that only the Python front reads:
 
 ``[sweep]``
     ``grid = { "key.path" = [v1, v2, ...], ... }`` varies every key independently (Cartesian

@@ -431,3 +431,60 @@ def test_scenario_new_rejects_an_unknown_run_key_naming_the_accepted_ones():
     with pytest.raises(ScenarioError, match=r"duraton='1s'.*accepted: name, duration, packets, warmup, seed"):
         Scenario.new(duraton="1s")
     assert Scenario.new(duration="1s", seed=3).data["run"] == {"duration": "1s", "seed": 3}
+
+
+COMPACT = """
+[run]
+duration = "2s"
+seed = 5
+[[link]]
+name = "l"
+rate = "10Mbit"
+scheduler = { kind = "drr" }
+[[source]]
+count = 50
+flow = 1000
+name = "web"
+path = ["l"]
+arrivals = { model = "cbr", rate_pps = { each = [%s] } }
+size = { dist = "constant", size = 500 }
+[[source]]
+file = "flows.csv"
+path = ["l"]
+arrivals = { model = "cbr", rate_pps = 1 }
+size = { dist = "constant", size = 500 }
+"""
+
+
+def test_compact_sources_run_from_the_cli_and_the_api(tmp_path, cli):
+    (tmp_path / "flows.csv").write_text("flow,name,arrivals.rate_pps\n7,video,40\n8,,\n")
+    path = tmp_path / "compact.toml"
+    path.write_text(COMPACT % ", ".join(str(1 + i) for i in range(50)))
+    result = cli("run", str(path), "--out", str(tmp_path / "out"), "--json")
+    assert result.returncode == 0, result.stderr
+    flows = {f["flow"]: f for f in json.loads(result.stdout)["flows"]}
+    assert len(flows) == 52
+    # CBR from t = 0 for 2 s at r packets/s sends 2r packets.
+    assert flows[1000]["name"] == "web0" and flows[1000]["received"] == 2
+    assert flows[1049]["name"] == "web49" and flows[1049]["received"] == 100
+    assert flows[7]["name"] == "video" and flows[7]["received"] == 80
+    assert flows[8]["name"] == "flow8" and flows[8]["received"] == 2
+    info = json.loads(cli("validate", str(path), "--json").stdout)
+    assert info["flow_count"] == 52 and len(info["flows"]) == 52
+
+
+def test_bad_compact_sources_are_exit_2_naming_key_value_and_line(tmp_path, cli):
+    (tmp_path / "flows.csv").write_text("flow,arrivals.rate_pps\n7,40\n8,-3\n")
+    path = tmp_path / "compact.toml"
+    path.write_text(COMPACT % "1, 2")
+    short = cli("validate", str(path))
+    assert short.returncode == 2
+    message = " ".join(short.stderr.split())
+    assert "source[0].arrivals.rate_pps.each = (2 values)" in message and "count = 50" in message
+    assert f"{path}:14" in message
+    path.write_text(COMPACT % ", ".join(["1"] * 50))
+    bad_row = cli("run", str(path), "--out", str(tmp_path / "out"))
+    assert bad_row.returncode == 2
+    message = " ".join(bad_row.stderr.split())
+    assert "source[1].arrivals.rate_pps = -3" in message and "flow 8, flows.csv line 3" in message
+    assert not (tmp_path / "out").exists()

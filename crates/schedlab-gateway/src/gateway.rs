@@ -304,6 +304,13 @@ pub fn build_from_scenario(
             "link-dropping policies run in the simulator only",
         ));
     }
+    if link.conditioner.is_some() {
+        return Err(ConfigError::new(
+            path("conditioner"),
+            "(a traffic conditioner)",
+            "traffic conditioners run in the simulator only for measured scenarios",
+        ));
+    }
     let rate = link.rate.ok_or_else(|| {
         ConfigError::new(path("rate"), "(missing)", "the gateway emulates a link at a rate")
     })?;
@@ -326,12 +333,11 @@ pub fn build_from_scenario(
             ));
         }
         rules.push(Rule {
-            dscp: None,
-            source: None,
-            destination: None,
-            protocol: Some(crate::classify::PROTOCOL_UDP),
-            source_port: Some((port as u16, port as u16)),
-            destination_port: None,
+            conditions: schedlab_core::conditioning::Match {
+                protocol: Some(crate::classify::PROTOCOL_UDP),
+                source_port: Some((port as u16, port as u16)),
+                ..Default::default()
+            },
             flow: source.flow,
             class: Some(source.class),
         });

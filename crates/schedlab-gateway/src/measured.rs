@@ -254,6 +254,7 @@ pub fn measured_results(
             link_max_backlog: vec![(0, 0); links],
             link_series: vec![Vec::new(); links],
             link_class_window: vec![(Vec::new(), Vec::new()); links],
+            link_meter_window: vec![(Vec::new(), Vec::new()); links],
             link_class_busy_series: vec![Vec::new(); links],
             link_idle_while_backlogged: vec![0; links],
             link_left_queued: vec![count("queued_packets"); links]

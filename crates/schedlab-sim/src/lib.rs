@@ -49,6 +49,7 @@ pub mod packet_log;
 pub mod replay;
 pub mod results;
 pub mod scenario;
+mod source_set;
 pub mod stats;
 pub mod tcp;
 pub mod trace;

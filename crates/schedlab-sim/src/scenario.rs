@@ -22,7 +22,7 @@
 //! params = { latency_critical = true, quantum = 2000 }
 //! ```
 //!
-//! Every key is documented in `docs/results.md` and `docs/scenarios.md`. Parsing goes through
+//! Every key is documented in `docs/results.md` (one table for many flows: `count`, `file`). Parsing goes through
 //! [`TableReader`], so every error names the key path and the value
 //! (`source[2].arrivals.rate_pps = -1: must be a positive number`), unknown keys are rejected,
 //! and a path naming a missing link is rejected.
@@ -32,11 +32,12 @@ use std::sync::Arc;
 
 use schedlab_core::config::join_path;
 use schedlab_core::{
-    build_scheduler, discipline_info, AnyScheduler, ConfigError, FlowId, FlowTable, LinkDropPolicy,
-    LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
+    build_scheduler, discipline_info, AnyScheduler, Conditioner, ConfigError, FlowId, FlowTable,
+    LinkDropPolicy, LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
 };
 
 use crate::lateness::LatenessSpec;
+use crate::source_set::SourceSet;
 use crate::tcp::TcpConfig;
 use crate::traffic::{
     stationary_distribution, ArrivalModel, Fragmentation, FrameType, MpegModel, PeriodDist, SizeDist,
@@ -95,6 +96,9 @@ pub struct LinkConfig {
     pub max_sojourn: Option<TimeNs>,
     /// Paper 001's link-dropping policy, applied before the scheduler.
     pub drop_policy: Option<LinkDropPolicyKind>,
+    /// The DiffServ traffic conditioner (classifier, meters, marker, absolute dropper) in front
+    /// of the dropping policy and the scheduler, fresh (buckets full, counters zero).
+    pub conditioner: Option<Conditioner>,
     /// The link's `buffer` in bytes (the horizon of its dropping policy).
     pub buffer: Option<u64>,
     /// Propagation delay, ns.
@@ -175,6 +179,8 @@ pub struct SourceConfig {
     pub name: String,
     /// Traffic class of its packets (trace replay may override per packet).
     pub class: u8,
+    /// The DSCP its packets carry (0–63), which a link's conditioner may classify on.
+    pub dscp: u8,
     /// Indices of the links crossed, in order.
     pub path: Vec<usize>,
     /// Arrival process.
@@ -303,12 +309,18 @@ impl Scenario {
     /// What the scenario declares (run length, links, flows), as JSON: what
     /// `schedlab validate` prints.
     pub fn describe(&self) -> serde_json::Value {
+        self.describe_flows(true)
+    }
+
+    /// [`Scenario::describe`], listing the flows only if `flows` (else the key `flows` is
+    /// absent).
+    pub fn describe_flows(&self, flows: bool) -> serde_json::Value {
         use serde_json::json;
         let length = match self.run.length {
             RunLength::Duration(d) => json!({ "duration_s": d as f64 / 1e9 }),
             RunLength::Packets(p) => json!({ "packets": p }),
         };
-        json!({
+        let mut described = json!({
             "name": self.name,
             "run": {
                 "length": length,
@@ -324,7 +336,7 @@ impl Scenario {
                 "loss": l.loss,
                 "scheduler": l.scheduler.get("kind").and_then(|k| k.as_str()),
             })).collect::<Vec<_>>(),
-            "flows": self.sources.iter().map(|s| json!({
+            "flows": flows.then(|| self.sources.iter().map(|s| json!({
                 "flow": s.flow,
                 "name": s.name,
                 "class": s.class,
@@ -333,8 +345,12 @@ impl Scenario {
                 "max_packet_bytes": s.max_packet(),
                 "transport": s.transport.as_ref().map(|_| "tcp"),
                 "mtu": s.fragmentation.map(|f| f.mtu),
-            })).collect::<Vec<_>>(),
-        })
+            })).collect::<Vec<_>>()),
+        });
+        if !flows {
+            described.as_object_mut().map(|o| o.remove("flows"));
+        }
+        described
     }
 }
 
@@ -389,12 +405,14 @@ const LINK_KEYS: &[&str] = &[
     "scheduler",
     "max_sojourn",
     "drop_policy",
+    "conditioner",
     "loss",
 ];
 const SOURCE_KEYS: &[&str] = &[
     "flow",
     "name",
     "class",
+    "dscp",
     "path",
     "arrivals",
     "size",
@@ -508,17 +526,72 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         links.push(link);
     }
     let mut sources: Vec<SourceConfig> = Vec::with_capacity(source_tables.len());
-    for (index, t) in source_tables.iter().enumerate() {
-        let source = parse_source(t, index, &links, base_dir, &run, &class_names)?;
-        if let Some(other) = sources.iter().position(|s| s.flow == source.flow) {
+    // The `[[source]]` table each source comes from (a `count` or CSV table declares many).
+    let mut origins: Vec<usize> = Vec::with_capacity(source_tables.len());
+    // Where each source's `params` are declared, for errors about them.
+    let mut params_paths: Vec<Option<String>> = Vec::with_capacity(source_tables.len());
+    let mut flow_origin: std::collections::HashMap<FlowId, usize> = std::collections::HashMap::new();
+    let mut add = |source: SourceConfig, index: usize, sources: &mut Vec<SourceConfig>| {
+        if let Some(other) = flow_origin.insert(source.flow, index) {
+            let whose = if other == index {
+                "another flow of this [[source]] has this flow id".to_string()
+            } else {
+                format!("source[{other}] already uses this flow id")
+            };
             return Err(ConfigError::new(
                 format!("source[{index}].flow"),
                 source.flow.to_string(),
-                format!("source[{other}] already uses this flow id"),
-            )
-            .into());
+                whose,
+            ));
         }
         sources.push(source);
+        origins.push(index);
+        Ok(())
+    };
+    for (index, t) in source_tables.iter().enumerate() {
+        let path = format!("source[{index}]");
+        let Some(mut set) = SourceSet::read(t, &path, index, sources.len(), run.seed, base_dir)? else {
+            add(
+                parse_source(t, index, &links, base_dir, &run, &class_names)?,
+                index,
+                &mut sources,
+            )?;
+            params_paths.push(None);
+            continue;
+        };
+        sources.reserve(set.len());
+        // When flows differ only in id and name, the first flow's table is read for all.
+        let mut shared: Option<SourceConfig> = None;
+        for i in 0..set.len() {
+            let table = set.table(i)?;
+            let flow = table
+                .get("flow")
+                .and_then(toml::Value::as_integer)
+                .map(|f| f as FlowId);
+            let source = match &shared {
+                Some(first) => {
+                    let mut reader = TableReader::new(&table, path.clone());
+                    let mut source = first.clone();
+                    source.flow = reader
+                        .integer("flow", 0, MAX_FLOW_ID as i64)
+                        .map_err(|e| set.locate(e, i, None))?
+                        .map_or(source.flow, |f| f as FlowId);
+                    source.name =
+                        r_string(&mut reader, "name")?.unwrap_or_else(|| format!("flow{}", source.flow));
+                    source
+                }
+                None => {
+                    let source = parse_source(&table, index, &links, base_dir, &run, &class_names)
+                        .map_err(|e| set.locate(e, i, flow))?;
+                    if set.only_ids_vary() {
+                        shared = Some(source.clone());
+                    }
+                    source
+                }
+            };
+            add(source, index, &mut sources).map_err(|e| set.locate(e, i, flow))?;
+            params_paths.push(Some(set.params_path(i)));
+        }
     }
     // Flow keys go to every link a flow crosses (`flow_defaults` to every link), and each link's
     // discipline rejects the keys it does not read, except keys that another discipline on the
@@ -539,9 +612,14 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         let read_on_path = read_on(&mut source.path.iter().chain(ack_links).copied());
         for &link in source.path.iter().chain(ack_links) {
             let params = keys_for_link(&source.params, reads[link], &read_on_path);
-            links[link]
-                .flows
-                .set(source.flow, params, format!("source[{index}].params"));
+            links[link].flows.set(
+                source.flow,
+                params,
+                match &params_paths[index] {
+                    Some(path) => path.clone(),
+                    None => format!("source[{}].params", origins[index]),
+                },
+            );
         }
     }
     for (index, link) in links.iter().enumerate() {
@@ -553,7 +631,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
                 .find(|(_, s)| s.path.contains(&index) && s.class as usize >= classes)
             {
                 return Err(ConfigError::new(
-                    format!("source[{s}].class"),
+                    format!("source[{}].class", origins[s]),
                     source.class.to_string(),
                     format!(
                         "link[{index}].drop_policy.link_share has {classes} classes (0 to {})",
@@ -745,6 +823,35 @@ fn parse_link(table: &toml::Table, index: usize) -> Result<LinkConfig, ConfigErr
             Some(kind)
         }
     };
+    let conditioner = match r.table("conditioner")? {
+        None => None,
+        Some(t) => {
+            let conditioner = Conditioner::read(t, &format!("{path}.conditioner"))?;
+            // The simulator's packets carry a DSCP but no addresses, ports or protocol.
+            for (i, rule) in conditioner.rules.iter().enumerate() {
+                if rule.flow.is_some() {
+                    return Err(ConfigError::new(
+                        format!("{path}.conditioner.classify[{i}].flow"),
+                        rule.flow.map_or_else(String::new, |f| f.to_string()),
+                        "simulated packets keep their source's flow: a classifier rule here sets a class (flow rules work in the gateway)",
+                    ));
+                }
+                if let Some(key) = rule.conditions.flow_key_field() {
+                    let value = t
+                        .get("classify")
+                        .and_then(|c| c.get(i))
+                        .and_then(|rule| rule.get(key))
+                        .map_or_else(String::new, |v| v.to_string());
+                    return Err(ConfigError::new(
+                        format!("{path}.conditioner.classify[{i}].{key}"),
+                        value,
+                        "simulated packets carry a DSCP but no addresses, ports or protocol: classify on dscp here (multi-field rules work in the gateway)",
+                    ));
+                }
+            }
+            Some(conditioner)
+        }
+    };
     let buffer_packets = r.integer("buffer_packets", 1, i64::MAX)?;
     let loss = r.float("loss", 0.0, 1.0)?.unwrap_or(0.0);
     if loss >= 1.0 {
@@ -780,6 +887,7 @@ fn parse_link(table: &toml::Table, index: usize) -> Result<LinkConfig, ConfigErr
         service,
         max_sojourn,
         drop_policy,
+        conditioner,
         buffer,
         delay,
         scheduler,
@@ -906,6 +1014,7 @@ fn parse_source(
         },
         _ => r.integer("class", 0, 255)?.unwrap_or(0) as u8,
     };
+    let dscp = r.integer("dscp", 0, 63)?.unwrap_or(0) as u8;
     let hops = match array(&mut r, "path")? {
         Some(a) if !a.is_empty() => a,
         Some(_) => return Err(r.error("path", "must name at least one link")),
@@ -987,6 +1096,7 @@ fn parse_source(
         flow,
         name,
         class,
+        dscp,
         path: route,
         arrivals,
         size,
