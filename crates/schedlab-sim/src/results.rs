@@ -241,6 +241,7 @@ fn lateness_cells(counts: Option<&LatenessCounts>) -> Row {
         ("deadlines_missed", real(|c| c.deadlines_missed)),
         ("late_packets", real(|c| c.late_packets)),
         ("loss_tolerance_violations", real(|c| c.loss_tolerance_violations)),
+        ("fixed_window_violations", real(|c| c.fixed_window_violations)),
         ("longest_late_run", real(|c| c.longest_late_run)),
     ]
 }
@@ -493,6 +494,7 @@ pub fn reduce(
                         total.deadlines_missed += c.deadlines_missed;
                         total.late_packets += c.late_packets;
                         total.loss_tolerance_violations += c.loss_tolerance_violations;
+                        total.fixed_window_violations += c.fixed_window_violations;
                         total.longest_late_run = total.longest_late_run.max(c.longest_late_run);
                     }
                 }
