@@ -161,11 +161,16 @@ def sweep_figures(out_dir: Path, meta: dict, table: pd.DataFrame) -> list[Figure
     return figures
 
 
-def _theory_curves(ax, scenario: Scenario, points: dict, x: str, series: str | None, s, scale: float) -> None:
-    """Draw the scenario's ``[[report.theory]]`` curves of series ``s`` at the sweep's points."""
+def _theory_curves(
+    ax, scenario: Scenario, points: dict, x: str, series: str | None, s, scale: float, flow=None
+) -> None:
+    """Draw the scenario's ``[[report.theory]]`` curves of series ``s`` at the sweep's points
+    (with ``flow``: only those for that flow or for none in particular)."""
     styles = ["--", ":", "-.", (0, (5, 1))]
     for index, overlay in enumerate(scenario.data.get("report", {}).get("theory", [])):
         if s is not None and overlay.get("series") is not None and overlay["series"] != s:
+            continue
+        if flow is not None and overlay.get("flow") is not None and overlay["flow"] != flow:
             continue
         pairs = []
         for p in points.values():
@@ -201,49 +206,62 @@ def comparison(measured: pd.DataFrame, simulated: pd.DataFrame, keys: list[str])
     return both
 
 
+#: Most flows the simulation-against-measurement figure draws (one row of panels each).
+COMPARED_FLOWS = 6
+
+
 def comparison_figure(out_dir: Path, meta: dict, measured: pd.DataFrame, simulated: pd.DataFrame) -> Figure | None:
     """Mean delay per x from the simulation (dashed, squares) and from the measurement (solid,
-    circles) of each flow, 95% CIs, and the scenario's theory curves; one panel per series."""
+    circles), with 95% CIs: one row of panels per flow, one column per series, each panel on
+    its own scale (so that a low-delay flow such as the thesis's LC flow stays legible); the
+    scenario's theory curves of that series and flow. With more than
+    :data:`COMPARED_FLOWS` flows, the first ones are drawn (the table has every flow)."""
     x, series = meta.get("x"), meta.get("series")
     if measured.empty or simulated.empty or x not in measured.columns or "delay_mean_s" not in measured.columns:
-        return None
-    if measured["flow"].nunique() > MANY_FLOWS:
         return None
     scenario = Scenario.from_text(meta["scenario"])
     points = {p["point"]: p for p in meta["points"]}
     series_values = _series_values(measured, series)
+    flows = list(dict.fromkeys(measured["flow"]))[:COMPARED_FLOWS]
     fig, axes = plt.subplots(
-        1, len(series_values), figsize=(max(9, 5.5 * len(series_values)), 4.8), sharey=True, squeeze=False
+        len(flows),
+        len(series_values),
+        figsize=(max(9, 5.5 * len(series_values)), 3.2 * len(flows)),
+        squeeze=False,
     )
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, s in zip(axes[0], series_values, strict=True):
-        for method, table, style, marker in (
-            ("simulation", simulated, "--", "s"),
-            ("measurement", measured, "-", "o"),
-        ):
-            frame = table if s is None or series not in table.columns else table[table[series] == s]
-            for number, (flow, rows) in enumerate(frame.groupby("flow")):
-                rows = rows.sort_values(x)
-                err = rows.get("delay_mean_s_ci95")
+    title = "Mean delay: simulation and measurement"
+    for row, flow in enumerate(flows):
+        for ax, s in zip(axes[row], series_values, strict=True):
+            for method, table, style, marker, colour in (
+                ("simulation", simulated, "--", "s", "tab:blue"),
+                ("measurement", measured, "-", "o", "tab:red"),
+            ):
+                frame = table[table["flow"] == flow]
+                if s is not None and series in frame.columns:
+                    frame = frame[frame[series] == s]
+                frame = frame.sort_values(x)
+                err = frame.get("delay_mean_s_ci95")
                 ax.errorbar(
-                    rows[x],
-                    rows["delay_mean_s"] * 1e3,
+                    frame[x],
+                    frame["delay_mean_s"] * 1e3,
                     yerr=None if err is None else err.fillna(0) * 1e3,
                     linestyle=style,
                     marker=marker,
                     markersize=4,
                     capsize=3,
-                    color=colours[number % len(colours)],
-                    label=f"{_flow_name(rows, flow)}, {method}",
+                    color=colour,
+                    label=method,
                 )
-        _theory_curves(ax, scenario, points, x, series, s, 1e3)
+            _theory_curves(ax, scenario, points, x, series, s, 1e3, flow=flow)
+            name = _flow_name(measured[measured["flow"] == flow], flow)
+            ax.set_title(name if s is None else f"{name}: {s}", fontsize=10)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+        axes[row][0].set_ylabel("mean delay (ms)")
+    for ax in axes[-1]:
         ax.set_xlabel(scenario.data.get("report", {}).get("x_label", x))
-        title = "Mean delay: simulation and measurement"
-        ax.set_title(title if s is None else f"{title}: {s}", fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("mean delay (ms)")
-    return save_figure(fig, out_dir / "figures", "simulation_vs_measurement", "Mean delay: simulation and measurement")
+    fig.suptitle(title)
+    return save_figure(fig, out_dir / "figures", "simulation_vs_measurement", title)
 
 
 def _complete_bins(ts: pd.DataFrame, summary: dict) -> pd.DataFrame:

@@ -22,6 +22,9 @@ pub enum DropReason {
     /// A link-dropping policy found no bandwidth left for the packet's class (Wang, Lung and
     /// Majumdar §3.2.1: Default-Link, Fixed-Link, Dynamic-Link).
     NoBandwidth,
+    /// A traffic conditioner's absolute dropper discarded the packet: its meter found it out
+    /// of profile (Yokota et al. §4; RFC 2475 §2.3.3.4).
+    OutOfProfile,
 }
 
 #[inline]
@@ -32,7 +35,7 @@ fn add_backlog(backlog: &mut Backlog, size: u64) {
 
 impl DropReason {
     /// Number of reasons (the length of every per-reason counter array).
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 7;
 
     /// Every reason, in counter order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
@@ -42,10 +45,11 @@ impl DropReason {
         DropReason::InvalidPacket,
         DropReason::Sojourn,
         DropReason::NoBandwidth,
+        DropReason::OutOfProfile,
     ];
 
     /// The name used in output files (`buffer_full`, `pushed_out`, `late`, `invalid_packet`,
-    /// `sojourn`, `no_bandwidth`).
+    /// `sojourn`, `no_bandwidth`, `out_of_profile`).
     pub fn name(self) -> &'static str {
         match self {
             DropReason::BufferFull => "buffer_full",
@@ -54,6 +58,7 @@ impl DropReason {
             DropReason::InvalidPacket => "invalid_packet",
             DropReason::Sojourn => "sojourn",
             DropReason::NoBandwidth => "no_bandwidth",
+            DropReason::OutOfProfile => "out_of_profile",
         }
     }
 
@@ -123,7 +128,11 @@ impl FlowCounters {
 /// methods at the moment a packet enters, leaves or is dropped; `backlog` is derived from them.
 #[derive(Clone, Debug, Default)]
 pub struct Counters {
+    /// The counters of flow ids `first ..= first + flows.len() - 1`: from the smallest id seen
+    /// to the largest, so that a scheduler that sees one flow of a large id (a per-flow access
+    /// link in a simulation of many flows) holds one entry, not one per smaller id.
     flows: Vec<FlowCounters>,
+    first: FlowId,
     total: Backlog,
     peak_total: Backlog,
     invalid_flow: u64,
@@ -133,17 +142,37 @@ impl Counters {
     /// The counters of `flow`, growing the table on first sight of a larger flow id.
     #[inline]
     fn flow_mut(&mut self, flow: FlowId) -> &mut FlowCounters {
-        let index = flow as usize;
+        // Below `first` the subtraction wraps to a large index: grown like one above the end.
+        let mut index = (flow as usize).wrapping_sub(self.first as usize);
         if index >= self.flows.len() {
-            self.grow(index);
+            index = self.grow(flow);
         }
         &mut self.flows[index]
     }
 
+    /// Extends the table to cover `flow`; returns its index.
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, index: usize) {
-        self.flows.resize(index + 1, FlowCounters::default());
+    fn grow(&mut self, flow: FlowId) -> usize {
+        if self.flows.is_empty() {
+            self.first = flow;
+        } else if flow < self.first {
+            let added = (self.first - flow) as usize;
+            self.flows
+                .splice(0..0, std::iter::repeat_n(FlowCounters::default(), added));
+            self.first = flow;
+        }
+        let index = (flow - self.first) as usize;
+        if index >= self.flows.len() {
+            self.flows.resize(index + 1, FlowCounters::default());
+        }
+        index
+    }
+
+    /// The index of a flow that has been seen.
+    #[inline]
+    fn index(&self, flow: FlowId) -> usize {
+        (flow as usize).wrapping_sub(self.first as usize)
     }
 
     /// Records an arriving packet offered to the scheduler (before any drop decision).
@@ -190,7 +219,8 @@ impl Counters {
         let size = packet.size as u64;
         self.total.packets -= 1;
         self.total.bytes -= size;
-        let flow = &mut self.flows[packet.flow as usize];
+        let index = self.index(packet.flow);
+        let flow = &mut self.flows[index];
         flow.backlog.packets -= 1;
         flow.backlog.bytes -= size;
         flow
@@ -257,19 +287,69 @@ impl Counters {
 
     /// Backlog of one flow (zero for a flow never seen).
     pub fn flow_backlog(&self, flow: FlowId) -> Backlog {
-        self.flows
-            .get(flow as usize)
-            .map(|f| f.backlog)
-            .unwrap_or_default()
+        self.flow(flow).map(|f| f.backlog).unwrap_or_default()
     }
 
-    /// Counters of one flow, if the flow has been seen.
+    /// Counters of one flow, if a flow of that id or of ids on both sides of it has been seen
+    /// (then all zeros if that id itself was not).
     pub fn flow(&self, flow: FlowId) -> Option<&FlowCounters> {
-        self.flows.get(flow as usize)
+        self.flows.get(self.index(flow))
     }
 
-    /// Counters of every flow id from 0 up to the largest seen (unseen ids have zeros).
+    /// Counters of every flow id from the smallest seen ([`Counters::first_flow`]) to the
+    /// largest (ids between them not seen have zeros).
     pub fn flows(&self) -> &[FlowCounters] {
         &self.flows
+    }
+
+    /// The flow id of `flows()[0]` (0 before any flow is seen).
+    pub fn first_flow(&self) -> FlowId {
+        self.first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_spans_the_flow_ids_seen_in_any_order() {
+        let mut counters = Counters::default();
+        // One flow of a large id: one entry.
+        counters.record_arrival_queued(&Packet::new(1, 1_000_000, 100, 0));
+        assert_eq!((counters.first_flow(), counters.flows().len()), (1_000_000, 1));
+        let mut counters = Counters::default();
+        for (id, flow) in [(1, 5), (2, 2), (3, 9), (4, 5)] {
+            counters.record_arrival_queued(&Packet::new(id, flow, 100 * flow, 0));
+        }
+        assert_eq!((counters.first_flow(), counters.flows().len()), (2, 8));
+        counters.record_sent(&Packet::new(1, 5, 500, 0));
+        let five = counters.flow(5).unwrap();
+        assert_eq!((five.enqueued_packets, five.sent_packets), (2, 1));
+        assert_eq!(
+            counters.flow_backlog(5),
+            Backlog {
+                packets: 1,
+                bytes: 500
+            }
+        );
+        assert_eq!(
+            counters.flow_backlog(2),
+            Backlog {
+                packets: 1,
+                bytes: 200
+            }
+        );
+        assert_eq!(counters.flow_backlog(9).bytes, 900);
+        assert_eq!(counters.flow(3).unwrap().enqueued_packets, 0);
+        assert!(counters.flow(1).is_none() && counters.flow(10).is_none());
+        assert_eq!(counters.flow_backlog(1), Backlog::default());
+        assert_eq!(
+            counters.backlog(),
+            Backlog {
+                packets: 3,
+                bytes: 1_600
+            }
+        );
     }
 }

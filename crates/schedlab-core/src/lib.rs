@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod class_share;
+pub mod conditioning;
 pub mod config;
 pub mod counters;
 pub mod discipline;
@@ -39,6 +40,7 @@ pub mod virtual_time;
 #[cfg(test)]
 pub(crate) mod testkit;
 
+pub use conditioning::{Colour, Conditioner, Marking, Verdict};
 pub use config::{
     BufferLimit, ConfigError, DropPolicy, FlowParamTable, FlowParams, FlowTable, LossTolerance, TableReader,
 };

@@ -25,45 +25,7 @@ use etherparse::{NetSlice, SlicedPacket, TransportSlice};
 use schedlab_core::config::TableReader;
 use schedlab_core::{ConfigError, FlowId};
 
-/// IP protocol numbers the classifier names.
-pub const PROTOCOL_TCP: u8 = 6;
-/// UDP.
-pub const PROTOCOL_UDP: u8 = 17;
-
-/// The 5-tuple of an IP packet (ports 0 for protocols without ports and for later fragments).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FlowKey {
-    /// Source address.
-    pub source: IpAddr,
-    /// Destination address.
-    pub destination: IpAddr,
-    /// IP protocol number (IPv6: the upper-layer protocol after the extension headers).
-    pub protocol: u8,
-    /// Source port.
-    pub source_port: u16,
-    /// Destination port.
-    pub destination_port: u16,
-}
-
-impl std::fmt::Display for FlowKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = match self.protocol {
-            PROTOCOL_TCP => "tcp".to_string(),
-            PROTOCOL_UDP => "udp".to_string(),
-            other => format!("proto{other}"),
-        };
-        let endpoint = |address: IpAddr, port: u16| match address {
-            IpAddr::V4(a) => format!("{a}:{port}"),
-            IpAddr::V6(a) => format!("[{a}]:{port}"),
-        };
-        write!(
-            f,
-            "{name} {} > {}",
-            endpoint(self.source, self.source_port),
-            endpoint(self.destination, self.destination_port)
-        )
-    }
-}
+pub use schedlab_core::conditioning::{FlowKey, Match, Prefix, PROTOCOL_TCP, PROTOCOL_UDP};
 
 /// Identifies the fragments of one datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -246,71 +208,12 @@ pub fn parse_frame(frame: &[u8]) -> Frame {
     })
 }
 
-/// An address prefix (`198.18.0.0/15`, `2001:db8::/32`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Prefix {
-    address: IpAddr,
-    length: u8,
-}
-
-impl Prefix {
-    /// Parses `address/length` (a bare address is a host prefix).
-    pub fn parse(text: &str) -> Result<Prefix, String> {
-        let (address, length) = match text.split_once('/') {
-            Some((a, l)) => (a, Some(l)),
-            None => (text, None),
-        };
-        let address: IpAddr = address
-            .trim()
-            .parse()
-            .map_err(|_| "must be an IPv4 or IPv6 address with an optional /length".to_string())?;
-        let max = if address.is_ipv4() { 32 } else { 128 };
-        let length = match length {
-            None => max,
-            Some(l) => match l.trim().parse::<u8>() {
-                Ok(l) if l <= max => l,
-                _ => return Err(format!("the prefix length must be an integer from 0 to {max}")),
-            },
-        };
-        Ok(Prefix { address, length })
-    }
-
-    /// Whether `address` lies in the prefix.
-    pub fn contains(&self, address: IpAddr) -> bool {
-        fn masked(bits: u128, length: u8, width: u8) -> u128 {
-            if length == 0 {
-                0
-            } else {
-                bits >> (width - length)
-            }
-        }
-        match (self.address, address) {
-            (IpAddr::V4(p), IpAddr::V4(a)) => {
-                masked(u32::from(p) as u128, self.length, 32) == masked(u32::from(a) as u128, self.length, 32)
-            }
-            (IpAddr::V6(p), IpAddr::V6(a)) => {
-                masked(u128::from(p), self.length, 128) == masked(u128::from(a), self.length, 128)
-            }
-            _ => false,
-        }
-    }
-}
-
 /// One classification rule: every condition given must hold; the first matching rule wins.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
-    /// DSCP to match.
-    pub dscp: Option<u8>,
-    /// Source prefix.
-    pub source: Option<Prefix>,
-    /// Destination prefix.
-    pub destination: Option<Prefix>,
-    /// IP protocol number.
-    pub protocol: Option<u8>,
-    /// Source port range (inclusive).
-    pub source_port: Option<(u16, u16)>,
-    /// Destination port range (inclusive).
-    pub destination_port: Option<(u16, u16)>,
+    /// The conditions (DSCP, prefixes, protocol, port ranges): the MF classifier of
+    /// [`schedlab_core::conditioning`].
+    pub conditions: Match,
     /// The flow id a matching packet gets (the `id` of its `[[flow]]` parameters).
     pub flow: FlowId,
     /// The class a matching packet gets (else its DSCP).
@@ -320,50 +223,8 @@ pub struct Rule {
 /// Largest flow id a rule may name: per-flow state is kept in vectors indexed by flow id.
 pub const MAX_RULE_FLOW_ID: u64 = 65_535;
 
-/// Keys of a `[[gateway.rule]]` table.
-pub const RULE_KEYS: &[&str] = &[
-    "flow",
-    "class",
-    "dscp",
-    "source",
-    "destination",
-    "protocol",
-    "source_port",
-    "destination_port",
-];
-
-fn port_range(reader: &mut TableReader<'_>, key: &'static str) -> Result<Option<(u16, u16)>, ConfigError> {
-    match reader.value(key) {
-        None => Ok(None),
-        Some(toml::Value::Integer(p)) if (0..=65_535).contains(p) => Ok(Some((*p as u16, *p as u16))),
-        Some(toml::Value::String(s)) => {
-            let parsed = s.split_once('-').and_then(|(a, b)| {
-                let a: u16 = a.trim().parse().ok()?;
-                let b: u16 = b.trim().parse().ok()?;
-                (a <= b).then_some((a, b))
-            });
-            parsed.map(Some).ok_or_else(|| {
-                reader.error(
-                    key,
-                    "must be a port (0 to 65535) or a range \"LOW-HIGH\" with LOW <= HIGH",
-                )
-            })
-        }
-        Some(_) => Err(reader.error(
-            key,
-            "must be a port (0 to 65535) or a range \"LOW-HIGH\" with LOW <= HIGH",
-        )),
-    }
-}
-
-fn prefix(reader: &mut TableReader<'_>, key: &'static str) -> Result<Option<Prefix>, ConfigError> {
-    match reader.string(key)? {
-        None => Ok(None),
-        Some(text) => Prefix::parse(text)
-            .map(Some)
-            .map_err(|rule| reader.error(key, rule)),
-    }
-}
+/// Keys of a `[[gateway.rule]]` table besides the conditions ([`schedlab_core::conditioning::MATCH_KEYS`]).
+pub const RULE_KEYS: &[&str] = &["flow", "class"];
 
 impl Rule {
     /// Reads one `[[gateway.rule]]` table.
@@ -374,48 +235,23 @@ impl Rule {
             .ok_or_else(|| reader.error("flow", "every rule needs the flow id it assigns"))?
             as FlowId;
         let class = reader.integer("class", 0, 255)?.map(|c| c as u8);
-        let dscp = reader.integer("dscp", 0, 63)?.map(|d| d as u8);
-        let protocol = match reader.value("protocol") {
-            None => None,
-            Some(toml::Value::String(s)) if s == "udp" => Some(PROTOCOL_UDP),
-            Some(toml::Value::String(s)) if s == "tcp" => Some(PROTOCOL_TCP),
-            Some(toml::Value::String(s)) if s == "icmp" => Some(1),
-            Some(toml::Value::String(s)) if s == "icmpv6" => Some(58),
-            Some(toml::Value::Integer(p)) if (0..=255).contains(p) => Some(*p as u8),
-            Some(_) => {
-                return Err(reader.error(
-                    "protocol",
-                    "must be \"udp\", \"tcp\", \"icmp\", \"icmpv6\" or a protocol number from 0 to 255",
-                ))
-            }
-        };
-        let source = prefix(&mut reader, "source")?;
-        let destination = prefix(&mut reader, "destination")?;
-        let source_port = port_range(&mut reader, "source_port")?;
-        let destination_port = port_range(&mut reader, "destination_port")?;
-        reader.finish_with(RULE_KEYS)?;
+        let conditions = Match::read(&mut reader)?;
+        let keys: Vec<&str> = RULE_KEYS
+            .iter()
+            .chain(schedlab_core::conditioning::MATCH_KEYS)
+            .copied()
+            .collect();
+        reader.finish_with(&keys)?;
         Ok(Rule {
-            dscp,
-            source,
-            destination,
-            protocol,
-            source_port,
-            destination_port,
+            conditions,
             flow,
             class,
         })
     }
 
-    /// Whether `packet` (with the given key) matches.
+    /// Whether a packet with the 5-tuple `key` and `dscp` matches.
     pub fn matches(&self, key: &FlowKey, dscp: u8) -> bool {
-        let in_range =
-            |range: Option<(u16, u16)>, port: u16| range.is_none_or(|(a, b)| (a..=b).contains(&port));
-        self.dscp.is_none_or(|d| d == dscp)
-            && self.protocol.is_none_or(|p| p == key.protocol)
-            && self.source.is_none_or(|p| p.contains(key.source))
-            && self.destination.is_none_or(|p| p.contains(key.destination))
-            && in_range(self.source_port, key.source_port)
-            && in_range(self.destination_port, key.destination_port)
+        self.conditions.matches(Some(key), dscp)
     }
 }
 
@@ -621,12 +457,11 @@ mod tests {
             frame
         };
         let rule = Rule {
-            dscp: None,
-            source: None,
-            destination: None,
-            protocol: Some(PROTOCOL_UDP),
-            source_port: Some((5000, 5000)),
-            destination_port: None,
+            conditions: Match {
+                protocol: Some(PROTOCOL_UDP),
+                source_port: Some((5000, 5000)),
+                ..Match::default()
+            },
             flow: 7,
             class: Some(1),
         };

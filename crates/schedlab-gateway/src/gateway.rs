@@ -304,6 +304,13 @@ pub fn build_from_scenario(
             "link-dropping policies run in the simulator only",
         ));
     }
+    if link.conditioner.is_some() {
+        return Err(ConfigError::new(
+            path("conditioner"),
+            "(a traffic conditioner)",
+            "traffic conditioners run in the simulator only for measured scenarios",
+        ));
+    }
     let rate = link.rate.ok_or_else(|| {
         ConfigError::new(path("rate"), "(missing)", "the gateway emulates a link at a rate")
     })?;
@@ -326,12 +333,11 @@ pub fn build_from_scenario(
             ));
         }
         rules.push(Rule {
-            dscp: None,
-            source: None,
-            destination: None,
-            protocol: Some(crate::classify::PROTOCOL_UDP),
-            source_port: Some((port as u16, port as u16)),
-            destination_port: None,
+            conditions: schedlab_core::conditioning::Match {
+                protocol: Some(crate::classify::PROTOCOL_UDP),
+                source_port: Some((port as u16, port as u16)),
+                ..Default::default()
+            },
             flow: source.flow,
             class: Some(source.class),
         });
@@ -395,6 +401,43 @@ pub struct Gateway {
     pacing_error: DelayHistogram,
     pacing_error_sum: u128,
     pacing_error_max: u64,
+    queue: QueueLength,
+}
+
+/// The scheduler's backlog over time (packets waiting, not the one on the emulated link, as
+/// the simulator's link queue): ∫ backlog dt since start and the largest backlog.
+#[derive(Clone, Copy, Debug, Default)]
+struct QueueLength {
+    area_packets: u128,
+    area_bytes: u128,
+    changed_at: TimeNs,
+    packets: u64,
+    bytes: u64,
+    max_packets: u64,
+    max_bytes: u64,
+}
+
+impl QueueLength {
+    /// Integrates the backlog up to `now`, then records the backlog from now on.
+    fn set(&mut self, now: TimeNs, backlog: schedlab_core::Backlog) {
+        let dt = now.saturating_sub(self.changed_at) as u128;
+        self.area_packets += self.packets as u128 * dt;
+        self.area_bytes += self.bytes as u128 * dt;
+        self.changed_at = self.changed_at.max(now);
+        self.packets = backlog.packets;
+        self.bytes = backlog.bytes;
+        self.max_packets = self.max_packets.max(backlog.packets);
+        self.max_bytes = self.max_bytes.max(backlog.bytes);
+    }
+
+    /// (∫ packets dt, ∫ bytes dt) up to `now`, packet·ns and byte·ns.
+    fn areas(&self, now: TimeNs) -> (u128, u128) {
+        let dt = now.saturating_sub(self.changed_at) as u128;
+        (
+            self.area_packets + self.packets as u128 * dt,
+            self.area_bytes + self.bytes as u128 * dt,
+        )
+    }
 }
 
 impl Gateway {
@@ -420,6 +463,7 @@ impl Gateway {
             pacing_error: DelayHistogram::new(),
             pacing_error_sum: 0,
             pacing_error_max: 0,
+            queue: QueueLength::default(),
         }
     }
 
@@ -524,6 +568,7 @@ impl Gateway {
         self.drops.clear();
         self.scheduler.enqueue(descriptor, now, &mut self.drops);
         self.settle_drops();
+        self.queue.set(now, self.scheduler.backlog());
         Ingress::Scheduled
     }
 
@@ -563,6 +608,7 @@ impl Gateway {
             tally.on_link_bytes += packet.size as u64;
             self.link.push_back(departure);
         }
+        self.queue.set(now, self.scheduler.backlog());
     }
 
     /// The next time something is due: a release from the link, or the link becoming free
@@ -745,6 +791,14 @@ impl Gateway {
             .into_iter()
             .map(|(name, value)| (name.to_string(), json!(value)))
             .collect();
+        let (area_packets, area_bytes) = self.queue.areas(uptime);
+        let per_second = |area: u128| {
+            if uptime > 0 {
+                area as f64 / uptime as f64
+            } else {
+                0.0
+            }
+        };
         json!({
             "schedlab_version": env!("CARGO_PKG_VERSION"),
             "discipline": self.scheduler.id(),
@@ -755,6 +809,14 @@ impl Gateway {
             "total": Value::Object(total),
             "flows": flows,
             "pacing_error": pacing,
+            "queue": {
+                "area_packet_ns": u64::try_from(area_packets).unwrap_or(u64::MAX),
+                "area_byte_ns": u64::try_from(area_bytes).unwrap_or(u64::MAX),
+                "mean_packets": per_second(area_packets),
+                "mean_bytes": per_second(area_bytes),
+                "max_packets": self.queue.max_packets,
+                "max_bytes": self.queue.max_bytes,
+            },
             "discipline_counters": Value::Object(counters),
         })
     }
@@ -837,6 +899,14 @@ mod tests {
         let rest: Vec<TimeNs> = drain(&mut g, 2_500_000).iter().map(|d| d.1).collect();
         assert_eq!(rest, vec![3_000_000, 4_000_000, 5_000_000]);
         assert_eq!(g.stats_json(0)["pacing_error"]["max_s"], 0.0005);
+        // The backlog as the gateway held it: 4 packets until its wake-up at 2.5 ms, then 1
+        // until 3 ms: 10.5 packet·ms; over 5 ms of uptime a mean of 2.1 packets.
+        let queue = &g.stats_json(5_000_000)["queue"];
+        assert_eq!(queue["area_packet_ns"], 10_500_000);
+        assert_eq!(queue["area_byte_ns"], 10_500_000_000u64);
+        assert_eq!(queue["mean_packets"], 2.1);
+        assert_eq!(queue["max_packets"], 4);
+        assert_eq!(queue["max_bytes"], 4000);
     }
 
     #[test]

@@ -19,7 +19,10 @@
 //!   `in_flight`;
 //! * link rows: the bottleneck's sent packets, bytes and drops are the gateway's counters over
 //!   the whole run (warm-up included); utilisation is sent bytes at the link rate over the
-//!   window; queue lengths are not measured (0);
+//!   window; the queue length is the gateway's scheduler backlog (packets waiting, not the one
+//!   on the emulated link, as in the simulator): `queue_max_*` its largest value,
+//!   `queue_mean_*` its integral over the gateway's whole run (warm-up and the drain after the
+//!   end included; the gateway is idle before the traffic) divided by the window's length;
 //! * `shaper_delay_mean_s` is 0: the generator sends at the shaper's release times.
 //!
 //! Per-flow figures that `schedlab run` has no column for (duplicates, reordered packets,
@@ -195,6 +198,12 @@ pub fn measured_results(
                 .and_then(Value::as_u64)
                 .unwrap_or(0)
         };
+        let queue = |key: &str| {
+            run.gateway
+                .as_ref()
+                .and_then(|g| g.get("queue")?.get(key)?.as_u64())
+                .unwrap_or(0)
+        };
         let link_window = scenario
             .links
             .iter()
@@ -209,6 +218,10 @@ pub fn measured_results(
                     ..LinkSnapshot::default()
                 };
                 if index == bottleneck {
+                    // The gateway's backlog integral over its whole run: it is idle before
+                    // the traffic starts, so this is the warm-up, the window and the drain.
+                    end.area_packets = queue("area_packet_ns") as u128;
+                    end.area_bytes = queue("area_byte_ns") as u128;
                     end.sent_packets = count("sent_packets");
                     end.sent_bytes = count("sent_bytes");
                     // build_from_scenario refuses a bottleneck without a rate.
@@ -251,9 +264,18 @@ pub fn measured_results(
             flow_series: series,
             classes,
             link_window,
-            link_max_backlog: vec![(0, 0); links],
+            link_max_backlog: (0..links)
+                .map(|i| {
+                    if i == bottleneck {
+                        (queue("max_packets"), queue("max_bytes"))
+                    } else {
+                        (0, 0)
+                    }
+                })
+                .collect(),
             link_series: vec![Vec::new(); links],
             link_class_window: vec![(Vec::new(), Vec::new()); links],
+            link_meter_window: vec![(Vec::new(), Vec::new()); links],
             link_class_busy_series: vec![Vec::new(); links],
             link_idle_while_backlogged: vec![0; links],
             link_left_queued: vec![count("queued_packets"); links]
@@ -361,6 +383,8 @@ mod tests {
         ];
         let gateway = json!({"total": {"sent_packets": 9, "sent_bytes": 4500, "dropped": {"buffer_full": 1}},
                              "flows": [{"flow": 4, "dropped": {"buffer_full": 1, "late": 0}}],
+                             "queue": {"area_packet_ns": 1_600_000_000u64, "area_byte_ns": 800_000_000_000u64,
+                                       "max_packets": 3, "max_bytes": 1500},
                              "discipline_counters": {}});
         let run = MeasuredRun {
             replication: 0,
@@ -383,6 +407,11 @@ mod tests {
         assert_eq!(extra["replications"][0]["flows"][0]["send_lateness_max_s"], 1e-6);
         let link = &results.link_summaries()[0];
         assert_eq!(link["sent_packets"], 9);
+        // The gateway's backlog integral over the 0.8 s window (warm-up 0.2 s of 1 s).
+        assert_eq!(link["queue_mean_packets"], 2.0);
+        assert_eq!(link["queue_mean_bytes"], 1000.0);
+        assert_eq!(link["queue_max_packets"], 3.0);
+        assert_eq!(link["queue_max_bytes"], 1500.0);
         let dir = std::env::temp_dir().join(format!("schedlab-measured-{}", std::process::id()));
         write_measured(&results, &extra, &dir).unwrap();
         for file in [

@@ -27,9 +27,10 @@
 
 use std::collections::VecDeque;
 
+use schedlab_core::conditioning::ColourCounters;
 use schedlab_core::{
-    overdue, AnyScheduler, Backlog, DropReason, Dropped, LinkDropPolicy, Packet, Scheduler, ServiceTime,
-    TimeNs,
+    overdue, AnyScheduler, Backlog, Colour, Conditioner, DropReason, Dropped, LinkDropPolicy, Marking,
+    Packet, Scheduler, ServiceTime, TimeNs, Verdict,
 };
 
 use rand::RngExt as _;
@@ -86,6 +87,11 @@ struct Slot {
     measured: bool,
     /// `OPEN_LOOP`, `TCP_DATA` or `TCP_ACK`.
     kind: u8,
+    /// The class the packet entered the network with (the class of the end-to-end statistics,
+    /// whatever a conditioner on its path made of `Packet::class`).
+    class: u8,
+    /// Its DSCP and colour, which conditioners read and mark.
+    marking: Marking,
     /// TCP: the segment's first byte, or the ACK's cumulative acknowledgement.
     seq: u64,
     /// TCP data: payload bytes; TCP ACK: its number in `TcpState::sack_in_flight` (0: no
@@ -204,10 +210,14 @@ struct LinkState {
     /// Per class (index = class, grown on first sight).
     classes: Vec<ClassAtLink>,
     drop_policy: Option<LinkDropPolicy>,
+    conditioner: Option<Conditioner>,
     scheduler: AnyScheduler,
     dropped: [u64; DropReason::COUNT],
     classes_at_warmup: Vec<ClassAtLink>,
     classes_at_end: Vec<ClassAtLink>,
+    /// The conditioner's counters per meter at the start and at the end of the window.
+    meters_at_warmup: Vec<ColourCounters>,
+    meters_at_end: Vec<ColourCounters>,
     /// Per bin boundary: each class's busy time so far, ns.
     class_busy_series: Vec<Vec<u64>>,
     idle_while_backlogged: u64,
@@ -255,6 +265,13 @@ impl LinkState {
         &mut self.classes[index]
     }
 
+    /// The conditioner's counters per meter (none without a conditioner).
+    fn meter_snapshot(&self) -> Vec<ColourCounters> {
+        self.conditioner
+            .as_ref()
+            .map_or_else(Vec::new, Conditioner::counters)
+    }
+
     /// The per-class totals at `now`, counting the packet in service up to `now`.
     fn class_snapshot(&self, now: TimeNs) -> Vec<ClassAtLink> {
         let mut classes = self.classes.clone();
@@ -280,6 +297,7 @@ struct SourceState {
     stop: TimeNs,
     flow: u32,
     class: u8,
+    dscp: u8,
     deadline: Option<TimeNs>,
     path: Box<[u32]>,
     tcp: Option<Box<TcpState>>,
@@ -382,6 +400,9 @@ pub struct RawReplication {
     pub link_series: Vec<Vec<LinkSnapshot>>,
     /// Per link: per-class totals at the start and at the end of the window (index = class).
     pub link_class_window: Vec<(Vec<ClassAtLink>, Vec<ClassAtLink>)>,
+    /// Per link: its conditioner's counters per meter at the start and at the end of the
+    /// window (empty without a conditioner).
+    pub link_meter_window: Vec<(Vec<ColourCounters>, Vec<ColourCounters>)>,
     /// Per link: each class's busy time at every bin boundary, ns.
     pub link_class_busy_series: Vec<Vec<Vec<u64>>>,
     /// Per link: times the scheduler returned nothing while backlogged and the link was free.
@@ -463,6 +484,7 @@ impl<'s> Engine<'s> {
                 service: link.service,
                 max_sojourn: link.max_sojourn.unwrap_or(TimeNs::MAX),
                 drop_policy: link.build_drop_policy(),
+                conditioner: link.conditioner.clone(),
                 delay: link.delay,
                 scheduler: link.build_scheduler(index)?,
                 backlog: Backlog::default(),
@@ -482,6 +504,8 @@ impl<'s> Engine<'s> {
                 classes: Vec::new(),
                 classes_at_warmup: Vec::new(),
                 classes_at_end: Vec::new(),
+                meters_at_warmup: Vec::new(),
+                meters_at_end: Vec::new(),
                 class_busy_series: Vec::new(),
                 max_packets: 0,
                 max_bytes: 0,
@@ -517,6 +541,7 @@ impl<'s> Engine<'s> {
                 stop: source.stop.unwrap_or(u64::MAX).min(generation_end),
                 flow: source.flow,
                 class: source.class,
+                dscp: source.dscp,
                 deadline: source.deadline,
                 path: source.path.iter().map(|&l| l as u32).collect(),
                 lateness: source.lateness.map(|spec| Box::new(LatenessMeter::new(spec))),
@@ -780,6 +805,7 @@ impl<'s> Engine<'s> {
                     for link in &mut self.links {
                         link.at_warmup = link.snapshot(time);
                         link.classes_at_warmup = link.class_snapshot(time);
+                        link.meters_at_warmup = link.meter_snapshot();
                         let backlog = link.backlog;
                         link.max_packets = backlog.packets;
                         link.max_bytes = backlog.bytes;
@@ -808,6 +834,7 @@ impl<'s> Engine<'s> {
         for link in &mut self.links {
             link.at_end = Some(link.snapshot(now));
             link.classes_at_end = link.class_snapshot(now);
+            link.meters_at_end = link.meter_snapshot();
         }
         for source in &mut self.sources {
             if let Some(tcp) = source.tcp.as_mut() {
@@ -916,6 +943,11 @@ impl<'s> Engine<'s> {
             hop: 0,
             measured,
             kind,
+            class,
+            marking: Marking {
+                dscp: self.sources[index].dscp,
+                colour: Colour::Green,
+            },
             seq,
             len,
             log,
@@ -944,6 +976,18 @@ impl<'s> Engine<'s> {
         let now = self.now;
         packet.arrival = now;
         let link = &mut self.links[l];
+        if let Some(conditioner) = &mut link.conditioner {
+            let slot = self.slab.get(packet.id);
+            if conditioner.condition(&mut packet, &mut slot.marking, None, now) == Verdict::Drop {
+                self.drops.clear();
+                self.drops.push(Dropped {
+                    packet,
+                    reason: DropReason::OutOfProfile,
+                });
+                self.handle_drops(l);
+                return;
+            }
+        }
         if let Some(policy) = &mut link.drop_policy {
             if !policy.admit(&packet, now) {
                 self.drops.clear();
@@ -1055,7 +1099,7 @@ impl<'s> Engine<'s> {
                 let s = slot.source as usize;
                 self.flows[s].on_dropped(packet.size, reason);
                 if self.live_classes {
-                    let c = self.class_slot(packet.class);
+                    let c = self.class_slot(slot.class);
                     self.classes[c].1.on_dropped(packet.size, reason);
                 }
             }
@@ -1172,7 +1216,7 @@ impl<'s> Engine<'s> {
         if slot.measured {
             let delay = now - slot.entry;
             self.flows[s].on_received(packet.size, now, delay);
-            let c = self.class_slot(packet.class);
+            let c = self.class_slot(slot.class);
             if self.live_classes {
                 self.classes[c].1.on_received(packet.size, now, delay);
             } else {
@@ -1309,13 +1353,18 @@ impl<'s> Engine<'s> {
             tcp.sack_in_flight.push_back((tcp.sack_numbered, ack));
             tcp.sack_numbered
         };
-        let (flow, class) = (source.flow, source.class);
+        let (flow, class, dscp) = (source.flow, source.class, source.dscp);
         let Ok(id) = self.slab.insert(Slot {
             entry: now,
             source: s as u32,
             hop: 0,
             measured: false,
             kind: TCP_ACK,
+            class,
+            marking: Marking {
+                dscp,
+                colour: Colour::Green,
+            },
             seq: ack.cumulative,
             len: number,
             log: PacketLog::NONE,
@@ -1475,6 +1524,16 @@ impl<'s> Engine<'s> {
                     (
                         std::mem::take(&mut l.classes_at_warmup),
                         std::mem::take(&mut l.classes_at_end),
+                    )
+                })
+                .collect(),
+            link_meter_window: self
+                .links
+                .iter_mut()
+                .map(|l| {
+                    (
+                        std::mem::take(&mut l.meters_at_warmup),
+                        std::mem::take(&mut l.meters_at_end),
                     )
                 })
                 .collect(),

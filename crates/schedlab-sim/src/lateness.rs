@@ -18,9 +18,11 @@
 //!   m·gap, so the next packet's deadline follows the moved one (DWCS's rule (B) for a packet
 //!   that is not dropped). The measure is therefore each packet's lateness relative to its
 //!   predecessor, not to the flow's start;
-//! * a loss-tolerance violation is counted at every packet whose window — the last y packets,
-//!   or all packets so far while fewer than y have started — holds more than x late packets
-//!   (a sliding window; a 0/0 tolerance uses windows of one packet).
+//! * a loss-tolerance violation is counted at every packet whose window of the last y packets
+//!   holds more than x late ones, once the flow has y packets (sliding windows, as DWCS counts
+//!   `loss_tolerance_violations`); `fixed_window_violations` counts the consecutive,
+//!   non-overlapping windows (packets 1..y, y+1..2y, …) with more than x late. A 0/0
+//!   tolerance uses windows of one packet.
 //!
 //! For DWCS with non-droppable streams and `check_every = 1` the deadlines missed equal the
 //! discipline's own per-stream count. Packets a scheduler drops (buffer, late drops of
@@ -85,8 +87,10 @@ pub struct LatenessCounts {
     pub deadlines_missed: u64,
     /// Packets that started service after their deadline.
     pub late_packets: u64,
-    /// Packets at which the sliding window of y packets held more than x late ones.
+    /// Packets at which the sliding window of the last y packets held more than x late ones.
     pub loss_tolerance_violations: u64,
+    /// Consecutive, non-overlapping windows of y packets with more than x late ones.
+    pub fixed_window_violations: u64,
     /// Longest run of consecutive late packets.
     pub longest_late_run: u64,
 }
@@ -103,6 +107,9 @@ pub struct LatenessMeter {
     /// Lateness of the last min(y, packets) packets, oldest first.
     window: VecDeque<bool>,
     late_in_window: u64,
+    /// Late packets in the current fixed window, and packets in it.
+    fixed_late: u64,
+    fixed_packets: u64,
     run: u64,
     counts: LatenessCounts,
 }
@@ -117,6 +124,8 @@ impl LatenessMeter {
             started: false,
             window: VecDeque::new(),
             late_in_window: 0,
+            fixed_late: 0,
+            fixed_packets: 0,
             run: 0,
             counts: LatenessCounts::default(),
         }
@@ -150,12 +159,20 @@ impl LatenessMeter {
         self.window.push_back(late);
         self.late_in_window += late as u64;
         self.run = if late { self.run + 1 } else { 0 };
+        let x = spec.loss_tolerance.x as u64;
+        if self.fixed_packets == span as u64 {
+            self.fixed_packets = 0;
+            self.fixed_late = 0;
+        }
+        self.fixed_packets += 1;
+        self.fixed_late += late as u64;
         if measured {
             let counts = &mut self.counts;
             counts.packets += 1;
             counts.deadlines_missed += misses;
             counts.late_packets += late as u64;
-            counts.loss_tolerance_violations += (self.late_in_window > spec.loss_tolerance.x as u64) as u64;
+            counts.loss_tolerance_violations += (self.window.len() == span && self.late_in_window > x) as u64;
+            counts.fixed_window_violations += (late && self.fixed_late == x + 1) as u64;
             counts.longest_late_run = counts.longest_late_run.max(self.run);
         }
     }
@@ -199,8 +216,9 @@ mod tests {
 
     #[test]
     fn sliding_window_counts_every_packet_whose_window_is_over_tolerance() {
-        // 1/3: packets late, late, on, late, late, late. Windows ending at each packet:
-        // [L]=1, [L,L]=2 (violation), [L,L,O]=2 (v), [L,O,L]=2 (v), [O,L,L]=2 (v), [L,L,L]=3 (v).
+        // 1/3: packets late, late, on, late, late, late. Full windows ending at each packet:
+        // [L,L,O]=2 (violation), [L,O,L]=2 (v), [O,L,L]=2 (v), [L,L,L]=3 (v). Fixed windows
+        // (L,L,O) and (L,L,L): both violated.
         let mut m = meter(10, 0, 1, 3);
         // Deadlines with offset 0, queued from 0: 0, 10, 20, … ; a start 1 after a deadline
         // is late once and moves the chain on by one gap.
@@ -210,7 +228,8 @@ mod tests {
         }
         let c = m.counts();
         assert_eq!(c.late_packets, 5);
-        assert_eq!(c.loss_tolerance_violations, 5);
+        assert_eq!(c.loss_tolerance_violations, 4);
+        assert_eq!(c.fixed_window_violations, 2);
         assert_eq!(c.longest_late_run, 3);
     }
 

@@ -16,6 +16,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
+use schedlab_core::conditioning::{ColourCounters, MeterKind, Profile, Selector};
 use schedlab_core::DropReason;
 use serde_json::{json, Map, Value};
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -129,6 +130,9 @@ pub struct ReplicationResult {
     /// One row per (link, class) the link saw: the class's share of the link's time (GCU),
     /// drops by reason and delay at that link.
     pub link_classes: Vec<Row>,
+    /// One row per meter of every link's conditioner (link order, then meter order): packets
+    /// and bytes by colour and the packets its actions dropped, over the window.
+    pub meters: Vec<Row>,
     /// Per link, per bin: each class's share of the bin's time, by class.
     pub link_class_series: Vec<Vec<Vec<f64>>>,
     /// Per link, the discipline's own counters at the end of the run.
@@ -237,6 +241,7 @@ fn lateness_cells(counts: Option<&LatenessCounts>) -> Row {
         ("deadlines_missed", real(|c| c.deadlines_missed)),
         ("late_packets", real(|c| c.late_packets)),
         ("loss_tolerance_violations", real(|c| c.loss_tolerance_violations)),
+        ("fixed_window_violations", real(|c| c.fixed_window_violations)),
         ("longest_late_run", real(|c| c.longest_late_run)),
     ]
 }
@@ -249,7 +254,46 @@ fn drop_column(reason: DropReason) -> &'static str {
         DropReason::InvalidPacket => "dropped_invalid_packet",
         DropReason::Sojourn => "dropped_sojourn",
         DropReason::NoBandwidth => "dropped_no_bandwidth",
+        DropReason::OutOfProfile => "dropped_out_of_profile",
     }
+}
+
+/// The window's counts of one meter of a link's conditioner.
+fn meter_row(
+    index: usize,
+    name: &str,
+    meter: usize,
+    profile: &Profile,
+    from: &ColourCounters,
+    to: &ColourCounters,
+) -> Row {
+    let selector = match profile.selector {
+        Selector::All => "all".to_string(),
+        Selector::Class(c) => format!("class {c}"),
+        Selector::Flow(f) => format!("flow {f}"),
+    };
+    let kind = match profile.meter.kind() {
+        MeterKind::TokenBucket { .. } => "token_bucket",
+        MeterKind::SingleRateThreeColour { .. } => "srtcm",
+        MeterKind::TwoRateThreeColour { .. } => "trtcm",
+    };
+    let mut row: Row = vec![
+        ("link", Cell::Id(index as u64)),
+        ("link_name", Cell::Text(name.to_string())),
+        ("meter", Cell::Id(meter as u64)),
+        ("selects", Cell::Text(selector)),
+        ("kind", Cell::Text(kind.to_string())),
+    ];
+    const PACKETS: [&str; 3] = ["green_packets", "yellow_packets", "red_packets"];
+    const BYTES: [&str; 3] = ["green_bytes", "yellow_bytes", "red_bytes"];
+    for (c, name) in PACKETS.into_iter().enumerate() {
+        row.push((name, Cell::Count(to.packets[c] - from.packets[c])));
+    }
+    for (c, name) in BYTES.into_iter().enumerate() {
+        row.push((name, Cell::Count(to.bytes[c] - from.bytes[c])));
+    }
+    row.push(("dropped", Cell::Count(to.dropped - from.dropped)));
+    row
 }
 
 fn link_row(
@@ -450,6 +494,7 @@ pub fn reduce(
                         total.deadlines_missed += c.deadlines_missed;
                         total.late_packets += c.late_packets;
                         total.loss_tolerance_violations += c.loss_tolerance_violations;
+                        total.fixed_window_violations += c.fixed_window_violations;
                         total.longest_late_run = total.longest_late_run.max(c.longest_late_run);
                     }
                 }
@@ -462,7 +507,16 @@ pub fn reduce(
     let mut link_series = Vec::with_capacity(scenario.links.len());
     let mut link_classes = Vec::new();
     let mut link_class_series = Vec::with_capacity(scenario.links.len());
+    let mut meters = Vec::new();
     for (index, link) in scenario.links.iter().enumerate() {
+        if let Some(conditioner) = &link.conditioner {
+            let (meters_from, meters_to) = &raw.link_meter_window[index];
+            for (m, profile) in conditioner.profiles.iter().enumerate() {
+                let from = meters_from.get(m).copied().unwrap_or_default();
+                let to = meters_to.get(m).copied().unwrap_or_default();
+                meters.push(meter_row(index, &link.name, m, profile, &from, &to));
+            }
+        }
         let (from, to) = &raw.link_window[index];
         // A processing stage without a rate reports 0 bit/s (its time is per packet).
         let rate_bps = link.rate.map_or(0, |r| r.bits_per_second());
@@ -553,6 +607,7 @@ pub fn reduce(
         classes,
         links,
         link_classes,
+        meters,
         link_class_series,
         discipline_counters: raw.discipline_counters,
         flow_series: raw.flow_series,
@@ -807,6 +862,15 @@ impl SimResults {
                 "jain_index_ci95": jain_ci,
             },
         });
+        // Present only with conditioners, so other summaries keep their shape.
+        if self.scenario.links.iter().any(|l| l.conditioner.is_some()) {
+            summary["meters"] = Value::Array(
+                self.reduce_table(|r| &r.meters)
+                    .into_iter()
+                    .map(Value::Object)
+                    .collect(),
+            );
+        }
         // Present only with TCP sources, so open-loop summaries keep their shape.
         if self.scenario.sources.iter().any(|s| s.transport.is_some()) {
             summary["tcp_flows"] = Value::Array(
@@ -822,7 +886,8 @@ impl SimResults {
     /// Writes `summary.json`, `flows.csv`, `classes.csv`, `links.csv`, `link_classes.csv`,
     /// `discipline_counters.csv`, `timeseries.csv` (per flow and bin), `link_timeseries.csv`,
     /// `link_class_timeseries.csv`,
-    /// `delay_cdf.csv` and `replications.csv` into `out_dir` (created if missing); returns the
+    /// `delay_cdf.csv`, `replications.csv` (and `meters.csv` with conditioners, the TCP
+    /// tables with TCP sources) into `out_dir` (created if missing); returns the
     /// paths written.
     pub fn write(&self, out_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         std::fs::create_dir_all(out_dir)?;
@@ -847,6 +912,9 @@ impl SimResults {
         put("link_class_timeseries.csv", self.link_class_series_csv())?;
         put("delay_cdf.csv", self.delay_cdf_csv())?;
         put("replications.csv", self.replications_csv())?;
+        if self.scenario.links.iter().any(|l| l.conditioner.is_some()) {
+            put("meters.csv", self.table_csv(|r| &r.meters))?;
+        }
         if self.scenario.sources.iter().any(|s| s.transport.is_some()) {
             put("tcp_flows.csv", self.table_csv(|r| &r.tcp_flows))?;
             put("tcp_timeseries.csv", self.tcp_series_csv())?;

@@ -32,8 +32,8 @@ use std::sync::Arc;
 
 use schedlab_core::config::join_path;
 use schedlab_core::{
-    build_scheduler, discipline_info, AnyScheduler, ConfigError, FlowId, FlowTable, LinkDropPolicy,
-    LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
+    build_scheduler, discipline_info, AnyScheduler, Conditioner, ConfigError, FlowId, FlowTable,
+    LinkDropPolicy, LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
 };
 
 use crate::lateness::LatenessSpec;
@@ -96,6 +96,9 @@ pub struct LinkConfig {
     pub max_sojourn: Option<TimeNs>,
     /// Paper 001's link-dropping policy, applied before the scheduler.
     pub drop_policy: Option<LinkDropPolicyKind>,
+    /// The DiffServ traffic conditioner (classifier, meters, marker, absolute dropper) in front
+    /// of the dropping policy and the scheduler, fresh (buckets full, counters zero).
+    pub conditioner: Option<Conditioner>,
     /// The link's `buffer` in bytes (the horizon of its dropping policy).
     pub buffer: Option<u64>,
     /// Propagation delay, ns.
@@ -176,6 +179,8 @@ pub struct SourceConfig {
     pub name: String,
     /// Traffic class of its packets (trace replay may override per packet).
     pub class: u8,
+    /// The DSCP its packets carry (0–63), which a link's conditioner may classify on.
+    pub dscp: u8,
     /// Indices of the links crossed, in order.
     pub path: Vec<usize>,
     /// Arrival process.
@@ -400,12 +405,14 @@ const LINK_KEYS: &[&str] = &[
     "scheduler",
     "max_sojourn",
     "drop_policy",
+    "conditioner",
     "loss",
 ];
 const SOURCE_KEYS: &[&str] = &[
     "flow",
     "name",
     "class",
+    "dscp",
     "path",
     "arrivals",
     "size",
@@ -816,6 +823,35 @@ fn parse_link(table: &toml::Table, index: usize) -> Result<LinkConfig, ConfigErr
             Some(kind)
         }
     };
+    let conditioner = match r.table("conditioner")? {
+        None => None,
+        Some(t) => {
+            let conditioner = Conditioner::read(t, &format!("{path}.conditioner"))?;
+            // The simulator's packets carry a DSCP but no addresses, ports or protocol.
+            for (i, rule) in conditioner.rules.iter().enumerate() {
+                if rule.flow.is_some() {
+                    return Err(ConfigError::new(
+                        format!("{path}.conditioner.classify[{i}].flow"),
+                        rule.flow.map_or_else(String::new, |f| f.to_string()),
+                        "simulated packets keep their source's flow: a classifier rule here sets a class (flow rules work in the gateway)",
+                    ));
+                }
+                if let Some(key) = rule.conditions.flow_key_field() {
+                    let value = t
+                        .get("classify")
+                        .and_then(|c| c.get(i))
+                        .and_then(|rule| rule.get(key))
+                        .map_or_else(String::new, |v| v.to_string());
+                    return Err(ConfigError::new(
+                        format!("{path}.conditioner.classify[{i}].{key}"),
+                        value,
+                        "simulated packets carry a DSCP but no addresses, ports or protocol: classify on dscp here (multi-field rules work in the gateway)",
+                    ));
+                }
+            }
+            Some(conditioner)
+        }
+    };
     let buffer_packets = r.integer("buffer_packets", 1, i64::MAX)?;
     let loss = r.float("loss", 0.0, 1.0)?.unwrap_or(0.0);
     if loss >= 1.0 {
@@ -851,6 +887,7 @@ fn parse_link(table: &toml::Table, index: usize) -> Result<LinkConfig, ConfigErr
         service,
         max_sojourn,
         drop_policy,
+        conditioner,
         buffer,
         delay,
         scheduler,
@@ -977,6 +1014,7 @@ fn parse_source(
         },
         _ => r.integer("class", 0, 255)?.unwrap_or(0) as u8,
     };
+    let dscp = r.integer("dscp", 0, 63)?.unwrap_or(0) as u8;
     let hops = match array(&mut r, "path")? {
         Some(a) if !a.is_empty() => a,
         Some(_) => return Err(r.error("path", "must name at least one link")),
@@ -1058,6 +1096,7 @@ fn parse_source(
         flow,
         name,
         class,
+        dscp,
         path: route,
         arrivals,
         size,

@@ -836,18 +836,15 @@ impl Generator {
 
 /// A (σ,ρ) token-bucket shaper: a FIFO that releases a packet as soon as the bucket (depth σ
 /// bytes, filled at ρ bit/s, full at the start) holds its size. The output satisfies
-/// A(τ, t) ≤ σ + ρ(t − τ) bytes for every interval. Token arithmetic is exact: tokens are
-/// counted in bit·ns/s units (bits × 10⁹).
+/// A(τ, t) ≤ σ + ρ(t − τ) bytes for every interval. The tokens are counted by the core's exact
+/// [`schedlab_core::conditioning::TokenBucket`], which the DiffServ meters also use.
 #[derive(Clone, Debug)]
 pub struct TokenBucket {
     /// Depth σ in bytes.
     pub sigma: u64,
     /// Token rate ρ.
     pub rho: Rate,
-    /// Tokens (bits × 10⁹) at `last`.
-    tokens: u128,
-    /// Time of the last release.
-    last: TimeNs,
+    bucket: schedlab_core::conditioning::TokenBucket,
 }
 
 impl TokenBucket {
@@ -856,27 +853,18 @@ impl TokenBucket {
         TokenBucket {
             sigma,
             rho,
-            tokens: sigma as u128 * 8 * NS as u128,
-            last: 0,
+            bucket: schedlab_core::conditioning::TokenBucket::new(sigma, rho),
         }
     }
 
-    /// The release time of a packet of `size` bytes (≤ σ) that reaches the shaper at `arrival`
-    /// (arrivals in time order).
+    /// The release time of a packet of `size` bytes (a packet larger than σ waits for a full
+    /// bucket) that reaches the shaper at `arrival` (arrivals in time order).
     pub fn release(&mut self, arrival: TimeNs, size: u32) -> TimeNs {
-        let capacity = self.sigma as u128 * 8 * NS as u128;
-        let need = (size as u128 * 8 * NS as u128).min(capacity);
-        let rate = self.rho.bits_per_second() as u128;
-        let earliest = arrival.max(self.last);
-        let mut tokens = (self.tokens + (earliest - self.last) as u128 * rate).min(capacity);
-        let mut release = earliest;
-        if tokens < need {
-            let wait = (need - tokens).div_ceil(rate) as TimeNs;
-            release = earliest + wait;
-            tokens = (tokens + wait as u128 * rate).min(capacity);
-        }
-        self.tokens = tokens - need;
-        self.last = release;
+        // The previous packet's release is the bucket's last fill: packets leave in order.
+        self.bucket.fill(arrival);
+        let release = self.bucket.last_fill() + self.bucket.wait_for(size);
+        self.bucket.fill(release);
+        self.bucket.take(size);
         release
     }
 }

@@ -17,11 +17,11 @@
 //! is DRR's exactly (a test below). The latency is that of DRR with a frame q times shorter.
 //!
 //! Paper name → code:
-//! * quantum φ_i → [`AliquemFlow::quantum`] = w_i · `quantum` / q (bytes, at least 1), with
+//! * quantum φ_i → [`DeficitFlow::quantum`] = w_i · `quantum` / q (bytes, at least 1), with
 //!   w_i the flow's `quantum_units`, `quantum` the scheduler's basic quantum (Bakiras et al.'s
 //!   L_M = 1000 B) and q the `scaling` factor;
-//! * deficit counter Δ_i → [`AliquemFlow::deficit`];
-//! * ActiveList[0..q] → `lists` (flow-id FIFOs), the current round's list → `current`;
+//! * deficit counter Δ_i → [`DeficitFlow::deficit`];
+//! * ActiveList[0..q] → `lists` ([`ActiveList`]s), the current round's list → `current`;
 //! * "the number of rounds before the head packet can be sent",
 //!   k = ⌈(L_head − Δ_i)/φ_i⌉ → `rounds_until_fit`; the flow goes to list (current + k) mod
 //!   (q + 1) with Δ_i raised by (k − 1)·φ_i (the skipped rounds), and receives the last φ_i
@@ -43,18 +43,15 @@
 //!   with the largest bytes / w_i.
 //! * `peek` advances the rounds exactly as the next dequeue would.
 
-use std::collections::VecDeque;
-
-use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
+use crate::config::{ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet};
-use crate::queues::{Admission, FlowQueues};
+use crate::queues::Admission;
+use crate::round_robin::{ActiveList, DeficitFlow, DeficitFlows, Step, DEFAULT_QUANTUM};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
 
-/// Basic quantum (bytes per unit of weight per round, before scaling) when none is given.
-pub const DEFAULT_QUANTUM: u32 = 1500;
 /// Scaling factor q when none is given (Bakiras et al.'s choice).
 pub const DEFAULT_SCALING: u32 = 5;
 
@@ -67,29 +64,20 @@ pub struct AliquemConfig {
     pub scaling: Option<u32>,
 }
 
-/// Per-flow Aliquem state.
+/// Aliquem's own per-flow field (φ_i, Δ_i and the active flag are [`DeficitFlow`]'s).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AliquemFlow {
-    /// φ_i, bytes per round; 0 marks a flow never seen.
-    pub quantum: u64,
     /// w_i.
     pub weight: u32,
-    /// Δ_i, bytes.
-    pub deficit: u64,
-    /// Whether the flow is in an active list.
-    pub active: bool,
 }
 
 /// Aliquem scheduler.
 #[derive(Clone, Debug)]
 pub struct Aliquem {
-    queues: FlowQueues,
-    flows: Vec<AliquemFlow>,
-    lists: Vec<VecDeque<FlowId>>,
+    flows: DeficitFlows<AliquemFlowParams, AliquemFlow>,
+    /// ActiveList[0..q], one per upcoming round.
+    lists: Vec<ActiveList>,
     current: usize,
-    /// Whether the head flow of the current list has received its quantum for this visit.
-    quantum_added: bool,
-    table: FlowParamTable<AliquemFlowParams>,
     quantum: u32,
     scaling: u32,
     rounds: u64,
@@ -114,79 +102,60 @@ impl FlowParams for AliquemFlowParams {
 
 impl Aliquem {
     /// The state of `flow`, if seen.
-    pub fn flow(&self, flow: FlowId) -> Option<&AliquemFlow> {
-        self.flows.get(flow as usize).filter(|state| state.quantum > 0)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn first_sight(&mut self, flow: FlowId) {
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, AliquemFlow::default());
-        }
-        let weight = self.table.get(flow).quantum_units;
-        let quantum = (weight as u64 * self.quantum as u64 / self.scaling as u64).max(1);
-        self.flows[index] = AliquemFlow {
-            quantum,
-            weight,
-            deficit: 0,
-            active: false,
-        };
+    pub fn flow(&self, flow: FlowId) -> Option<&DeficitFlow<AliquemFlow>> {
+        self.flows.get(flow)
     }
 
     /// Rounds until a head packet of `size` bytes fits a deficit of `deficit` growing by
     /// `quantum` per round: ⌈(size − deficit)/quantum⌉ (at least 1).
-    fn rounds_until_fit(size: u64, deficit: u64, quantum: u64) -> u64 {
-        size.saturating_sub(deficit).div_ceil(quantum).max(1)
+    fn rounds_until_fit(size: u64, deficit: i64, quantum: u64) -> u64 {
+        (size as i64 - deficit)
+            .max(0)
+            .unsigned_abs()
+            .div_ceil(quantum)
+            .max(1)
     }
 
-    /// Files `flow` (deficit already up to date) `k` rounds ahead (1 ≤ k), crediting the
-    /// quanta of the rounds it skips; more than q rounds ahead is filed q ahead.
+    /// Files `flow` (deficit already up to date, off every list) `k` rounds ahead of the
+    /// current one (k ≥ 1), crediting the quanta of the rounds it skips; at most q rounds.
     fn file(&mut self, flow: FlowId, k: u64) {
         let k = k.min(self.scaling as u64);
-        let state = &mut self.flows[flow as usize];
-        state.deficit += (k - 1) * state.quantum;
+        let state = self.flows.state(flow);
+        state.deficit += ((k - 1) * state.quantum) as i64;
         let list = (self.current + k as usize) % self.lists.len();
-        self.lists[list].push_back(flow);
+        self.lists[list].push(flow);
+    }
+
+    /// The current list's head ends its visit still short of its head packet of `size`
+    /// bytes: it is filed in the round where that packet fits.
+    fn refile(&mut self, flow: FlowId, size: u64) {
+        let state = self.flows.state(flow);
+        let k = Self::rounds_until_fit(size, state.deficit, state.quantum);
+        self.lists[self.current].remove_head();
+        self.file(flow, k);
     }
 
     /// Serves rounds until the head flow of the current list may send; returns it.
     fn select(&mut self) -> Option<FlowId> {
-        if self.queues.counters.backlog().packets == 0 {
+        if self.flows.queues.counters.backlog().packets == 0 {
             return None;
         }
         loop {
-            let Some(&flow) = self.lists[self.current].front() else {
+            let Some(step) = self.flows.step(&mut self.lists[self.current], |_, _| {}) else {
                 self.current = (self.current + 1) % self.lists.len();
                 self.rounds += 1;
-                self.quantum_added = false;
                 continue;
             };
-            let Some(head) = self.queues.head(flow) else {
-                // Emptied by a push-out.
-                let state = &mut self.flows[flow as usize];
-                state.deficit = 0;
-                state.active = false;
-                self.lists[self.current].pop_front();
-                self.quantum_added = false;
-                continue;
-            };
-            let size = head.size as u64;
-            let state = &mut self.flows[flow as usize];
-            if !self.quantum_added {
-                state.deficit += state.quantum;
-                self.quantum_added = true;
+            match step {
+                Step::Send(flow) => return Some(flow),
+                Step::Left(_) => {}
+                // Still short (filed more than q rounds ahead, or its head changed by a
+                // push-out): file it again.
+                Step::Short(flow) => {
+                    let size = self.flows.queues.head(flow).expect("backlogged").size;
+                    self.refile(flow, size as u64);
+                }
             }
-            if size <= state.deficit {
-                return Some(flow);
-            }
-            // Still short (filed more than q rounds ahead, or its head changed by a push-out):
-            // file it again.
-            let k = Self::rounds_until_fit(size, state.deficit, state.quantum);
-            self.lists[self.current].pop_front();
-            self.quantum_added = false;
-            self.file(flow, k);
         }
     }
 }
@@ -233,12 +202,9 @@ impl Discipline for Aliquem {
             .parse(&Self::INFO, &AliquemFlowParams { quantum_units: 1 })?;
         let scaling = config.scaling.unwrap_or(DEFAULT_SCALING);
         Ok(Aliquem {
-            queues: FlowQueues::new(context.limit),
-            flows: Vec::new(),
-            lists: vec![VecDeque::new(); scaling as usize + 1],
+            flows: DeficitFlows::new(context.limit, table),
+            lists: vec![ActiveList::default(); scaling as usize + 1],
             current: 0,
-            quantum_added: false,
-            table,
             quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
             scaling,
             rounds: 0,
@@ -253,69 +219,54 @@ impl Scheduler for Aliquem {
 
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
         let flow = packet.flow;
-        let index = flow as usize;
-        if flow <= crate::packet::MAX_FLOW_ID && self.flows.get(index).is_none_or(|s| s.quantum == 0) {
-            self.first_sight(flow);
-        }
-        let flows = &self.flows;
+        let (quantum, scaling) = (self.quantum as u64, self.scaling as u64);
+        let first = |p: &AliquemFlowParams| {
+            let weight = p.quantum_units;
+            let phi = (weight as u64 * quantum / scaling).max(1);
+            DeficitFlow::new(phi, AliquemFlow { weight })
+        };
         // Buffer stealing weighs queue lengths by 1/w.
-        let admitted = self.queues.admit(
-            packet,
-            |f| flows.get(f as usize).map_or(1, |s| s.weight as u64),
-            drops,
-        );
-        if admitted == Admission::Queued && !self.flows[index].active {
-            let state = &mut self.flows[index];
-            state.active = true;
-            state.deficit = 0;
-            // The current round counts as the first: file it k − 1 rounds ahead (k = 1: the
-            // tail of the current list).
-            let k = Self::rounds_until_fit(packet.size as u64, 0, state.quantum);
-            if k == 1 {
-                self.lists[self.current].push_back(flow);
-            } else {
-                let k = k.min(self.scaling as u64 + 1);
-                state.deficit = (k - 1) * state.quantum;
-                let list = (self.current + k as usize - 1) % self.lists.len();
-                self.lists[list].push_back(flow);
-            }
+        let share = |s: &DeficitFlow<AliquemFlow>| s.extra.weight as u64;
+        if self.flows.admit(packet, drops, share, first) != Admission::Queued || self.flows.state(flow).active
+        {
+            return;
+        }
+        let state = self.flows.state(flow);
+        state.active = true;
+        state.deficit = 0;
+        // The current round counts as the first: file it k − 1 rounds ahead (k = 1: the
+        // tail of the current list).
+        let k = Self::rounds_until_fit(packet.size as u64, 0, state.quantum);
+        if k == 1 {
+            self.lists[self.current].push(flow);
+        } else {
+            let k = k.min(scaling + 1);
+            state.deficit = ((k - 1) * state.quantum) as i64;
+            let list = (self.current + k as usize - 1) % self.lists.len();
+            self.lists[list].push(flow);
         }
     }
 
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         let flow = self.select()?;
-        let (packet, emptied) = self
-            .queues
-            .pop_sent_emptied(flow)
-            .expect("selected flow is backlogged");
-        let state = &mut self.flows[flow as usize];
-        state.deficit -= packet.size as u64;
-        if emptied {
-            state.deficit = 0;
-            state.active = false;
-            self.lists[self.current].pop_front();
-            self.quantum_added = false;
-            return Some(packet);
-        }
-        let next = self.queues.head(flow).expect("not emptied").size as u64;
-        let state = &self.flows[flow as usize];
-        if next > state.deficit {
-            // End of this flow's visit: file it in the round where its head packet fits.
-            let k = Self::rounds_until_fit(next, state.deficit, state.quantum);
-            self.lists[self.current].pop_front();
-            self.quantum_added = false;
-            self.file(flow, k);
+        let (packet, left) = self.flows.send_from(flow, &mut self.lists[self.current]);
+        if !left {
+            let next = self.flows.queues.head(flow).expect("not emptied").size as u64;
+            if next as i64 > self.flows.state(flow).deficit {
+                // End of this flow's visit: file it in the round where its head packet fits.
+                self.refile(flow, next);
+            }
         }
         Some(packet)
     }
 
     fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
         let flow = self.select()?;
-        self.queues.head(flow).copied()
+        self.flows.queues.head(flow).copied()
     }
 
     fn counters(&self) -> &Counters {
-        &self.queues.counters
+        &self.flows.queues.counters
     }
 
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {

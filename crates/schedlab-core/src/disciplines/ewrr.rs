@@ -21,26 +21,25 @@
 //! W_i^max = W_i this is DRR with quantum W_i up to the send-then-pay-back rule; eq. (6):
 //! backlogged queues get r_i = W_i / ΣW · r.
 //!
-//! Paper name → code:
-//! * W_i → [`EwrrFlow::weight`] (flow key `weight_bytes`);
-//! * W_i^max → [`EwrrFlow::max_weight`] (flow key `max_weight_bytes`);
-//! * w_i(t) − c_i(t) → [`EwrrFlow::current`]: at the start of a visit it is w_i(t), each sent
-//!   packet subtracts its size (so it is the weight still unused in the window);
-//! * t of SW(t) → `window` (the window being served) and [`EwrrFlow::window`] (the window
-//!   `current` refers to: the one the flow is queued for, or, while it is idle, the first
-//!   window it has not taken part in);
-//! * "queue i is in the SW" → the flow is on `active`, which holds the flows of SW(t) still to
-//!   be visited followed by those already queued for SW(t + 1);
-//! * eqs. (1)+(2) at the end of queue i's visit → `end_visit`:
-//!   `current = min(current + W_i, W_i^max)`, `window += 1`;
-//! * the same equations over k windows in which an idle queue sends nothing → applied in one
-//!   step when it rejoins: `current = min(current + k·W_i, W_i^max)`.
+//! Paper name → code ([`crate::round_robin`]'s per-flow state):
+//! * W_i → [`DeficitFlow::quantum`] (flow key `weight_bytes`); W_i^max →
+//!   [`EwrrFlow::max_weight`] (flow key `max_weight_bytes`);
+//! * w_i(t) − c_i(t), the weight still unused in window t → [`DeficitFlow::deficit`] (w_i(t)
+//!   at the start of a visit; each sent packet subtracts its size);
+//! * t of SW(t) → `window` (the window being served) and [`EwrrFlow::window`] (the window the
+//!   deficit refers to: the one the flow is queued for, or, while idle, the first window it
+//!   has not taken part in);
+//! * "queue i is in the SW" → the flow is on `active`: the flows of SW(t) still to be visited,
+//!   then those queued for SW(t + 1);
+//! * eqs. (1)+(2) at the end of a visit → `end_visit`: `deficit = min(deficit + W_i,
+//!   W_i^max)`, `window += 1`; over k idle windows, applied in one step when the flow rejoins
+//!   → `accumulate_until`: `deficit = min(deficit + k·W_i, W_i^max)`.
 //!
 //! Invariants: a flow is on `active` iff its queue is non-empty (a flow emptied by a
 //! push-out leaves lazily when it reaches the head); flows on `active` are ordered by the
 //! window they are queued for, and every such window is `window` or `window + 1`;
-//! −L^max < `current` ≤ W_i^max between visits (L^max the largest packet); while a flow stays
-//! backlogged its visits end with `current` ≤ 0, so no weight is lost to the cap and eq. (3)
+//! −L^max < deficit ≤ W_i^max between visits (L^max the largest packet); while a flow stays
+//! backlogged its visits end with deficit ≤ 0, so no weight is lost to the cap and eq. (3)
 //! holds exactly: Σ c_i(t) over k windows = k·W_i + w_i(first) − w_i(first + k).
 //!
 //! Complexity: O(1) per packet when every W_i is at least the largest packet (every visit
@@ -66,18 +65,17 @@
 //! * The paper's W_i = m·L^max is written in bytes (`weight_bytes = 3000` for m = 2 and
 //!   L^max = 1500).
 //! * `drop_policy = "longest_queue_drop"` weighs queue lengths by 1/W_i.
-//! * A flow id above [`MAX_FLOW_ID`] is dropped as [`DropReason::InvalidPacket`] without
-//!   entering the per-flow counters (which are indexed by flow id).
+//! * A flow id above [`crate::MAX_FLOW_ID`] is dropped as invalid without entering the
+//!   per-flow counters.
 //! * `peek` ends visits whose weight is used up (rotating the list) exactly as the next
 //!   dequeue would.
 
-use std::collections::VecDeque;
-
-use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
+use crate::config::{ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
-use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::queues::{Admission, FlowQueues};
+use crate::packet::{FlowId, Packet};
+use crate::queues::Admission;
+use crate::round_robin::{ActiveList, DeficitFlow, DeficitFlows};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
 
@@ -91,37 +89,38 @@ pub const MAX_WEIGHT_BYTES: u64 = 1 << 48;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EwrrConfig;
 
-/// Per-flow EWRR state.
+/// EWRR's own per-flow fields. W_i is [`DeficitFlow::quantum`] and w_i(t) − c_i(t), the
+/// weight still unused in window t, is [`DeficitFlow::deficit`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EwrrFlow {
-    /// W_i, bytes added per window (0 = flow not seen yet).
-    pub weight: u64,
     /// W_i^max, bytes: the cap on the current weight.
     pub max_weight: u64,
-    /// w_i(t) − c_i(t) for t = [`EwrrFlow::window`]: the weight still unused in that window.
-    pub current: i64,
-    /// The window `current` refers to.
+    /// The window t that the deficit refers to.
     pub window: u64,
-    /// Whether the flow is on the active list.
-    pub active: bool,
 }
 
-impl EwrrFlow {
-    /// Eqs. (1) and (2) at the end of the flow's visit to its window.
+/// Eqs. (1) and (2) on one flow's state.
+trait Windows {
+    /// At the end of the flow's visit to its window.
+    fn end_visit(&mut self);
+    /// Over the windows up to `window` in which the flow sent nothing.
+    fn accumulate_until(&mut self, window: u64);
+}
+
+impl Windows for DeficitFlow<EwrrFlow> {
     #[inline]
     fn end_visit(&mut self) {
-        self.current = (self.current + self.weight as i64).min(self.max_weight as i64);
-        self.window += 1;
+        self.deficit = (self.deficit + self.quantum as i64).min(self.extra.max_weight as i64);
+        self.extra.window += 1;
     }
 
-    /// Eqs. (1) and (2) over the windows up to `window` in which the flow sent nothing.
     #[inline]
     fn accumulate_until(&mut self, window: u64) {
-        let idle = window - self.window;
+        let idle = window - self.extra.window;
         if idle > 0 {
-            let grown = self.current as i128 + idle as i128 * self.weight as i128;
-            self.current = grown.min(self.max_weight as i128) as i64;
-            self.window = window;
+            let grown = self.deficit as i128 + idle as i128 * self.quantum as i128;
+            self.deficit = grown.min(self.extra.max_weight as i128) as i64;
+            self.extra.window = window;
         }
     }
 }
@@ -180,18 +179,16 @@ impl FlowParams for EwrrFlowParams {
 /// Elastic Weighted Round Robin scheduler.
 #[derive(Clone, Debug)]
 pub struct Ewrr {
-    queues: FlowQueues,
-    flows: Vec<EwrrFlow>,
-    active: VecDeque<FlowId>,
+    flows: DeficitFlows<EwrrFlowParams, EwrrFlow>,
+    active: ActiveList,
     /// t: the scheduling window being served (0 before the first).
     window: u64,
-    table: FlowParamTable<EwrrFlowParams>,
 }
 
 impl Ewrr {
     /// The state of `flow`, if seen.
-    pub fn flow(&self, flow: FlowId) -> Option<&EwrrFlow> {
-        self.flows.get(flow as usize).filter(|f| f.weight > 0)
+    pub fn flow(&self, flow: FlowId) -> Option<&DeficitFlow<EwrrFlow>> {
+        self.flows.get(flow)
     }
 
     /// The scheduling window being served (t of SW(t)); 0 before the first.
@@ -204,22 +201,23 @@ impl Ewrr {
     #[inline]
     fn select(&mut self) -> Option<FlowId> {
         loop {
-            let flow = *self.active.front()?;
-            let state = &mut self.flows[flow as usize];
+            let flow = self.active.front()?;
+            let emptied = self.flows.is_empty(flow);
+            let state = self.flows.state(flow);
             // The head is queued for the next window once the current one has been served.
-            self.window = self.window.max(state.window);
-            if self.queues.is_empty(flow) {
+            self.window = self.window.max(state.extra.window);
+            if emptied {
                 state.end_visit();
                 state.active = false;
-                self.active.pop_front();
+                self.active.remove_head();
                 continue;
             }
-            if state.current > 0 {
+            if state.deficit > 0 {
                 return Some(flow);
             }
             // w_i(t) − c_i(t) ≤ 0: the flow is done with SW(t); it waits for SW(t + 1).
             state.end_visit();
-            self.active.rotate_left(1);
+            self.active.rotate();
         }
     }
 }
@@ -259,11 +257,9 @@ impl Discipline for Ewrr {
             max_weight_bytes: None,
         };
         Ok(Ewrr {
-            queues: FlowQueues::new(context.limit),
-            flows: Vec::new(),
-            active: VecDeque::new(),
+            flows: DeficitFlows::new(context.limit, context.flows.parse(&Self::INFO, &base)?),
+            active: ActiveList::default(),
             window: 0,
-            table: context.flows.parse(&Self::INFO, &base)?,
         })
     }
 }
@@ -277,65 +273,50 @@ impl Scheduler for Ewrr {
         let flow = packet.flow;
         // The first window that has not started serving.
         let joining = self.window + 1;
-        if flow > MAX_FLOW_ID {
-            // Refused before FlowQueues sees it: its counters are indexed by flow id.
-            self.queues.counters.refuse_invalid_flow(packet, drops);
-            return;
-        }
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, EwrrFlow::default());
-        }
-        if self.flows[index].weight == 0 {
-            let params = self.table.get(flow);
-            let (weight, max_weight) = (params.weight_bytes, params.max_weight());
-            // w_i at the flow's beginning is W_i.
-            self.flows[index] = EwrrFlow {
-                weight,
-                max_weight,
-                current: weight as i64,
-                window: joining,
-                active: false,
-            };
-        }
-        let flows = &self.flows;
-        let admitted = self
-            .queues
-            .admit(packet, |f| flows.get(f as usize).map_or(1, |s| s.weight), drops);
-        if admitted == Admission::Queued {
-            let state = &mut self.flows[flow as usize];
+        // w_i at the flow's beginning is W_i.
+        let first = |p: &EwrrFlowParams| DeficitFlow {
+            deficit: p.weight_bytes as i64,
+            ..DeficitFlow::new(
+                p.weight_bytes,
+                EwrrFlow {
+                    max_weight: p.max_weight(),
+                    window: joining,
+                },
+            )
+        };
+        if self.flows.admit(packet, drops, |s| s.quantum, first) == Admission::Queued {
+            let state = self.flows.state(flow);
             if !state.active {
                 state.accumulate_until(joining);
                 state.active = true;
-                self.active.push_back(flow);
+                self.active.push(flow);
             }
         }
     }
 
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         let flow = self.select()?;
-        let packet = self.queues.pop_sent(flow).expect("selected flow is backlogged");
-        let state = &mut self.flows[flow as usize];
         // c_i(t) += size: the packet that crosses w_i(t) is sent; the excess is paid back.
-        state.current -= packet.size as i64;
-        if self.queues.is_empty(flow) {
+        let (packet, emptied) = self.flows.send(flow);
+        let state = self.flows.state(flow);
+        if emptied {
             state.end_visit();
             state.active = false;
-            self.active.pop_front();
-        } else if state.current <= 0 {
+            self.active.remove_head();
+        } else if state.deficit <= 0 {
             state.end_visit();
-            self.active.rotate_left(1);
+            self.active.rotate();
         }
         Some(packet)
     }
 
     fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
         let flow = self.select()?;
-        self.queues.head(flow).copied()
+        self.flows.queues.head(flow).copied()
     }
 
     fn counters(&self) -> &Counters {
-        &self.queues.counters
+        &self.flows.queues.counters
     }
 }
 
@@ -407,7 +388,11 @@ mod tests {
         enqueue_all(&mut s, &packets);
         assert_eq!(dequeue_ids(&mut s, 3), vec![0, 1, 6]);
         let f1 = *s.flow(1).unwrap();
-        assert_eq!((f1.current, f1.window), (-200, 2), "w_1(2) = 500 + 500 − 1200");
+        assert_eq!(
+            (f1.deficit, f1.extra.window),
+            (-200, 2),
+            "w_1(2) = 500 + 500 − 1200"
+        );
         assert_eq!(dequeue_ids(&mut s, 2), vec![2, 3]);
         assert_eq!(s.window(), 2);
         assert_eq!(dequeue_ids(&mut s, 4), vec![4, 7, 8, 9]);
@@ -415,7 +400,7 @@ mod tests {
         assert_eq!(dequeue_ids(&mut s, 1), vec![5]);
         assert_eq!(s.window(), 4);
         let f0 = *s.flow(0).unwrap();
-        assert_eq!((f0.current, f0.window, f0.active), (500, 5, false));
+        assert_eq!((f0.deficit, f0.extra.window, f0.active), (500, 5, false));
         assert!(s.peek(0).is_none());
     }
 
@@ -432,16 +417,16 @@ mod tests {
         packets.extend((1..=10).map(|id| (id, 1, 500)));
         enqueue_all(&mut s, &packets);
         assert_eq!(dequeue_ids(&mut s, 2), vec![0, 1]);
-        assert_eq!(s.flow(0).unwrap().current, 900);
+        assert_eq!(s.flow(0).unwrap().deficit, 900);
         assert_eq!(dequeue_ids(&mut s, 3), vec![2, 3, 4]);
         assert_eq!(s.window(), 4);
         enqueue_all(&mut s, &(11..=16).map(|id| (id, 0, 300)).collect::<Vec<_>>());
         let f0 = *s.flow(0).unwrap();
-        assert_eq!((f0.current, f0.window), (1200, 5), "capped at W^max");
+        assert_eq!((f0.deficit, f0.extra.window), (1200, 5), "capped at W^max");
         assert_eq!(dequeue_ids(&mut s, 5), vec![5, 11, 12, 13, 14]);
         // SW6: w_0(6) = min(1200 − 1200 + 500, 1200) = 500: 300 (200 left), 300 (crosses).
         assert_eq!(dequeue_ids(&mut s, 3), vec![6, 15, 16]);
-        assert_eq!(s.flow(0).unwrap().current, 400, "w_0(7) = 500 − 600 + 500");
+        assert_eq!(s.flow(0).unwrap().deficit, 400, "w_0(7) = 500 − 600 + 500");
         assert_eq!(dequeue_ids(&mut s, 4), vec![7, 8, 9, 10]);
     }
 
@@ -520,7 +505,7 @@ mod tests {
         assert_eq!(e.path, "flow_defaults.weight_bytes");
         // W^max defaults to W, also when W is inherited from the flow defaults.
         let s = build("weight_bytes = 1000", "max_weight_bytes = 2999").unwrap();
-        let (w3, w4) = (s.table.get(3), s.table.get(4));
+        let (w3, w4) = (s.flows.table().get(3), s.flows.table().get(4));
         assert_eq!((w3.weight_bytes, w3.max_weight()), (1000, 2999));
         assert_eq!((w4.weight_bytes, w4.max_weight()), (1000, 1000));
         let table: toml::Table = "kind = \"ewrr\"\nweight_unit = 1".parse().unwrap();

@@ -15,7 +15,7 @@
 //!   e = tz(p) + 1 (the ruler sequence; tz counts trailing zero bits), and term e visits
 //!   column K − e, so column k is visited 2^k times per WSS pass: a flow of weight w is
 //!   visited w times per pass → `position`, and `column_of(position)`;
-//! * deficit counter DC_f → [`SrrFlow::deficit`], raised by the scheduler's `quantum` (the
+//! * deficit counter DC_f → [`DeficitFlow::deficit`], raised by the scheduler's `quantum` (the
 //!   paper's L_max) at each visit; the flow sends head packets while they fit;
 //! * `add_flow` / `del_flow` → `activate` / `deactivate` (append to / unlink from every
 //!   column of the flow's weight, O(K)).
@@ -42,16 +42,14 @@
 //!   (McKenney's buffer stealing weighted by 1/w, as Bakiras et al. ran SRR).
 //! * `peek` advances the WSS exactly as the next dequeue would.
 
-use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
+use crate::config::{ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet};
-use crate::queues::{Admission, FlowQueues};
+use crate::queues::Admission;
+use crate::round_robin::{DeficitFlow, DeficitFlows, DEFAULT_QUANTUM};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
-
-/// Bytes added to a flow's deficit per visit when the scheduler gives no `quantum`.
-pub const DEFAULT_QUANTUM: u32 = 1500;
 
 const NIL: u32 = u32::MAX;
 
@@ -62,22 +60,18 @@ pub struct SrrConfig {
     pub quantum: Option<u32>,
 }
 
-/// Per-flow SRR state.
+/// SRR's own per-flow field (DC_f and the active flag are [`DeficitFlow`]'s; its quantum is
+/// the scheduler's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SrrFlow {
-    /// w_f; 0 marks a flow never seen.
+    /// w_f.
     pub weight: u32,
-    /// DC_f, bytes the flow may still send in the current visit.
-    pub deficit: u64,
-    /// Whether the flow is linked in its columns.
-    pub active: bool,
 }
 
 /// Smoothed Round Robin scheduler.
 #[derive(Clone, Debug)]
 pub struct Srr {
-    queues: FlowQueues,
-    flows: Vec<SrrFlow>,
+    flows: DeficitFlows<SrrFlowParams, SrrFlow>,
     /// `links[flow · order + k]` = (previous, next) flow in column k.
     links: Vec<(u32, u32)>,
     /// Head and tail flow of each column.
@@ -90,7 +84,6 @@ pub struct Srr {
     cursor: u32,
     /// Whether the cursor flow has received its quantum in this visit.
     quantum_added: bool,
-    table: FlowParamTable<SrrFlowParams>,
     /// WSS positions visited (a counter for reports).
     visits: u64,
 }
@@ -114,8 +107,8 @@ impl FlowParams for SrrFlowParams {
 
 impl Srr {
     /// The state of `flow`, if seen.
-    pub fn flow(&self, flow: FlowId) -> Option<&SrrFlow> {
-        self.flows.get(flow as usize).filter(|state| state.weight > 0)
+    pub fn flow(&self, flow: FlowId) -> Option<&DeficitFlow<SrrFlow>> {
+        self.flows.get(flow)
     }
 
     /// The WSS order K.
@@ -128,29 +121,13 @@ impl Srr {
         self.order - 1 - p.trailing_zeros()
     }
 
-    #[cold]
-    #[inline(never)]
-    fn first_sight(&mut self, flow: FlowId) {
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, SrrFlow::default());
-            self.links.resize((index + 1) * self.order as usize, (NIL, NIL));
-        }
-        let weight = self.table.get(flow).visits_per_pass;
-        self.flows[index] = SrrFlow {
-            weight,
-            deficit: 0,
-            active: false,
-        };
-    }
-
     fn link(&mut self, flow: u32, k: u32) -> &mut (u32, u32) {
         &mut self.links[flow as usize * self.order as usize + k as usize]
     }
 
     /// `add_flow`: append `flow` to the tail of every column of its weight.
     fn activate(&mut self, flow: u32) {
-        let weight = self.flows[flow as usize].weight;
+        let weight = self.flows.state(flow).extra.weight;
         for k in 0..self.order {
             if weight & (1 << k) == 0 {
                 continue;
@@ -164,7 +141,7 @@ impl Srr {
             }
             self.columns[k as usize].1 = flow;
         }
-        let state = &mut self.flows[flow as usize];
+        let state = self.flows.state(flow);
         state.active = true;
         state.deficit = 0;
     }
@@ -177,7 +154,7 @@ impl Srr {
             self.cursor = self.link(flow, column).1;
             self.quantum_added = false;
         }
-        let weight = self.flows[flow as usize].weight;
+        let weight = self.flows.state(flow).extra.weight;
         for k in 0..self.order {
             if weight & (1 << k) == 0 {
                 continue;
@@ -195,7 +172,7 @@ impl Srr {
             }
             *self.link(flow, k) = (NIL, NIL);
         }
-        let state = &mut self.flows[flow as usize];
+        let state = self.flows.state(flow);
         state.active = false;
         state.deficit = 0;
     }
@@ -233,7 +210,7 @@ impl Srr {
 
     /// Advances the visits until a flow may send its head packet; returns it.
     fn select(&mut self) -> Option<FlowId> {
-        if self.queues.counters.backlog().packets == 0 {
+        if self.flows.queues.counters.backlog().packets == 0 {
             return None;
         }
         loop {
@@ -245,15 +222,15 @@ impl Srr {
                 continue;
             }
             let flow = self.cursor;
-            let Some(head) = self.queues.head(flow) else {
+            let Some(head) = self.flows.queues.head(flow) else {
                 // Emptied by a push-out: leave as if its last packet had been sent.
                 self.deactivate(flow);
                 continue;
             };
-            let size = head.size as u64;
-            let state = &mut self.flows[flow as usize];
+            let size = head.size as i64;
+            let state = self.flows.state(flow);
             if !self.quantum_added {
-                state.deficit += self.quantum as u64;
+                state.deficit += state.quantum as i64;
                 self.quantum_added = true;
             }
             if size <= state.deficit {
@@ -304,8 +281,7 @@ impl Discipline for Srr {
             .fold(table.defaults().visits_per_pass, u32::max);
         let order = 32 - largest.leading_zeros();
         Ok(Srr {
-            queues: FlowQueues::new(context.limit),
-            flows: Vec::new(),
+            flows: DeficitFlows::new(context.limit, table),
             links: Vec::new(),
             columns: vec![(NIL, NIL); order as usize],
             order,
@@ -313,7 +289,6 @@ impl Discipline for Srr {
             position: 0,
             cursor: NIL,
             quantum_added: false,
-            table,
             visits: 0,
         })
     }
@@ -326,29 +301,28 @@ impl Scheduler for Srr {
 
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
         let flow = packet.flow;
-        let index = flow as usize;
-        if flow <= crate::packet::MAX_FLOW_ID && self.flows.get(index).is_none_or(|s| s.weight == 0) {
-            self.first_sight(flow);
-        }
-        let flows = &self.flows;
+        let (links, order) = (&mut self.links, self.order as usize);
+        let first = |p: &SrrFlowParams| {
+            links.resize(links.len().max((flow as usize + 1) * order), (NIL, NIL));
+            DeficitFlow::new(
+                self.quantum as u64,
+                SrrFlow {
+                    weight: p.visits_per_pass,
+                },
+            )
+        };
         // Buffer stealing weighs queue lengths by 1/w.
-        let admitted = self.queues.admit(
-            packet,
-            |f| flows.get(f as usize).map_or(1, |s| s.weight as u64),
-            drops,
-        );
-        if admitted == Admission::Queued && !self.flows[index].active {
+        let share = |s: &DeficitFlow<SrrFlow>| s.extra.weight as u64;
+        if self.flows.admit(packet, drops, share, first) == Admission::Queued
+            && !self.flows.state(flow).active
+        {
             self.activate(flow);
         }
     }
 
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         let flow = self.select()?;
-        let (packet, emptied) = self
-            .queues
-            .pop_sent_emptied(flow)
-            .expect("selected flow is backlogged");
-        self.flows[flow as usize].deficit -= packet.size as u64;
+        let (packet, emptied) = self.flows.send(flow);
         if emptied {
             self.deactivate(flow);
         }
@@ -357,11 +331,11 @@ impl Scheduler for Srr {
 
     fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
         let flow = self.select()?;
-        self.queues.head(flow).copied()
+        self.flows.queues.head(flow).copied()
     }
 
     fn counters(&self) -> &Counters {
-        &self.queues.counters
+        &self.flows.queues.counters
     }
 
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {

@@ -37,7 +37,8 @@
 //!
 //! Guarantees (§III-B): lemma 1, a flow backlogged for X rounds receives service in
 //! (X·w_i·L_M − L_M, X·w_i·L_M + L_M); Golestani fairness < 2L_M/r_min + L_M(1/r_i + 1/r_j).
-//! O(1) enqueue, dequeue and drop; O(N + M) space.
+//! O(1) enqueue, dequeue and drop; O(N + M) space plus one pool node per packet of the
+//! largest backlog seen (the rounds are lists of one [`PooledLists`]).
 //!
 //! Choices where the paper is silent:
 //! * `mtu` (L_M) defaults to 1500 bytes. A packet larger than L_M breaks the round
@@ -62,12 +63,11 @@
 //! * A flow id above [`MAX_FLOW_ID`] is dropped as [`DropReason::InvalidPacket`] without
 //!   entering the per-flow counters.
 
-use std::collections::VecDeque;
-
 use crate::config::{BufferLimit, ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
+use crate::pool::{ListEnds, PooledLists};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
 
@@ -114,8 +114,10 @@ pub struct VdFlow {
 /// Vertical Dimensioning scheduler.
 #[derive(Clone, Debug)]
 pub struct Vd {
-    /// q[0..M], one FIFO per round.
-    rounds: Vec<VecDeque<Packet>>,
+    /// q[0..M], one FIFO per round: lists of `pool`.
+    rounds: Vec<ListEnds>,
+    /// The nodes of every round's packets: never more than the largest backlog seen.
+    pool: PooledLists<Packet>,
     /// `current`, counted without wrapping.
     current: u64,
     /// `current` mod M.
@@ -169,8 +171,14 @@ impl Vd {
     }
 
     /// The round queue `q[index]`, head first.
-    pub fn round_queue(&self, index: usize) -> &VecDeque<Packet> {
-        &self.rounds[index]
+    pub fn round_queue(&self, index: usize) -> impl Iterator<Item = &Packet> {
+        self.pool.iter(self.rounds[index])
+    }
+
+    /// Packet nodes allocated for all round queues together: the largest backlog seen (in
+    /// packets), however it was spread over the rounds.
+    pub fn packet_nodes(&self) -> usize {
+        self.pool.node_count()
     }
 
     /// The state of `flow`, if seen.
@@ -204,8 +212,9 @@ impl Vd {
     #[inline]
     fn drop_last(&mut self) -> Packet {
         let index = self.index_of(self.last);
-        let packet = self.rounds[index]
-            .pop_back()
+        let packet = self
+            .pool
+            .pop_back(&mut self.rounds[index])
             .expect("`last` names a non-empty queue");
         self.flows[packet.flow as usize].bytes -= packet.size as u64;
         while self.last > self.current && self.rounds[self.index_of(self.last)].is_empty() {
@@ -322,7 +331,8 @@ impl Discipline for Vd {
             Ok(())
         })?;
         Ok(Vd {
-            rounds: (0..rounds).map(|_| VecDeque::new()).collect(),
+            rounds: vec![ListEnds::default(); rounds as usize],
+            pool: PooledLists::default(),
             current: 0,
             current_index: 0,
             last: 0,
@@ -395,7 +405,7 @@ impl Scheduler for Vd {
             self.last.max(position)
         };
         let queue = self.index_of(position);
-        self.rounds[queue].push_back(packet);
+        self.pool.push_back(&mut self.rounds[queue], packet);
         // (15)–(16): drop tails of the last round until the backlog fits; the arrival is
         // counted as queued only if it survives, so the peak backlog never exceeds the limit.
         let mut packets = backlog.packets + 1;
@@ -435,8 +445,9 @@ impl Scheduler for Vd {
             self.advance();
         }
         // (1)–(4)
-        let packet = self.rounds[self.current_index]
-            .pop_front()
+        let packet = self
+            .pool
+            .pop_front(&mut self.rounds[self.current_index])
             .expect("q[current] is non-empty");
         let current = self.current;
         let flow = &mut self.flows[packet.flow as usize];
@@ -460,7 +471,7 @@ impl Scheduler for Vd {
         while self.rounds[self.current_index].is_empty() {
             self.advance();
         }
-        self.rounds[self.current_index].front().copied()
+        self.pool.front(&self.rounds[self.current_index]).copied()
     }
 
     fn counters(&self) -> &Counters {
@@ -495,8 +506,37 @@ mod tests {
         Vd::build(VdConfig { mtu, rounds }, &context).unwrap()
     }
 
-    fn ids(queue: &VecDeque<Packet>) -> Vec<u64> {
-        queue.iter().map(|p| p.id).collect()
+    fn ids<'a>(queue: impl Iterator<Item = &'a Packet>) -> Vec<u64> {
+        queue.map(|p| p.id).collect()
+    }
+
+    /// The rounds share one node pool: 32 bursts of 100 one-packet flows, each drained
+    /// before the next, land in 32 different round queues (the current round moves on as each
+    /// drains), yet the pool holds 100 nodes — the peak backlog — where a FIFO per round
+    /// keeping its peak capacity would hold 3,200.
+    #[test]
+    fn round_queues_share_a_pool_bounded_by_the_peak_backlog() {
+        let mut s = vd(&[], 1500, Some(64), BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        let mut rounds_used = std::collections::BTreeSet::new();
+        for burst in 0..32u64 {
+            for flow in 0..100u32 {
+                s.enqueue(
+                    Packet::new(burst * 100 + flow as u64, flow, 1500, 0),
+                    0,
+                    &mut drops,
+                );
+            }
+            rounds_used.insert(s.current());
+            assert_eq!(s.round_queue(s.current()).count(), 100);
+            for flow in 0..100u32 {
+                assert_eq!(s.dequeue(0, &mut drops).unwrap().flow, flow);
+            }
+        }
+        assert!(drops.is_empty());
+        assert_eq!(rounds_used.len(), 32, "each burst used a round queue of its own");
+        assert_eq!(s.packet_nodes(), 100);
+        assert_eq!(s.counters().peak_backlog().packets, 100);
     }
 
     /// Figure 1: M = 10, flows 1–4 with weights 2, 1, 1, 1, packets of L_M bytes numbered in
@@ -529,7 +569,7 @@ mod tests {
         assert_eq!(ids(s.round_queue(0)), vec![1, 2, 3, 5, 6]);
         assert_eq!(ids(s.round_queue(1)), vec![4, 7, 9, 10]);
         assert_eq!(ids(s.round_queue(2)), vec![8]);
-        assert!((3..10).all(|q| s.round_queue(q).is_empty()));
+        assert!((3..10).all(|q| s.round_queue(q).next().is_none()));
         assert_eq!((s.current(), s.last()), (0, Some(2)));
         assert_eq!(s.flow(1).unwrap().bytes, 3 * l as u64);
 

@@ -8,12 +8,13 @@
 //! networks with fixed packet size"); DRR (`drr`) and EWRR (`ewrr`) count bytes instead.
 //!
 //! Names → code:
-//! * weight w_i (packets per round) → [`WrrFlow::weight`];
-//! * packets the flow may still send in its current visit → [`WrrFlow::remaining`];
-//! * the round-robin list of backlogged flows → `active` (head is served next).
+//! * weight w_i (packets per round) → [`DeficitFlow::quantum`];
+//! * packets the flow may still send in its current visit → [`DeficitFlow::deficit`] (a
+//!   deficit counted in packets);
+//! * the round-robin list of backlogged flows → `active` ([`ActiveList`], head served next).
 //!
 //! Invariants: a flow is on `active` iff its queue is non-empty (a flow emptied by a
-//! push-out is removed lazily when it reaches the head); only the head flow's `remaining`
+//! push-out is removed lazily when it reaches the head); only the head flow's deficit
 //! differs from its weight, and it is at least 1 there. A flow that stays backlogged sends
 //! exactly `weight` packets per visit. Work conserving; O(1) enqueue and dequeue.
 //!
@@ -26,17 +27,16 @@
 //!   visit; when it comes back it joins the tail with a full `weight`.
 //! * A flow with no `weight` (neither its own nor `flow_defaults`) has weight 1.
 //! * `drop_policy = "longest_queue_drop"` pushes out the tail of the flow whose byte backlog
-//!   divided by its weight is largest ([`FlowQueues::admit`]).
-//! * A flow id above [`MAX_FLOW_ID`] is dropped as [`DropReason::InvalidPacket`] without
-//!   entering the per-flow counters (which are indexed by flow id).
+//!   divided by its weight is largest ([`crate::queues::FlowQueues::admit`]).
+//! * A flow id above [`crate::MAX_FLOW_ID`] is dropped as invalid without entering the
+//!   per-flow counters.
 
-use std::collections::VecDeque;
-
-use crate::config::{ConfigError, FlowParamTable, FlowParams, TableReader};
+use crate::config::{ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
-use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::queues::{Admission, FlowQueues};
+use crate::packet::{FlowId, Packet};
+use crate::queues::Admission;
+use crate::round_robin::{ActiveList, DeficitFlow, DeficitFlows};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
 
@@ -47,24 +47,11 @@ pub const DEFAULT_WEIGHT: u32 = 1;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WrrConfig;
 
-/// Per-flow WRR state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WrrFlow {
-    /// w_i, packets per visit (0 = flow not seen yet).
-    pub weight: u32,
-    /// Packets the flow may still send in its current visit (equal to `weight` between visits).
-    pub remaining: u32,
-    /// Whether the flow is on the active list.
-    pub active: bool,
-}
-
 /// Weighted Round Robin scheduler.
 #[derive(Clone, Debug)]
 pub struct Wrr {
-    queues: FlowQueues,
-    flows: Vec<WrrFlow>,
-    active: VecDeque<FlowId>,
-    table: FlowParamTable<WrrFlowParams>,
+    flows: DeficitFlows<WrrFlowParams, ()>,
+    active: ActiveList,
 }
 
 /// A WRR flow's parameters.
@@ -85,23 +72,33 @@ impl FlowParams for WrrFlowParams {
 }
 
 impl Wrr {
-    /// The state of `flow`, if seen.
-    pub fn flow(&self, flow: FlowId) -> Option<&WrrFlow> {
-        self.flows.get(flow as usize).filter(|f| f.weight > 0)
+    /// The state of `flow`, if seen: w_i is its quantum, the packets it may still send in its
+    /// visit its deficit.
+    pub fn flow(&self, flow: FlowId) -> Option<&DeficitFlow<()>> {
+        self.flows.get(flow)
+    }
+
+    /// A flow leaves the list (emptied) or goes to its tail (visit over) with a fresh weight.
+    fn end_visit(&mut self, flow: FlowId, emptied: bool) {
+        let state = self.flows.state(flow);
+        state.deficit = state.quantum as i64;
+        if emptied {
+            state.active = false;
+            self.active.remove_head();
+        } else {
+            self.active.rotate();
+        }
     }
 
     /// The head flow of the active list once flows emptied by push-outs are removed.
     #[inline]
     fn head(&mut self) -> Option<FlowId> {
         loop {
-            let flow = *self.active.front()?;
-            if !self.queues.is_empty(flow) {
+            let flow = self.active.front()?;
+            if !self.flows.is_empty(flow) {
                 return Some(flow);
             }
-            let state = &mut self.flows[flow as usize];
-            state.active = false;
-            state.remaining = state.weight;
-            self.active.pop_front();
+            self.end_visit(flow, true);
         }
     }
 }
@@ -128,16 +125,12 @@ impl Discipline for Wrr {
     }
 
     fn build(_config: WrrConfig, context: &BuildContext<'_>) -> Result<Wrr, ConfigError> {
+        let base = WrrFlowParams {
+            packets_per_round: DEFAULT_WEIGHT,
+        };
         Ok(Wrr {
-            queues: FlowQueues::new(context.limit),
-            flows: Vec::new(),
-            active: VecDeque::new(),
-            table: context.flows.parse(
-                &Self::INFO,
-                &WrrFlowParams {
-                    packets_per_round: DEFAULT_WEIGHT,
-                },
-            )?,
+            flows: DeficitFlows::new(context.limit, context.flows.parse(&Self::INFO, &base)?),
+            active: ActiveList::default(),
         })
     }
 }
@@ -149,61 +142,40 @@ impl Scheduler for Wrr {
 
     fn enqueue(&mut self, packet: Packet, _now: TimeNs, drops: &mut Vec<Dropped>) {
         let flow = packet.flow;
-        if flow > MAX_FLOW_ID {
-            // Refused before FlowQueues sees it: its counters are indexed by flow id.
-            self.queues.counters.refuse_invalid_flow(packet, drops);
-            return;
-        }
-        let index = flow as usize;
-        if index >= self.flows.len() {
-            self.flows.resize(index + 1, WrrFlow::default());
-        }
-        if self.flows[index].weight == 0 {
-            let weight = self.table.get(flow).packets_per_round;
-            self.flows[index] = WrrFlow {
-                weight,
-                remaining: weight,
-                active: false,
-            };
-        }
-        let flows = &self.flows;
-        let admitted = self.queues.admit(
-            packet,
-            |f| flows.get(f as usize).map_or(1, |s| s.weight as u64),
-            drops,
-        );
-        if admitted == Admission::Queued {
-            let state = &mut self.flows[flow as usize];
+        let first = |p: &WrrFlowParams| {
+            let weight = p.packets_per_round as u64;
+            DeficitFlow {
+                deficit: weight as i64,
+                ..DeficitFlow::new(weight, ())
+            }
+        };
+        if self.flows.admit(packet, drops, |s| s.quantum, first) == Admission::Queued {
+            let state = self.flows.state(flow);
             if !state.active {
                 state.active = true;
-                self.active.push_back(flow);
+                self.active.push(flow);
             }
         }
     }
 
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         let flow = self.head()?;
-        let packet = self.queues.pop_sent(flow).expect("head flow is backlogged");
-        let state = &mut self.flows[flow as usize];
-        state.remaining -= 1;
-        if self.queues.is_empty(flow) {
-            state.active = false;
-            state.remaining = state.weight;
-            self.active.pop_front();
-        } else if state.remaining == 0 {
-            state.remaining = state.weight;
-            self.active.rotate_left(1);
+        let (packet, emptied) = self.flows.queues.pop_sent_emptied(flow)?;
+        let state = self.flows.state(flow);
+        state.deficit -= 1;
+        if emptied || state.deficit == 0 {
+            self.end_visit(flow, emptied);
         }
         Some(packet)
     }
 
     fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
         let flow = self.head()?;
-        self.queues.head(flow).copied()
+        self.flows.queues.head(flow).copied()
     }
 
     fn counters(&self) -> &Counters {
-        &self.queues.counters
+        &self.flows.queues.counters
     }
 }
 
@@ -249,7 +221,7 @@ mod tests {
         s.enqueue(Packet::new(20, 2, 100, 0), 0, &mut drops);
         let rest: Vec<u64> = (0..6).map(|_| s.dequeue(0, &mut drops).unwrap().id).collect();
         assert_eq!(rest, vec![1, 10, 11, 20, 2, 12]);
-        assert_eq!(s.flow(2).unwrap().remaining, 2, "flow 2 left with a fresh weight");
+        assert_eq!(s.flow(2).unwrap().deficit, 2, "flow 2 left with a fresh weight");
         assert!(!s.flow(2).unwrap().active);
     }
 
@@ -288,7 +260,7 @@ mod tests {
         s.enqueue(Packet::new(2, 1, 100, 0), 0, &mut drops); // 500 B > 200 B: pushes out 0
         assert_eq!(drops.len(), 1);
         assert_eq!(drops[0].packet.id, 0);
-        assert_eq!(s.active.front(), Some(&0), "flow 0 leaves the list lazily");
+        assert_eq!(s.active.front(), Some(0), "flow 0 leaves the list lazily");
         assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 1);
         assert!(!s.flow(0).unwrap().active);
         assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 2);
