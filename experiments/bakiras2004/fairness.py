@@ -17,8 +17,11 @@ per-packet log (arrival and departure of every packet):
 * inter-departure: the largest gap between consecutive departures of flow i, against
   2L_M/r_min + (N−1)L_M/C.
 
-Writes ``DIR/fairness.csv`` (per scheduler and flow or pair: measured, bound, ratio) and prints
-the worst ratio per scheduler and measure (a ratio above 1 breaks the theorem).
+Writes ``DIR/fairness.csv`` (per scheduler and flow or pair: measured, bound, ratio) and
+``DIR/fairness.svg`` (the three measures per flow or pair under each scheduler, with the
+theorems' bounds drawn over them), and prints the worst ratio per scheduler and measure (a ratio
+above 1 breaks the theorem). ``--from-csv FILE`` redraws the figure from a ``fairness.csv``
+without running anything.
 """
 
 from __future__ import annotations
@@ -134,12 +137,68 @@ def measure(kind: str, duration: str, work: Path) -> list[dict]:
     return rows
 
 
+SCHEDULERS = ["vd", "drr", "srr", "aliquem"]
+MARKERS = {"vd": "o", "drr": "s", "srr": "^", "aliquem": "D"}
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """The measures as markers per scheduler, each theorem's bound as a line: Golestani per pair
+    (i, j) against theorem 1, the worst WFI packet of each flow against theorem 2 evaluated at
+    that packet (its backlog differs per scheduler: a dashed line per scheduler), the largest
+    inter-departure gap per flow against theorem 3."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "schedlab"
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(9, 10))
+    panels = [
+        ("golestani", "Golestani fairness per pair (i, j) — theorem 1"),
+        ("wfi", "worst-case fair index: delay of each flow's worst packet — theorem 2"),
+        ("inter_departure", "largest inter-departure time per flow — theorem 3"),
+    ]
+    for ax, (measure_name, title) in zip(axes, panels, strict=True):
+        for kind in SCHEDULERS:
+            selected = [r for r in rows if r["scheduler"] == kind and r["measure"] == measure_name]
+            labels = [r["flows"] for r in selected]
+            x = range(len(labels))
+            (line,) = ax.plot(
+                x, [float(r["measured_s"]) * 1e3 for r in selected], MARKERS[kind], label=kind, markersize=4
+            )
+            if measure_name == "wfi":
+                ax.plot(x, [float(r["bound_s"]) * 1e3 for r in selected], "--", color=line.get_color(), linewidth=1)
+        bound = [float(r["bound_s"]) * 1e3 for r in rows if r["scheduler"] == "vd" and r["measure"] == measure_name]
+        if measure_name != "wfi":
+            ax.plot(range(len(bound)), bound, "-", color="black", linewidth=1.2, label="bound")
+        else:
+            ax.plot([], [], "--", color="grey", label="bound (per scheduler)")
+        ax.set_xticks(range(len(labels)), labels, rotation=90 if len(labels) > 12 else 0, fontsize=7)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel("ms")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8, ncol=5)
+    axes[0].set_xlabel("pair (i, j), w_i = i")
+    axes[1].set_xlabel("flow i")
+    axes[2].set_xlabel("flow i")
+    fig.tight_layout()
+    partial = path.with_suffix(".svg.partial")
+    fig.savefig(partial, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    partial.replace(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("out/bakiras2004"))
     parser.add_argument("--duration", default="5s")
+    parser.add_argument("--from-csv", type=Path, metavar="FILE", help="redraw DIR/fairness.svg from FILE and stop")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.from_csv is not None:
+        with args.from_csv.open() as f:
+            plot(list(csv.DictReader(f)), args.out / "fairness.svg")
+        return 0
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for kind in ["vd", "drr", "srr", "aliquem"]:
@@ -149,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    plot(rows, args.out / "fairness.svg")
     print("scheduler,measure,worst_ratio_to_bound,at")
     for kind in ["vd", "drr", "srr", "aliquem"]:
         for measure_name in ["golestani", "wfi", "inter_departure"]:

@@ -1312,7 +1312,8 @@ mod tests {
     /// A sender and a receiver over a path with one-way delay `ONE_WAY` each way behind a
     /// bottleneck that serialises a segment in `TRANSMISSION`; the `n`-th data transmission
     /// (counting from 0, retransmissions included) is lost when `lose(n, segment)`. Runs
-    /// until `bytes` are acknowledged or 60 s have passed. With SACK, checks on every
+    /// until `bytes` are acknowledged or 3600 s have passed (consecutive timeouts
+    /// back off exponentially: eight in a row take over a minute). With SACK, checks on every
     /// retransmission that the sender never resends a byte its scoreboard holds.
     fn run_path(variant: TcpVariant, bytes: u64, mut lose: impl FnMut(u64, &Segment) -> bool) -> PathRun {
         use std::cmp::Reverse;
@@ -1353,7 +1354,7 @@ mod tests {
                 }
                 transmissions += 1;
             }
-            if sender.snd_una() >= bytes || now > 60_000_000_000 {
+            if sender.snd_una() >= bytes || now > 3_600_000_000_000 {
                 break;
             }
             let next = events.peek().map_or(TimeNs::MAX, |Reverse((t, _, _))| *t);
