@@ -46,7 +46,11 @@
 //!   comes after streams with deadlines at equal tolerance. `loss_tolerance` defaults to 1/1.
 //! * The deadline of a stream's first packet after an idle period is `max(arrival +
 //!   deadline_offset, previous deadline + gap)`; `deadline_offset` defaults to the gap.
-//!   `Packet::deadline` is not read: the paper derives every deadline from the stream's gap.
+//! * The paper makes the deadline a packet attribute: a packet's own deadline
+//!   (`Packet::deadline`: a trace's `deadline_s`, a source's `deadline`) replaces the derived
+//!   one when the packet becomes the head, in streams with a `deadline_gap` (the gap still
+//!   spaces the deadlines that follow and moves a late non-droppable head's deadline; streams
+//!   without one stay best effort).
 //! * `check_every = p` checks at services 0, p, 2p, …; a late head sent in between gets rule
 //!   (A) as the scheduler does not look, but the meter counts ⌈lateness/gap⌉ misses.
 //! * Violations ("more than x deadlines missed in any y consecutive packets") are counted over
@@ -392,6 +396,15 @@ impl DwcsStream {
         self.gap > 0
     }
 
+    /// `head` became the stream's head, its deadline already derived from the stream's: the
+    /// packet's own deadline, if it has one, replaces that (streams with deadlines only).
+    fn new_head(&mut self, head: &Packet) {
+        self.head_arrival = head.arrival;
+        if let Some(deadline) = head.deadline.filter(|_| self.has_deadlines()) {
+            self.deadline = deadline;
+        }
+    }
+
     fn precedence(&self) -> Precedence {
         let deadline = if self.has_deadlines() {
             self.deadline
@@ -579,7 +592,7 @@ fn miss_deadlines(
             meter.packet(true);
             stream.head_late = false;
             match queues.head(flow) {
-                Some(head) => stream.head_arrival = head.arrival,
+                Some(head) => stream.new_head(head),
                 None => return false,
             }
         } else {
@@ -847,7 +860,7 @@ impl Scheduler for Dwcs {
                 };
                 stream.started = true;
             }
-            stream.head_arrival = packet.arrival;
+            stream.new_head(&packet);
             stream.head_late = false;
             self.order.set(flow, stream);
         }
@@ -881,7 +894,7 @@ impl Scheduler for Dwcs {
         stream.head_late = false;
         match self.queues.head(flow) {
             Some(head) => {
-                stream.head_arrival = head.arrival;
+                stream.new_head(head);
                 self.order.set(flow, stream);
             }
             None => self.order.remove(flow),
