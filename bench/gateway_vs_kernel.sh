@@ -44,8 +44,8 @@ lines = [
     "`src —veth— gw —veth— dst` namespaces (`schedlab.testbed`); traffic: `schedlab gen` → "
     f"`schedlab sink`, {result['flows']} CBR flows; each run {result['seconds_per_run']:g} s. "
     "Loss-free rate: offered rate doubled until a run lost a datagram, then bisected; the figure is "
-    "the rate gen achieved in the best loss-free run (gen itself, one datagram per `send`, can be "
-    "the limit). Delay: one-way, send → receive on the shared monotonic clock, 1,000 packets/s of "
+    "the rate gen achieved in the best loss-free run (gen, which sends what is due with one "
+    "`sendmmsg`, can itself be the limit). Delay: one-way, send → receive on the shared monotonic clock, 1,000 packets/s of "
     "64 B. The gateway paces at an emulated link of "
     f"{result['link_rate']} (never the limit here). Ratios are against kernel forwarding.",
     "",

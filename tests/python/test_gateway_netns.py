@@ -250,3 +250,29 @@ def test_bad_configuration_and_missing_interface_exit_2(tmp_path, cli):
     result = cli("gateway", "-c", str(good), "-i", "schedlab-none0", "-e", "lo")
     assert result.returncode == 2
     assert "schedlab-none0: no such interface" in result.stderr
+
+
+def test_frames_the_full_ring_dropped_are_reported(tmp_path):
+    """While the gateway is stopped (SIGSTOP) its 2,048-slot receive ring fills; the kernel
+    drops the rest, and the gateway reports them as ring_drops once it runs again."""
+    config = _write(tmp_path / "fifo.toml", '[link]\nrate = "100Mbit"\n[scheduler]\nkind = "fifo"\n')
+    stats = tmp_path / "stats.json"
+    with testbed.Testbed() as bed:
+        gateway = _start_gateway(bed, config, stats)
+        # Resolve the sink's address first (ARP passes through the gateway), so that the
+        # sender does not wait on an unresolved neighbour while the gateway is stopped.
+        assert _sender(bed, [5001], 22, 5, 0.01).wait(timeout=30) == 0
+        time.sleep(0.3)
+        gateway.send_signal(signal.SIGSTOP)
+        try:
+            assert _sender(bed, [5001], 22, 3000, 0).wait(timeout=30) == 0
+        finally:
+            gateway.send_signal(signal.SIGCONT)
+        time.sleep(0.5)
+        result = _stop(gateway, stats)
+    total = result["total"]
+    _check_exactly_once(result)
+    udp = sum(f["in_packets"] for f in result["flows"] if f["key"].startswith("udp"))
+    assert udp <= 2048 + 5
+    assert total["ring_drops"] >= 3000 - 2048
+    assert udp + total["ring_drops"] >= 3005

@@ -150,3 +150,41 @@ def test_list_names_traffic_models_and_size_distributions(cli):
     models = {m["id"] for m in data["traffic_models"]}
     assert {"cbr", "poisson", "on_off", "pareto_on_off", "mmpp", "mpeg", "trace"} == models
     assert "thesis_best_effort" in {d["id"] for d in data["size_distributions"]}
+
+
+DWCS_DEADLINES = """
+[link]
+rate = "8Mbit"
+[scheduler]
+kind = "dwcs"
+[[flow]]
+id = 0
+loss_tolerance = "1/2"
+deadline_gap = "10ms"
+droppable = true
+[[flow]]
+id = 1
+loss_tolerance = "0/100"
+"""
+
+
+def test_dwcs_reads_the_trace_deadline_of_a_packet(tmp_path):
+    """A zero-tolerance blocker holds the 8 Mbit/s link (1 ms per 1000-byte packet) until
+    3 ms. Flow 0's first packet carries deadline_s = 0.0005: late at the check of 1 ms and
+    dropped; without it its deadline would be arrival + gap = 10 ms. The second packet has no
+    deadline of its own: the dropped one's + gap, 10.5 ms, met at 3 ms."""
+    config = tmp_path / "dwcs.toml"
+    config.write_text(DWCS_DEADLINES)
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "time_s,flow,size_bytes,class,deadline_s\n0,1,1000,,\n0,1,1000,,\n0,1,1000,,\n0,0,1000,,0.0005\n0,0,1000,,\n"
+    )
+    out = tmp_path / "d.csv"
+    schedlab.replay(str(config), str(trace), str(out))
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["outcome"], r["drop_reason"]) for r in rows[3:]] == [("dropped", "late"), ("sent", "")]
+    assert rows[4]["start_s"] == "0.003000000"
+    # The same trace without the deadline column: both flow-0 packets are sent.
+    trace.write_text("time_s,flow,size_bytes\n0,1,1000\n0,1,1000\n0,1,1000\n0,0,1000\n0,0,1000\n")
+    schedlab.replay(str(config), str(trace), str(out))
+    assert [r["outcome"] for r in csv.DictReader(out.open())] == ["sent"] * 5

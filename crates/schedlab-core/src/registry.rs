@@ -112,6 +112,9 @@ impl Scheduler for AnyScheduler {
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
         dispatch!(self, s => s.discipline_counters())
     }
+    fn flow_discipline_counters(&self, flow: FlowId) -> Vec<(&'static str, u64)> {
+        dispatch!(self, s => s.flow_discipline_counters(flow))
+    }
     fn not_served(&mut self, packet: &Packet) {
         dispatch!(self, s => s.not_served(packet))
     }

@@ -73,4 +73,13 @@ pub trait Scheduler {
     fn discipline_counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+
+    /// The discipline's own counters of one flow by name (DWCS: the stream's
+    /// `deadlines_missed`, `loss_tolerance_violations`, …), for per-flow results. A discipline
+    /// that keeps such counters returns the same names for every flow (zeros for a flow it has
+    /// not seen); the default, none.
+    fn flow_discipline_counters(&self, flow: FlowId) -> Vec<(&'static str, u64)> {
+        let _ = flow;
+        Vec::new()
+    }
 }

@@ -1,14 +1,12 @@
 //! Per-flow FIFO queues whose packets carry virtual-time tags, with a min-heap over the
 //! head-of-line tags: the machinery shared by the sorted-priority disciplines `wfq`, `scfq`,
-//! `stfq` and `virtual_clock` (each computes its own tags; this module stores and orders them),
-//! plus the 8-ary [`TagHeap`] that `wfq` and `wf2q_plus` also use for their other heaps.
+//! `stfq` and `virtual_clock` (each computes its own tags; this module stores and orders them)
+//! in the shared [`IndexedHeap`].
 //!
 //! Invariants:
 //! * flow `f`'s tag list runs parallel to its packet queue in [`FlowQueues`]: same length,
 //!   same order, the tag of the head packet at the front;
-//! * every non-empty flow has exactly one *valid* entry `(key, seq, f)` in the heap, where
-//!   `key` and `seq` are its head packet's; entries whose `seq` is no longer the head's
-//!   (the head was pushed out) are stale and skipped when they reach the top;
+//! * a flow is in the heap iff its queue is non-empty, keyed `(key, seq)` of its head packet;
 //! * within a flow keys never decrease (every discipline here computes
 //!   `S = max(F_prev, V)`, `F = S + L/w` with `F_prev` the flow's previous finish tag), so the
 //!   least head key is the least key of any queued packet. Cost: O(log active flows) per
@@ -24,221 +22,11 @@
 use crate::config::{BufferLimit, ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
+use crate::indexed_heap::IndexedHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::virtual_time::VirtualTime;
-
-/// One entry of a [`TagHeap`]: ordered by `(key, seq)`; `flow` and `generation` are payload.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HeapEntry {
-    /// The tag the heap orders by.
-    pub key: VirtualTime,
-    /// Tie-breaker among equal keys (an arrival sequence number); smaller first.
-    pub seq: u64,
-    /// The flow the entry stands for.
-    pub flow: FlowId,
-    /// Lets the owner recognise stale entries (compared with the flow's current generation).
-    pub generation: u32,
-}
-
-impl HeapEntry {
-    /// Whether `self` comes out of the heap before `other`: `(key, seq)` lexicographically.
-    #[inline(always)]
-    pub fn before(&self, other: &HeapEntry) -> bool {
-        let (a, b) = (self.key.raw(), other.key.raw());
-        let (a_high, b_high) = ((a >> 64) as u64, (b >> 64) as u64);
-        if a_high != b_high {
-            // Rare: live keys almost always share their high 64 bits.
-            return a_high < b_high;
-        }
-        // (low 64 bits of the key, seq) as one 128-bit number: a single compare with borrow,
-        // which the heap's child selection turns into conditional moves.
-        let a_rest = ((a as u64 as u128) << 64) | self.seq as u128;
-        let b_rest = ((b as u64 as u128) << 64) | other.seq as u128;
-        a_rest < b_rest
-    }
-}
-
-/// An 8-ary min-heap of [`HeapEntry`] by `(key, seq)`. Removal of the top fills the hole
-/// bottom-up (Floyd): the hole walks down to a leaf along the least children and the
-/// displaced element rises from there, so an element that belongs near the bottom (the usual
-/// case: a flow's next tag) costs one pass. O(log₈ n) levels; the capacity is kept.
-#[derive(Clone, Debug, Default)]
-pub struct TagHeap {
-    entries: Vec<HeapEntry>,
-}
-
-impl TagHeap {
-    /// An empty heap.
-    pub fn new() -> TagHeap {
-        TagHeap::default()
-    }
-
-    /// Number of entries (stale ones included).
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether the heap is empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Makes room for `flows` distinct flows: capacity for two entries per flow, so that with
-    /// at most one valid entry per flow [`TagHeap::push_or_compact`] never grows the heap.
-    /// Owners call it when they first see a flow (allocation happens then, not per packet).
-    pub fn reserve_for_flows(&mut self, flows: usize) {
-        let wanted = 2 * flows + 8;
-        if self.entries.capacity() < wanted {
-            self.entries.reserve(wanted - self.entries.len());
-        }
-    }
-
-    /// Removes every entry (keeps the capacity).
-    pub fn clear(&mut self) {
-        self.entries.clear();
-    }
-
-    /// The least entry.
-    #[inline]
-    pub fn peek(&self) -> Option<&HeapEntry> {
-        self.entries.first()
-    }
-
-    /// Adds `entry`.
-    #[inline]
-    pub fn push(&mut self, entry: HeapEntry) {
-        self.entries.push(entry);
-        self.rise(self.entries.len() - 1, entry);
-    }
-
-    /// Adds `entry` to a heap whose owner leaves stale entries behind (recognised by `valid`
-    /// returning false). When the heap is full, the stale entries are dropped first, so they
-    /// never make it grow: it grows only when more than 3/4 of its capacity holds valid
-    /// entries. O(n) for a compaction, amortised O(1): after one, at least a quarter of the
-    /// capacity is free.
-    #[inline]
-    pub fn push_or_compact(&mut self, entry: HeapEntry, valid: impl FnMut(&HeapEntry) -> bool) {
-        if self.entries.len() == self.entries.capacity() && !self.entries.is_empty() {
-            self.compact(valid);
-        }
-        self.push(entry);
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn compact(&mut self, valid: impl FnMut(&HeapEntry) -> bool) {
-        self.entries.retain(valid);
-        // Restore the heap order bottom-up.
-        for index in (0..self.entries.len() / 8 + 1).rev() {
-            self.sink(index);
-        }
-        let capacity = self.entries.capacity();
-        if self.entries.len() > capacity / 4 * 3 {
-            self.entries.reserve(capacity);
-        }
-    }
-
-    /// Moves the entry at `index` down to its place (classic sift-down).
-    fn sink(&mut self, mut index: usize) {
-        let len = self.entries.len();
-        if index >= len {
-            return;
-        }
-        let entry = self.entries[index];
-        loop {
-            let first = 8 * index + 1;
-            if first >= len {
-                break;
-            }
-            let mut least = first;
-            for child in first + 1..(first + 8).min(len) {
-                if self.entries[child].before(&self.entries[least]) {
-                    least = child;
-                }
-            }
-            if !self.entries[least].before(&entry) {
-                break;
-            }
-            self.entries[index] = self.entries[least];
-            index = least;
-        }
-        self.entries[index] = entry;
-    }
-
-    /// Removes and returns the least entry.
-    #[inline]
-    pub fn pop(&mut self) -> Option<HeapEntry> {
-        let last = self.entries.pop()?;
-        if self.entries.is_empty() {
-            return Some(last);
-        }
-        let top = self.entries[0];
-        self.fill_from_root(last);
-        Some(top)
-    }
-
-    /// Replaces the least entry by `entry` (one pass instead of a pop and a push) and returns
-    /// it. Panics on an empty heap.
-    #[inline]
-    pub fn replace_top(&mut self, entry: HeapEntry) -> HeapEntry {
-        let top = self.entries[0];
-        self.fill_from_root(entry);
-        top
-    }
-
-    /// Moves the element at the hole `index` up to where `entry` belongs, then writes it.
-    #[inline]
-    fn rise(&mut self, mut index: usize, entry: HeapEntry) {
-        while index > 0 {
-            let parent = (index - 1) / 8;
-            if !entry.before(&self.entries[parent]) {
-                break;
-            }
-            self.entries[index] = self.entries[parent];
-            index = parent;
-        }
-        self.entries[index] = entry;
-    }
-
-    /// The hole is at the root: walks it down to a leaf along the least children, then lets
-    /// `entry` rise from there.
-    #[inline]
-    fn fill_from_root(&mut self, entry: HeapEntry) {
-        let entries = &mut self.entries[..];
-        let len = entries.len();
-        let mut hole = 0;
-        loop {
-            let first = 8 * hole + 1;
-            let least = if first + 8 <= len {
-                let c: &[HeapEntry; 8] = entries[first..first + 8].try_into().expect("eight children");
-                let a = c[1].before(&c[0]) as usize;
-                let b = 2 + c[3].before(&c[2]) as usize;
-                let d = 4 + c[5].before(&c[4]) as usize;
-                let e = 6 + c[7].before(&c[6]) as usize;
-                let ab = if c[b].before(&c[a]) { b } else { a };
-                let de = if c[e].before(&c[d]) { e } else { d };
-                first + if c[de].before(&c[ab]) { de } else { ab }
-            } else if first < len {
-                let mut least = first;
-                for child in first + 1..len {
-                    if entries[child].before(&entries[least]) {
-                        least = child;
-                    }
-                }
-                least
-            } else {
-                break;
-            };
-            entries[hole] = entries[least];
-            hole = least;
-        }
-        self.rise(hole, entry);
-    }
-}
 
 /// The tags of one queued packet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -276,8 +64,6 @@ impl Tagged {
 struct FlowSlot<S> {
     tags: ListEnds,
     last_sent_finish: VirtualTime,
-    /// Whether the flow has ever queued a packet (counted in `flows_seen`).
-    seen: bool,
     state: S,
 }
 
@@ -289,10 +75,8 @@ pub struct TaggedQueues<S> {
     slots: Vec<FlowSlot<S>>,
     /// Every flow's tag list.
     pool: PooledLists<Tagged>,
-    /// Head-of-line keys: entry `seq` is the head packet's arrival sequence.
-    heads: TagHeap,
-    /// Number of distinct flows that have queued a packet.
-    flows_seen: usize,
+    /// Head-of-line keys by flow: entry `seq` is the head packet's arrival sequence.
+    heads: IndexedHeap<VirtualTime>,
     next_seq: u64,
     /// Push-outs of the last admission (capacity kept, so no allocation in steady state).
     pushed_out: Vec<(FlowId, VirtualTime)>,
@@ -305,8 +89,7 @@ impl<S: Default + Clone> TaggedQueues<S> {
             queues: FlowQueues::new(limit),
             slots: Vec::new(),
             pool: PooledLists::default(),
-            heads: TagHeap::new(),
-            flows_seen: 0,
+            heads: IndexedHeap::new(),
             next_seq: 0,
             pushed_out: Vec::new(),
         }
@@ -374,8 +157,11 @@ impl<S: Default + Clone> TaggedQueues<S> {
                 if dropped.reason == DropReason::PushedOut {
                     let flow = dropped.packet.flow;
                     let slot = &mut self.slots[flow as usize];
-                    // A pushed-out head leaves a stale heap entry, skipped when it surfaces.
                     self.pool.pop_back(&mut slot.tags);
+                    if slot.tags.is_empty() {
+                        // The head itself went.
+                        self.heads.remove(flow);
+                    }
                     let previous_finish = match self.pool.back(&slot.tags) {
                         Some(tail) => tail.tag().finish,
                         None => slot.last_sent_finish,
@@ -403,24 +189,8 @@ impl<S: Default + Clone> TaggedQueues<S> {
         self.next_seq += 1;
         let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
         self.state_mut(flow);
-        if !self.slots[flow as usize].seen {
-            self.slots[flow as usize].seen = true;
-            self.flows_seen += 1;
-            self.heads.reserve_for_flows(self.flows_seen);
-        }
         if self.slots[flow as usize].tags.is_empty() {
-            let (pool, slots) = (&self.pool, &self.slots);
-            let entry = HeapEntry {
-                key: tag.key,
-                seq,
-                flow,
-                generation: 0,
-            };
-            // An entry is valid while its packet is its flow's head.
-            self.heads.push_or_compact(entry, |e| {
-                pool.front(&slots[e.flow as usize].tags)
-                    .is_some_and(|head| head.seq == e.seq)
-            });
+            self.heads.push(flow, tag.key, seq);
         }
         let queue = &mut self.slots[flow as usize].tags;
         self.pool.push_back(
@@ -433,41 +203,18 @@ impl<S: Default + Clone> TaggedQueues<S> {
         );
     }
 
-    /// Drops stale entries from the top of the heap; returns the flow whose head has the least
-    /// (key, seq).
-    #[inline]
-    fn clean_top(&mut self) -> Option<FlowId> {
-        loop {
-            let top = *self.heads.peek()?;
-            match self.pool.front(&self.slots[top.flow as usize].tags) {
-                Some(head) if head.seq == top.seq => return Some(top.flow),
-                _ => {
-                    self.heads.pop();
-                }
-            }
-        }
-    }
-
     /// Removes and returns the queued packet with the least (key, arrival sequence), with its
     /// tags, recording it as sent. O(log active flows).
     #[inline]
     pub fn pop_min(&mut self) -> Option<(Packet, PacketTag)> {
-        let flow = self.clean_top()?;
+        let flow = self.heads.peek()?.id;
         let slot = &mut self.slots[flow as usize];
         let head = self
             .pool
             .pop_front(&mut slot.tags)
-            .expect("valid entries have a head");
+            .expect("flows in the heap have a head");
         match self.pool.front(&slot.tags) {
-            // Same flow, next packet: one pass through the heap.
-            Some(next) => {
-                self.heads.replace_top(HeapEntry {
-                    key: next.key,
-                    seq: next.seq,
-                    flow,
-                    generation: 0,
-                });
-            }
+            Some(next) => self.heads.update(flow, next.key, next.seq),
             None => {
                 self.heads.pop();
             }
@@ -479,12 +226,12 @@ impl<S: Default + Clone> TaggedQueues<S> {
     }
 
     /// The packet [`TaggedQueues::pop_min`] would return, with its tags.
-    pub fn peek_min(&mut self) -> Option<(Packet, PacketTag)> {
-        let flow = self.clean_top()?;
+    pub fn peek_min(&self) -> Option<(Packet, PacketTag)> {
+        let flow = self.heads.peek()?.id;
         let head = self
             .pool
             .front(&self.slots[flow as usize].tags)
-            .expect("valid entries have a head");
+            .expect("flows in the heap have a head");
         let packet = *self.queues.head(flow).expect("tags run parallel to packets");
         Some((packet, head.tag()))
     }
@@ -565,97 +312,6 @@ mod tests {
     }
 
     #[test]
-    fn comparison_is_exact_across_the_64_bit_boundary() {
-        let entry = |raw: u128, seq: u64| HeapEntry {
-            key: VirtualTime::from_raw(raw),
-            seq,
-            flow: 0,
-            generation: 0,
-        };
-        let below = entry((1 << 64) - 1, 9);
-        let above = entry(1 << 64, 0);
-        assert!(below.before(&above) && !above.before(&below));
-        assert!(entry(5 << 64 | 7, 1).before(&entry(5 << 64 | 7, 2)));
-        assert!(!entry(5 << 64 | 7, 2).before(&entry(5 << 64 | 7, 2)));
-        assert!(entry(5 << 64 | 7, 9).before(&entry(5 << 64 | 8, 0)));
-        assert!(entry(4 << 64 | u64::MAX as u128, 9).before(&entry(5 << 64, 0)));
-    }
-
-    #[test]
-    fn heap_pops_in_key_then_seq_order() {
-        let mut heap = TagHeap::new();
-        let mut x: u64 = 12345;
-        let mut entries = Vec::new();
-        for seq in 0..500u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let entry = HeapEntry {
-                // Raw keys straddling 2^64, so both halves of the comparison are exercised.
-                key: VirtualTime::from_raw((1u128 << 64) - 25 + (x % 50) as u128),
-                seq,
-                flow: seq as FlowId,
-                generation: 0,
-            };
-            entries.push(entry);
-            heap.push(entry);
-            if seq % 7 == 0 {
-                // Replace the top by a larger key, as a dequeue does.
-                let top = *heap.peek().unwrap();
-                let replacement = HeapEntry {
-                    key: VirtualTime::from_raw(top.key.raw() + (x % 30) as u128),
-                    seq: 1000 + seq,
-                    ..top
-                };
-                assert_eq!(heap.replace_top(replacement), top);
-                let position = entries.iter().position(|e| *e == top).unwrap();
-                entries[position] = replacement;
-            }
-        }
-        entries.sort_by_key(|e| (e.key, e.seq));
-        let popped: Vec<HeapEntry> = std::iter::from_fn(|| heap.pop()).collect();
-        assert_eq!(popped, entries);
-        assert!(heap.is_empty());
-    }
-
-    #[test]
-    fn stale_entries_never_make_the_heap_grow() {
-        let mut heap = TagHeap::new();
-        let entry = |key: u64, flow: FlowId, generation: u32| HeapEntry {
-            key: VirtualTime::from_integer(key),
-            seq: key,
-            flow,
-            generation,
-        };
-        // Ten flows; each push makes the flow's previous entry stale (generation bump).
-        let mut generation = [0u32; 10];
-        for step in 0..10_000u64 {
-            let flow = (step * 7 % 10) as FlowId;
-            generation[flow as usize] += 1;
-            let current = generation;
-            heap.push_or_compact(entry(step % 97, flow, generation[flow as usize]), |e| {
-                current[e.flow as usize] == e.generation
-            });
-            assert!(
-                heap.entries.capacity() <= 64,
-                "capacity {} at step {step}",
-                heap.entries.capacity()
-            );
-        }
-        let mut valid: Vec<HeapEntry> = std::iter::from_fn(|| heap.pop())
-            .filter(|e| generation[e.flow as usize] == e.generation)
-            .collect();
-        assert_eq!(valid.len(), 10);
-        let sorted = {
-            let mut v = valid.clone();
-            v.sort_by_key(|e| (e.key, e.seq));
-            v
-        };
-        assert_eq!(valid, sorted, "pops stay in (key, seq) order after compactions");
-        valid.clear();
-    }
-
-    #[test]
     fn serves_least_key_then_arrival_order() {
         let mut q = Weighted::new(BufferLimit::UNLIMITED);
         let mut drops = Vec::new();
@@ -720,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pushed_out_head_leaves_a_stale_entry_that_is_skipped() {
+    fn a_pushed_out_head_leaves_the_heap() {
         let limit = BufferLimit {
             packets: Some(2),
             policy: DropPolicy::LongestQueueDrop,

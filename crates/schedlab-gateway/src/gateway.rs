@@ -402,6 +402,7 @@ pub struct Gateway {
     pacing_error_sum: u128,
     pacing_error_max: u64,
     queue: QueueLength,
+    ring_drops: u64,
 }
 
 /// The scheduler's backlog over time (packets waiting, not the one on the emulated link, as
@@ -464,7 +465,15 @@ impl Gateway {
             pacing_error_sum: 0,
             pacing_error_max: 0,
             queue: QueueLength::default(),
+            ring_drops: 0,
         }
+    }
+
+    /// Counts frames the kernel dropped on the ingress side because the receive ring was full
+    /// (the gateway was not scheduled in time): they never reached the gateway, so they are
+    /// outside its exactly-once identities, and reported as `ring_drops`.
+    pub fn on_ring_drops(&mut self, frames: u64) {
+        self.ring_drops += frames;
     }
 
     /// The configuration.
@@ -748,6 +757,7 @@ impl Gateway {
         total.insert("passed_unscheduled".into(), json!(self.passed_unscheduled));
         total.insert("fragments".into(), json!(self.fragments));
         total.insert("reverse_frames".into(), json!(self.reverse_frames));
+        total.insert("ring_drops".into(), json!(self.ring_drops));
         let mut malformed = Map::new();
         for (reason, count) in MalformedReason::ALL.iter().zip(self.malformed) {
             malformed.insert(reason.name().into(), json!(count));

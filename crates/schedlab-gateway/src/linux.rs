@@ -314,6 +314,31 @@ impl PacketSocket {
         }
     }
 
+    /// Frames the kernel dropped since the last call because the receive ring was full (the
+    /// gateway never saw them; `PACKET_STATISTICS`, which resets on reading).
+    pub fn take_ring_drops(&self) -> u64 {
+        let mut stats = libc::tpacket_stats {
+            tp_packets: 0,
+            tp_drops: 0,
+        };
+        let mut length = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: `stats` is a tpacket_stats of the length given, live for the call.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                &mut stats as *mut libc::tpacket_stats as *mut libc::c_void,
+                &mut length,
+            )
+        };
+        if rc == 0 {
+            stats.tp_drops as u64
+        } else {
+            0
+        }
+    }
+
     /// The interface name.
     pub fn interface(&self) -> &str {
         &self.interface
@@ -462,6 +487,8 @@ pub fn run(options: &GatewayOptions) -> Result<serde_json::Value, GatewayError> 
     }
     let mut inside = PacketSocket::open(&options.ingress)?;
     let mut outside = PacketSocket::open(&options.egress)?;
+    // Frames dropped before the loop runs are not the gateway's.
+    inside.take_ring_drops();
     let mut capture = match &options.pcap_out {
         Some(path) => Some(CaptureWriter::create(path, wall_clock_offset())?),
         None => None,
@@ -483,6 +510,7 @@ pub fn run(options: &GatewayOptions) -> Result<serde_json::Value, GatewayError> 
             break;
         }
         if DUMP.swap(false, Ordering::SeqCst) {
+            gateway.on_ring_drops(inside.take_ring_drops());
             write_stats(&gateway, options.stats.as_deref(), clock())?;
         }
         let now = clock();
@@ -565,6 +593,7 @@ pub fn run(options: &GatewayOptions) -> Result<serde_json::Value, GatewayError> 
         }
     }
     let uptime = clock();
+    gateway.on_ring_drops(inside.take_ring_drops());
     write_stats(&gateway, options.stats.as_deref(), uptime)?;
     if let Some(capture) = capture {
         capture.finish()?;

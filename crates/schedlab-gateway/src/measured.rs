@@ -286,6 +286,7 @@ pub fn measured_results(
             discipline_counters: counters,
             tcp: (0..n).map(|_| None).collect(),
             lateness: vec![None; n],
+            flow_discipline_counters: vec![Vec::new(); n],
             window_start: warmup,
             window_end: duration,
             end_time: last_receive.max(duration),

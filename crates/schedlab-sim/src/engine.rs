@@ -415,6 +415,9 @@ pub struct RawReplication {
     pub tcp: Vec<Option<TcpRaw>>,
     /// Per source: the lateness counts of its `lateness` table (`None` without one).
     pub lateness: Vec<Option<LatenessCounts>>,
+    /// Per source: the discipline's own per-flow counters at the first link of its path that
+    /// keeps any (DWCS's per-stream counts; empty where none does).
+    pub flow_discipline_counters: Vec<Vec<(&'static str, u64)>>,
     /// Start of the measurement window (the warm-up), ns.
     pub window_start: TimeNs,
     /// End of the window, ns.
@@ -1554,6 +1557,17 @@ impl<'s> Engine<'s> {
                 .sources
                 .iter()
                 .map(|s| s.lateness.as_ref().map(|m| m.counts()))
+                .collect(),
+            flow_discipline_counters: self
+                .sources
+                .iter()
+                .map(|s| {
+                    s.path
+                        .iter()
+                        .map(|&l| self.links[l as usize].scheduler.flow_discipline_counters(s.flow))
+                        .find(|counters| !counters.is_empty())
+                        .unwrap_or_default()
+                })
                 .collect(),
             window_start: self.warmup,
             window_end,

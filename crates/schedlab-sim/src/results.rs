@@ -233,6 +233,23 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
     row
 }
 
+/// `discipline_<name>`, the flow column of a discipline's per-flow counter `name` (interned:
+/// disciplines report a handful of constant names).
+fn discipline_column(name: &'static str) -> &'static str {
+    use std::sync::{Mutex, OnceLock};
+    static COLUMNS: OnceLock<Mutex<Vec<(&'static str, &'static str)>>> = OnceLock::new();
+    let mut columns = COLUMNS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, column)) = columns.iter().find(|(n, _)| *n == name) {
+        return column;
+    }
+    let column: &'static str = Box::leak(format!("discipline_{name}").into_boxed_str());
+    columns.push((name, column));
+    column
+}
+
 /// The lateness columns of a flow or class row (see [`crate::lateness`]): empty cells where
 /// no `lateness` table applies.
 fn lateness_cells(counts: Option<&LatenessCounts>) -> Row {
@@ -454,6 +471,14 @@ pub fn reduce(
     // The lateness columns appear on every flow and class row when any source has a
     // `lateness` table (empty where a flow has none), so that the tables stay rectangular.
     let metered = raw.lateness.iter().any(Option::is_some);
+    // The discipline's own per-flow counters (DWCS's per stream), as `discipline_<name>`
+    // columns on every flow row when any flow has them.
+    let discipline_names: Vec<&'static str> = raw
+        .flow_discipline_counters
+        .iter()
+        .find(|c| !c.is_empty())
+        .map(|c| c.iter().map(|(name, _)| *name).collect())
+        .unwrap_or_default();
     let mut flows = Vec::with_capacity(raw.flows.len());
     let mut throughputs = Vec::with_capacity(raw.flows.len());
     for (i, (source, acc)) in scenario.sources.iter().zip(&raw.flows).enumerate() {
@@ -469,6 +494,10 @@ pub fn reduce(
         row.extend(traffic_row(acc, &delay, Some(raw.in_flight[i]), window));
         if metered {
             row.extend(lateness_cells(raw.lateness[i].as_ref()));
+        }
+        for &name in &discipline_names {
+            let value = raw.flow_discipline_counters[i].iter().find(|(n, _)| *n == name);
+            row.push((discipline_column(name), Cell::Real(value.map(|(_, v)| *v as f64))));
         }
         throughputs.push(acc.received_bytes as f64 * 8.0 / seconds(window));
         flows.push(row);

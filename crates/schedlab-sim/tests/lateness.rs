@@ -75,6 +75,21 @@ fn deadlines_missed_equal_dwcs_own_count_for_non_droppable_streams() {
         link_counter(&results, "late_packets"),
         "check_every {check_every}"
     );
+    // Per stream, the measure equals DWCS's own counters (the discipline_* columns), sliding
+    // and fixed windows included.
+    for name in [
+        "deadlines_missed",
+        "late_packets",
+        "loss_tolerance_violations",
+        "fixed_window_violations",
+        "longest_late_run",
+    ] {
+        assert_eq!(
+            column(flows, name),
+            column(flows, &format!("discipline_{name}")),
+            "{name}"
+        );
+    }
     // Every packet is served (non-droppable, drained) and metered.
     let received: u64 = flows
         .iter()

@@ -8,66 +8,45 @@
 //! contract), §3.4 eq. (3.3) (latency once demoted) and §5.1 (measurements).
 //!
 //! Thesis name → code:
-//! * best-effort transmit queue + ActiveList → `active` ([`ActiveList`]), exactly as in
-//!   [`crate::disciplines::drr`];
-//! * priority queue (for latency-critical traffic) → `priority` ([`PriorityTokens`]): one
-//!   token per queued packet of a conforming latency-critical flow, in arrival order; always
-//!   served before the ActiveList;
-//! * Q_i (`quantum(i)`) → [`DeficitFlow::quantum`]; DC_i → [`DeficitFlow::deficit`];
-//!   Q_LC is the `quantum` of a latency-critical flow, used only once it has been demoted;
-//! * contract C_j bytes per interval Δt (§4.4.4; "x bytes in some period T" in §2.5.4) →
-//!   [`Contract::bytes`] per [`Contract::interval`], from the flow parameters
-//!   `contract_bytes` and `contract_interval`;
-//! * N_j, the bytes of flow j that arrived during the window → [`DrrPlusFlow::window_bytes`];
-//! * "moved into the best-effort class" → [`DrrPlusFlow::demoted_at`] becomes `Some`.
+//! * best-effort transmit queue + ActiveList → `active` ([`ActiveList`]), as in
+//!   [`crate::disciplines::drr`]; Q_i → [`DeficitFlow::quantum`], DC_i →
+//!   [`DeficitFlow::deficit`] (Q_LC, a latency-critical flow's `quantum`, is used once it is
+//!   demoted);
+//! * priority queue → `priority` ([`PriorityTokens`]): one token per queued packet of a
+//!   conforming latency-critical flow, in arrival order; always served before the ActiveList;
+//! * contract C_j bytes per Δt (§4.4.4; "x bytes in some period T" in §2.5.4) →
+//!   [`Contract`] (flow keys `contract_bytes`, `contract_interval`);
+//! * N_j, the bytes of flow j that arrived in the window → [`DrrPlusFlow::window_bytes`];
+//!   "moved into the best-effort class" → [`DrrPlusFlow::demoted_at`] becomes `Some`.
 //!
-//! Conformance (§4.4.4, the thesis's formal definition): a flow obeys its contract iff
-//! N_j(t − Δt, t] ≤ C_j for every t, where N_j counts the bytes of every packet of flow j that
-//! arrives in the half-open window (arrivals refused by a full buffer included: they did
-//! arrive). It is checked exactly, on each arrival of a latency-critical flow at time `now`:
-//! arrivals at or before `now − Δt` leave the window, and if `window_bytes + size > C_j` the
-//! flow is demoted. The sliding window is the maximum over all windows ending at an arrival,
-//! so this finds the first violating arrival. Two packets exactly Δt apart never share a
-//! window. The timer of §2.5.4 ("a timer is started whenever a packet arrives; another
-//! packet before it expires is a violation") is the special case C_j < 2 × smallest packet.
+//! Conformance (§4.4.4): a flow obeys its contract iff N_j(t − Δt, t] ≤ C_j for every t,
+//! counting every arrival (refused ones too). Checked exactly on each arrival at `now`:
+//! arrivals at or before `now − Δt` leave the window; `window_bytes + size > C_j` demotes.
 //!
-//! Invariants: a best-effort (or demoted) flow is on `active` iff its queue is non-empty (a flow
-//! emptied by a push-out is removed lazily when it reaches the head); a conforming
-//! latency-critical flow is never on `active` and has exactly one `priority` entry per queued
-//! packet; a demoted flow has no `priority` entries and is never promoted back; a deficit is
-//! zero while its flow is idle.
+//! Invariants: a best-effort (or demoted) flow is on `active` iff its queue is non-empty (a
+//! flow emptied by a push-out leaves lazily at the head); a conforming latency-critical flow is
+//! never on `active` and has one `priority` token per queued packet; a demoted flow has none
+//! and is never promoted back; a deficit is zero while its flow is idle.
 //!
 //! Guarantees: a conforming latency-critical packet waits only for the packet on the link and
-//! for latency-critical packets that arrived before it (Shreedhar–Varghese's n_c·s + M/B); a
-//! demoted flow is a DRR flow with quantum Q_LC, latency (3F − 2Q_LC)/BNBW with
-//! F = Q_LC + ΣQ_BE (thesis eq. 3.3). Work conserving: the link never idles while a packet is
-//! queued. Complexity O(1) per packet (amortised over the window), plus O(priority backlog) once
-//! per flow at its demotion and per push-out of a latency-critical packet.
+//! for latency-critical packets that arrived before it; a demoted flow is a DRR flow with
+//! quantum Q_LC, latency (3F − 2Q_LC)/BNBW with F = Q_LC + ΣQ_BE (eq. 3.3). Work conserving.
+//! O(1) per packet (amortised over the window), plus O(priority backlog) at a demotion and per
+//! push-out of a latency-critical packet.
 //!
-//! Counters (`discipline_counters`): `demotions` (latency-critical flows demoted),
-//! `priority_sent` (packets sent from the priority queue), `total_rounds` (passes over the
-//! best-effort ActiveList in which at least one flow was served, the thesis's §5.1.2 round:
-//! a round starts when the scheduler visits a flow already visited in the current round, or
-//! the first flow after the list was empty), and the thesis's §5.1.2 LC counters as DRR++
-//! defines them (`crate::disciplines::drr_plusplus`):
-//! * `lc_service` — LCService, "how many times the LC queue is served": while a flow
-//!   conforms, a service interval of the priority queue (a packet sent from it when the
-//!   previous packet sent was not, or after the scheduler emptied); once demoted, a visit of
-//!   the ActiveList to the latency-critical flow that sends at least one packet;
-//! * `lc_backlog` — LCBacklog, "how many times the LC queue is still backlogged after
-//!   exhausting the quantum in the current round": visits to a demoted latency-critical flow
-//!   that end with its head packet larger than its deficit (the priority queue of a
-//!   conforming flow has no quantum and is always served to empty, so it never counts).
+//! Counters (`discipline_counters`): `demotions`; `priority_sent`; `total_rounds`
+//! ([`RoundCounter`] over the best-effort ActiveList); `lc_service` (a service interval of the
+//! priority queue while conforming, an ActiveList visit that sends once demoted) and
+//! `lc_backlog` (visits to a demoted latency-critical flow that end with its head larger than
+//! its deficit), as DRR++ defines them (§5.1.2; `docs/disciplines.md`).
 //!
 //! Choices where the paper is silent:
-//! * at demotion the flow's queued packets move with it: its `priority` entries are removed
-//!   and the flow joins the tail of the ActiveList with DC = 0 (FIFO within the flow is kept);
-//!   the violating packet itself is already best effort;
-//! * packets of conforming latency-critical flows are served in arrival order across flows
-//!   (one FIFO priority queue), without deficit accounting;
-//! * a flow is latency critical iff its `latency_critical = true`; such a flow must set
-//!   `contract_bytes` and `contract_interval` (a configuration error otherwise); contract keys
-//!   on other flows are ignored;
+//! * at demotion the flow's queued packets move with it: its tokens are removed and it joins
+//!   the tail of the ActiveList with DC = 0 (FIFO within the flow is kept);
+//! * conforming latency-critical flows share one FIFO priority queue, without deficits;
+//! * a flow is latency critical iff `latency_critical = true`; it must set `contract_bytes`
+//!   and `contract_interval` (a configuration error otherwise); contract keys on other flows
+//!   are ignored;
 //! * a flow first seen at run time takes the flow defaults; quantum defaults to the scheduler's
 //!   `quantum`, else 1500 bytes; `peek` advances the DRR round exactly as the next dequeue would.
 

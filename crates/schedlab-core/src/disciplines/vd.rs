@@ -16,7 +16,7 @@
 //! and on overflow the tail of the last non-empty round queue is dropped, O(1).
 //!
 //! Paper name → code (figure 2, line by line):
-//! * `q[0..M]` → `rounds`; `current`, `last` → `current`/`current_index`, `last`/`last_index`
+//! * `q[0..M]` → `rounds` (lists of `pool`); `current`, `last` → `current`/`current_index`, `last`/`last_index`
 //!   (the rounds are also counted without wrapping in `current` and `last`, so that
 //!   `f[i].round ≠ current` cannot alias after a multiple of M rounds);
 //! * `f[i].bytes`, `f[i].deficit`, `f[i].round` → [`VdFlow::bytes`], [`VdFlow::deficit`],
@@ -40,28 +40,18 @@
 //! O(1) enqueue, dequeue and drop; O(N + M) space plus one pool node per packet of the
 //! largest backlog seen (the rounds are lists of one [`PooledLists`]).
 //!
-//! Choices where the paper is silent:
-//! * `mtu` (L_M) defaults to 1500 bytes. A packet larger than L_M breaks the round
-//!   arithmetic (a round could not hold it), so it is dropped at enqueue as
-//!   [`DropReason::InvalidPacket`].
-//! * `rounds` (M) defaults to ⌈buffer/mtu⌉ as in the paper; a configuration with neither
-//!   `rounds` nor `buffer` (bytes) is an error. The paper's M ignores the packet by which an
-//!   arrival may overshoot the buffer and a head up to one round ahead, so an arrival whose
-//!   round would be M or more rounds after `current` (it would wrap onto an earlier round and
-//!   break FIFO) is refused as [`DropReason::BufferFull`]; with an unlimited buffer this is
-//!   the only limit.
-//! * The buffer may be given in bytes and/or packets (`buffer_packets`); the overflow loop of
-//!   figure 2 runs until both limits hold. The dropped packet is reported as
-//!   [`DropReason::BufferFull`] when it is the arrival itself, else [`DropReason::PushedOut`].
-//!   This is VD's own buffer management, so `drop_policy` must stay `"tail_drop"` (the
-//!   default); `"longest_queue_drop"` is refused (there are no per-flow queues).
-//! * Dequeue skips an empty `q[current]`. Figure 2 assumes it is never empty while packets
-//!   remain, and the invariants above imply it (the overflow loop can empty `q[current]`
-//!   only when it is the last round, i.e. when it empties the scheduler); the skip is
-//!   defensive.
-//! * A flow with no `weight` has w_i = 1; w_i·L_M is limited to 2^48 bytes.
-//! * A flow id above [`MAX_FLOW_ID`] is dropped as [`DropReason::InvalidPacket`] without
-//!   entering the per-flow counters.
+//! Choices where the paper is silent (reasons in `docs/disciplines.md`):
+//! * `mtu` (L_M) defaults to 1500 bytes; a larger packet is dropped at enqueue as
+//!   [`DropReason::InvalidPacket`] (a round could not hold it);
+//! * `rounds` (M) defaults to ⌈buffer/mtu⌉ as in the paper, and is required without `buffer`
+//!   (bytes); an arrival whose round would be M or more rounds after `current` (it would wrap
+//!   and break FIFO) is refused as [`DropReason::BufferFull`];
+//! * the overflow loop of figure 2 runs until the bytes and the packets limits both hold; its
+//!   victim is [`DropReason::BufferFull`] when it is the arrival, else
+//!   [`DropReason::PushedOut`]; `drop_policy` must stay `"tail_drop"`;
+//! * dequeue skips an empty `q[current]` (defensive: the invariants imply it never is);
+//! * a flow with no `quantum_mtus` has w_i = 1; w_i·L_M is limited to 2^48 bytes; a flow id
+//!   above [`MAX_FLOW_ID`] is dropped as invalid without entering the per-flow counters.
 
 use crate::config::{BufferLimit, ConfigError, FlowParamTable, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};

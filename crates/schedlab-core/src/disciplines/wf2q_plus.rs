@@ -24,7 +24,7 @@
 //! rounded up.
 //!
 //! Invariants: every backlogged flow is in exactly one of `eligible` (S ≤ V) and `ineligible`
-//! (S > V) through one valid entry (others are stale, recognised by their generation);
+//! (S > V), and every lingering flow in `lingering`, each in the heap its `place` names;
 //! whenever a flow is backlogged some flow is eligible after [`Wf2qPlus::dequeue`]'s V update;
 //! `weight_sum` = Σ weight over the backlogged flows and the *lingering* ones (idle, F > V).
 //!
@@ -52,11 +52,12 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
+use crate::indexed_heap::IndexedHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{share_param, HeapEntry, ShareParams, TagHeap};
+use crate::tagged_queues::{share_param, ShareParams};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
@@ -91,8 +92,6 @@ pub struct Wf2qPlusFlow {
     pub place: Place,
     /// `F_i` before the current head arrived to an empty queue (restored if it is pushed out).
     finish_before_head: VirtualTime,
-    /// Bumped whenever the flow's heap entry is replaced; older entries are stale.
-    generation: u32,
     /// Arrival sequence numbers of the queued packets (in `Wf2qPlus::arrivals`), parallel to
     /// the packet queue.
     arrivals: ListEnds,
@@ -106,16 +105,14 @@ pub struct Wf2qPlus {
     /// Every flow's list of arrival sequence numbers.
     arrivals: PooledLists<u64>,
     table: FlowParamTable<ShareParams>,
-    /// Eligible flows by (F, sequence).
-    eligible: TagHeap,
-    /// Backlogged flows with S > V, by (S, sequence).
-    ineligible: TagHeap,
-    /// Lingering flows by (F, sequence of their last packet).
-    lingering: TagHeap,
+    /// Eligible flows by (F, head arrival sequence).
+    eligible: IndexedHeap<VirtualTime>,
+    /// Backlogged flows with S > V, by (S, head arrival sequence).
+    ineligible: IndexedHeap<VirtualTime>,
+    /// Lingering flows by (F, flow id).
+    lingering: IndexedHeap<VirtualTime>,
     virtual_time: VirtualTime,
     weight_sum: u64,
-    /// Number of distinct flows seen (sizes the heaps).
-    flows_seen: usize,
     max_finish_served: VirtualTime,
     next_sequence: u64,
     link_rate: Rate,
@@ -155,81 +152,70 @@ impl Wf2qPlus {
         if self.flows[index].weight == 0 {
             self.flows[index].weight = self.table.get(flow).share;
             // Room for every flow seen in each heap, so packets never grow them.
-            self.flows_seen += 1;
             for heap in [&mut self.eligible, &mut self.ineligible, &mut self.lingering] {
-                heap.reserve_for_flows(self.flows_seen);
+                heap.reserve_ids(index + 1);
             }
         }
     }
 
-    /// Files `flow` (backlogged, tags set) under `eligible` or `ineligible`.
+    /// The heap that holds flows at `place` (none for idle flows).
+    fn heap(&mut self, place: Place) -> Option<&mut IndexedHeap<VirtualTime>> {
+        match place {
+            Place::Idle => None,
+            Place::Lingering => Some(&mut self.lingering),
+            Place::Eligible => Some(&mut self.eligible),
+            Place::Ineligible => Some(&mut self.ineligible),
+        }
+    }
+
+    /// Files `flow` (backlogged, tags set) under `eligible` or `ineligible`, moving it out of
+    /// the heap it was in.
     fn file(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
-        state.generation = state.generation.wrapping_add(1);
         let seq = *self
             .arrivals
             .front(&state.arrivals)
             .expect("filed flows are backlogged");
-        let eligible = state.start <= self.virtual_time;
-        let entry = HeapEntry {
-            key: if eligible { state.finish } else { state.start },
-            seq,
-            flow,
-            generation: state.generation,
-        };
-        let (place, heap) = if eligible {
-            (Place::Eligible, &mut self.eligible)
+        let (place, key) = if state.start <= self.virtual_time {
+            (Place::Eligible, state.finish)
         } else {
-            (Place::Ineligible, &mut self.ineligible)
+            (Place::Ineligible, state.start)
         };
-        state.place = place;
-        let flows = &self.flows;
-        heap.push_or_compact(entry, |e| flows[e.flow as usize].generation == e.generation);
+        let previous = std::mem::replace(&mut state.place, place);
+        if previous != place {
+            if let Some(heap) = self.heap(previous) {
+                heap.remove(flow);
+            }
+        }
+        self.heap(place)
+            .expect("a filed place has a heap")
+            .set(flow, key, seq);
     }
 
     /// `flow` has no packets left: it lingers while F > V, else leaves Σweight.
     fn retire(&mut self, flow: FlowId) {
+        if let Some(heap) = self.heap(self.flows[flow as usize].place) {
+            heap.remove(flow);
+        }
         let state = &mut self.flows[flow as usize];
-        state.generation = state.generation.wrapping_add(1);
         if state.finish > self.virtual_time {
             state.place = Place::Lingering;
-            let entry = HeapEntry {
-                key: state.finish,
-                seq: 0,
-                flow,
-                generation: state.generation,
-            };
-            let flows = &self.flows;
-            self.lingering
-                .push_or_compact(entry, |e| flows[e.flow as usize].generation == e.generation);
+            self.lingering.push(flow, state.finish, flow as u64);
         } else {
             state.place = Place::Idle;
             self.weight_sum -= state.weight as u64;
         }
     }
 
-    /// The top valid entry of `heap` (dropping stale ones).
-    #[inline]
-    fn top(flows: &[Wf2qPlusFlow], heap: &mut TagHeap) -> Option<(VirtualTime, FlowId)> {
-        loop {
-            let top = *heap.peek()?;
-            if flows[top.flow as usize].generation == top.generation {
-                return Some((top.key, top.flow));
-            }
-            heap.pop();
-        }
-    }
-
     /// Lingering flows whose finish tag V has reached leave Σweight.
     fn drain_lingering(&mut self) {
-        while let Some((finish, flow)) = Self::top(&self.flows, &mut self.lingering) {
-            if finish > self.virtual_time {
+        while let Some(&top) = self.lingering.peek() {
+            if top.key > self.virtual_time {
                 break;
             }
             self.lingering.pop();
-            let state = &mut self.flows[flow as usize];
+            let state = &mut self.flows[top.id as usize];
             state.place = Place::Idle;
-            state.generation = state.generation.wrapping_add(1);
             self.weight_sum -= state.weight as u64;
         }
     }
@@ -237,18 +223,17 @@ impl Wf2qPlus {
     /// V = max(V, min S) when nothing is eligible; moves the flows V has reached to
     /// `eligible`; returns the eligible flow with the least (F, sequence).
     fn select(&mut self) -> Option<FlowId> {
-        if Self::top(&self.flows, &mut self.eligible).is_none() {
-            let (least_start, _) = Self::top(&self.flows, &mut self.ineligible)?;
+        if self.eligible.is_empty() {
+            let least_start = self.ineligible.peek()?.key;
             self.virtual_time = self.virtual_time.max(least_start);
         }
-        while let Some((start, flow)) = Self::top(&self.flows, &mut self.ineligible) {
-            if start > self.virtual_time {
+        while let Some(&top) = self.ineligible.peek() {
+            if top.key > self.virtual_time {
                 break;
             }
-            self.ineligible.pop();
-            self.file(flow);
+            self.file(top.id);
         }
-        Self::top(&self.flows, &mut self.eligible).map(|(_, flow)| flow)
+        self.eligible.peek().map(|top| top.id)
     }
 
     /// A pushed-out packet of `flow`: forget its arrival; if it was the head, restore the
@@ -286,12 +271,11 @@ impl Discipline for Wf2qPlus {
             flows: Vec::new(),
             arrivals: PooledLists::default(),
             table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
-            eligible: TagHeap::new(),
-            ineligible: TagHeap::new(),
-            lingering: TagHeap::new(),
+            eligible: IndexedHeap::new(),
+            ineligible: IndexedHeap::new(),
+            lingering: IndexedHeap::new(),
             virtual_time: VirtualTime::ZERO,
             weight_sum: 0,
-            flows_seen: 0,
             max_finish_served: VirtualTime::ZERO,
             next_sequence: 0,
             link_rate: context.link_rate,
@@ -362,7 +346,6 @@ impl Scheduler for Wf2qPlus {
     fn dequeue(&mut self, now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         self.drain_lingering();
         let flow = self.select()?;
-        self.eligible.pop();
         let packet = self.queues.pop_sent(flow).expect("eligible flows are backlogged");
         let size = packet.size as u64;
         // V += W: the packet's length over the weights sharing the link.

@@ -50,10 +50,11 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
+use crate::indexed_heap::IndexedHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
-use crate::tagged_queues::{share_param, HeapEntry, PacketTag, ShareParams, TagHeap, TaggedQueues};
+use crate::tagged_queues::{share_param, PacketTag, ShareParams, TaggedQueues};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
 
@@ -71,9 +72,6 @@ pub struct WfqFlow {
     pub last_finish: VirtualTime,
     /// Whether the flow is in B(t), backlogged in the fluid GPS system.
     pub gps_backlogged: bool,
-    /// Bumped whenever the flow's entry in the departure heap is replaced; older entries are
-    /// stale.
-    generation: u32,
 }
 
 /// Time to link work: either an exact integer number of work units per ns, or the general
@@ -100,13 +98,11 @@ pub struct Wfq {
     clock: TimeNs,
     /// Σ φ_i over B.
     backlogged_weight: u64,
-    /// Number of distinct flows seen (sizes the departure heap).
-    flows_seen: usize,
     /// The flows in B keyed by last finish tag: GPS departures in finish-tag order (ties by
     /// flow id; simultaneous departures are all taken together). An entry whose tag is below
-    /// the flow's current `last_finish` is re-keyed when it surfaces; one whose generation is
-    /// old is stale.
-    departures: TagHeap,
+    /// the flow's current `last_finish` (it received packets since) is re-keyed when it
+    /// surfaces.
+    departures: IndexedHeap<VirtualTime>,
     /// Link work (units of 2^-32 byte) done in GPS but not yet turned into V: below Σφ.
     residual_work: u128,
     /// Remainder of the time-to-work division (units of 2^-32 byte / 10^9).
@@ -146,8 +142,7 @@ impl Wfq {
         if state.weight == 0 {
             state.weight = self.table.get(flow).share;
             // Room for every flow seen in the departure heap, so packets never grow it.
-            self.flows_seen += 1;
-            self.departures.reserve_for_flows(self.flows_seen);
+            self.departures.reserve_ids(flow as usize + 1);
         }
     }
 
@@ -171,23 +166,17 @@ impl Wfq {
         }
     }
 
-    /// The flow in B with the least last finish tag, re-keying or dropping stale entries.
+    /// The flow in B with the least last finish tag, re-keying entries that lag behind.
     fn next_departure(&mut self) -> Option<(VirtualTime, FlowId)> {
         loop {
             let top = *self.departures.peek()?;
-            let state = self.queues.state(top.flow).expect("flows in the heap have state");
-            if !state.gps_backlogged || state.generation != top.generation {
-                self.departures.pop();
-            } else if state.last_finish != top.key {
-                // The flow received packets since this entry was made: its GPS backlog now
-                // runs out later.
-                self.departures.replace_top(HeapEntry {
-                    key: state.last_finish,
-                    ..top
-                });
-            } else {
-                return Some((top.key, top.flow));
+            let state = self.queues.state(top.id).expect("flows in the heap have state");
+            if state.last_finish == top.key {
+                return Some((top.key, top.id));
             }
+            // The flow received packets since this entry was made: its GPS backlog now runs
+            // out later.
+            self.departures.update(top.id, state.last_finish, top.seq);
         }
     }
 
@@ -238,23 +227,11 @@ impl Wfq {
     /// Puts `flow` into B with its current last finish tag.
     fn join_gps(&mut self, flow: FlowId) {
         let state = self.queues.state_mut(flow);
-        state.generation = state.generation.wrapping_add(1);
         if !state.gps_backlogged {
             state.gps_backlogged = true;
             self.backlogged_weight += state.weight as u64;
         }
-        let entry = HeapEntry {
-            key: state.last_finish,
-            seq: flow as u64,
-            flow,
-            generation: state.generation,
-        };
-        let queues = &self.queues;
-        self.departures.push_or_compact(entry, |e| {
-            queues
-                .state(e.flow)
-                .is_some_and(|s| s.gps_backlogged && s.generation == e.generation)
-        });
+        self.departures.set(flow, state.last_finish, flow as u64);
     }
 
     /// A pushed-out tail leaves the fluid system: the flow's last finish tag returns to
@@ -269,7 +246,7 @@ impl Wfq {
             self.join_gps(flow); // same B, earlier departure
         } else {
             state.gps_backlogged = false;
-            state.generation = state.generation.wrapping_add(1);
+            self.departures.remove(flow);
             self.backlogged_weight -= state.weight as u64;
             if self.backlogged_weight == 0 {
                 self.residual_work = 0;
@@ -302,8 +279,7 @@ impl Discipline for Wfq {
             virtual_time: VirtualTime::ZERO,
             clock: 0,
             backlogged_weight: 0,
-            flows_seen: 0,
-            departures: TagHeap::new(),
+            departures: IndexedHeap::new(),
             residual_work: 0,
             work_remainder: 0,
             work_rate: work_rate(context.link_rate),

@@ -1,0 +1,438 @@
+//! One indexed min-heap, shared by DWCS (its deadline and table 1 heaps) and the fair-queueing
+//! family (`tagged_queues`' heap of head-of-line tags, WFQ's GPS departures, WF2Q+'s eligible
+//! and ineligible sets).
+//!
+//! Each entry stands for one *item* (a flow) named by a small integer `id`, and is ordered by
+//! `(key, seq)`: the key first, then the sequence number, smaller first. A position index
+//! (`id` → slot) lets an item's key be changed or the item removed in O(log n), so no stale
+//! entries are ever left behind. Every id is in the heap at most once.
+//!
+//! Tie rule: equal keys come out in increasing `seq`. Owners pass an arrival sequence number
+//! (the fair-queueing family: first come, first served among equal tags) or the flow id
+//! (DWCS: the lowest-numbered stream), so that the order is total and does not depend on the
+//! history of the heap.
+//!
+//! Layout: a [`ARITY`]-ary heap in one vector (a node's children are adjacent in memory, and
+//! the tree is half as deep as a binary one); removal of the top and increases of a key move
+//! the hole down to a leaf along the least children and let the displaced entry rise from
+//! there (Floyd), which costs one pass when the entry belongs near the bottom, the usual case
+//! for a flow's next tag. The vectors keep their capacity: no allocation once every id has
+//! been seen and the heap has held its largest number of entries.
+
+use std::cmp::Ordering;
+
+use crate::virtual_time::VirtualTime;
+
+/// Children per node.
+pub const ARITY: usize = 4;
+
+/// The position of an id that is not in the heap.
+const ABSENT: u32 = u32::MAX;
+
+/// A key the heap orders by, together with a sequence number.
+pub trait HeapKey: Copy + Ord {
+    /// Whether `(self, seq)` comes before `(other, other_seq)` lexicographically. Key types may
+    /// override it with an equivalent faster comparison.
+    #[inline(always)]
+    fn precedes(&self, seq: u64, other: &Self, other_seq: u64) -> bool {
+        match self.cmp(other) {
+            Ordering::Less => true,
+            Ordering::Equal => seq < other_seq,
+            Ordering::Greater => false,
+        }
+    }
+}
+
+impl HeapKey for u64 {
+    #[inline(always)]
+    fn precedes(&self, seq: u64, other: &Self, other_seq: u64) -> bool {
+        ((*self as u128) << 64 | seq as u128) < ((*other as u128) << 64 | other_seq as u128)
+    }
+}
+
+impl HeapKey for VirtualTime {
+    #[inline(always)]
+    fn precedes(&self, seq: u64, other: &Self, other_seq: u64) -> bool {
+        let (a, b) = (self.raw(), other.raw());
+        let (a_high, b_high) = ((a >> 64) as u64, (b >> 64) as u64);
+        if a_high != b_high {
+            // Rare: live virtual times almost always share their high 64 bits.
+            return a_high < b_high;
+        }
+        // (low 64 bits of the key, seq) as one 128-bit number: one compare with borrow, which
+        // the child selection turns into conditional moves.
+        ((a as u64 as u128) << 64 | seq as u128) < ((b as u64 as u128) << 64 | other_seq as u128)
+    }
+}
+
+/// One entry: the item `id` with its `key` and tie-breaking `seq`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry<K> {
+    /// The key the heap orders by.
+    pub key: K,
+    /// Tie-breaker among equal keys; smaller first.
+    pub seq: u64,
+    /// The item the entry stands for (a flow id).
+    pub id: u32,
+}
+
+impl<K: HeapKey> Entry<K> {
+    /// Whether `self` comes out of the heap before `other`: `(key, seq)` lexicographically.
+    #[inline(always)]
+    pub fn before(&self, other: &Entry<K>) -> bool {
+        self.key.precedes(self.seq, &other.key, other.seq)
+    }
+}
+
+/// A min-heap of [`Entry`] by `(key, seq)` with a position index by id.
+#[derive(Clone, Debug)]
+pub struct IndexedHeap<K> {
+    entries: Vec<Entry<K>>,
+    /// `position[id]`: the slot of `id` in `entries`, or [`ABSENT`].
+    position: Vec<u32>,
+}
+
+impl<K> Default for IndexedHeap<K> {
+    fn default() -> Self {
+        IndexedHeap {
+            entries: Vec::new(),
+            position: Vec::new(),
+        }
+    }
+}
+
+impl<K: HeapKey> IndexedHeap<K> {
+    /// An empty heap.
+    pub fn new() -> IndexedHeap<K> {
+        IndexedHeap::default()
+    }
+
+    /// Number of entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the heap is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether `id` is in the heap.
+    #[inline]
+    pub fn contains(&self, id: u32) -> bool {
+        self.position.get(id as usize).is_some_and(|&at| at != ABSENT)
+    }
+
+    /// The entry of `id`, if it is in the heap.
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<&Entry<K>> {
+        match self.position.get(id as usize) {
+            Some(&at) if at != ABSENT => Some(&self.entries[at as usize]),
+            _ => None,
+        }
+    }
+
+    /// The least entry.
+    #[inline]
+    pub fn peek(&self) -> Option<&Entry<K>> {
+        self.entries.first()
+    }
+
+    /// Makes room for ids below `ids` and for as many entries, so that later pushes of such
+    /// ids do not allocate. Owners call it when they first see an item.
+    pub fn reserve_ids(&mut self, ids: usize) {
+        if self.position.len() < ids {
+            self.position.resize(ids, ABSENT);
+        }
+        if self.entries.capacity() < ids {
+            self.entries.reserve(ids - self.entries.len());
+        }
+    }
+
+    /// Adds `id` (which must not be in the heap) with `key` and `seq`. O(log n).
+    #[inline]
+    pub fn push(&mut self, id: u32, key: K, seq: u64) {
+        let index = id as usize;
+        if index >= self.position.len() {
+            self.position.resize(index + 1, ABSENT);
+        }
+        debug_assert_eq!(self.position[index], ABSENT, "id {id} is already in the heap");
+        self.entries.push(Entry { key, seq, id });
+        self.rise(self.entries.len() - 1, Entry { key, seq, id });
+    }
+
+    /// Changes the key and seq of `id` (which must be in the heap). O(log n).
+    #[inline]
+    pub fn update(&mut self, id: u32, key: K, seq: u64) {
+        let at = self.position[id as usize];
+        debug_assert_ne!(at, ABSENT, "id {id} is not in the heap");
+        let entry = Entry { key, seq, id };
+        self.place(at as usize, entry);
+    }
+
+    /// Adds `id` with `key` and `seq`, or changes its key and seq if it is in the heap.
+    #[inline]
+    pub fn set(&mut self, id: u32, key: K, seq: u64) {
+        if self.contains(id) {
+            self.update(id, key, seq);
+        } else {
+            self.push(id, key, seq);
+        }
+    }
+
+    /// Removes and returns the least entry. O(log n).
+    #[inline]
+    pub fn pop(&mut self) -> Option<Entry<K>> {
+        let top = *self.entries.first()?;
+        self.remove_at(0);
+        Some(top)
+    }
+
+    /// Removes `id` if it is in the heap and returns its entry. O(log n).
+    #[inline]
+    pub fn remove(&mut self, id: u32) -> Option<Entry<K>> {
+        let at = *self.position.get(id as usize)?;
+        if at == ABSENT {
+            return None;
+        }
+        let entry = self.entries[at as usize];
+        self.remove_at(at as usize);
+        Some(entry)
+    }
+
+    /// Removes every entry (keeps the capacity).
+    pub fn clear(&mut self) {
+        for entry in &self.entries {
+            self.position[entry.id as usize] = ABSENT;
+        }
+        self.entries.clear();
+    }
+
+    /// The entries in heap (not sorted) order.
+    pub fn iter(&self) -> impl Iterator<Item = &Entry<K>> {
+        self.entries.iter()
+    }
+
+    #[inline]
+    fn remove_at(&mut self, at: usize) {
+        let removed = self.entries[at].id;
+        self.position[removed as usize] = ABSENT;
+        let last = self.entries.pop().expect("the heap holds the entry");
+        if at < self.entries.len() {
+            self.place(at, last);
+        }
+    }
+
+    /// Writes `entry` into the slot `at` (whose old content is discarded) and restores the
+    /// heap order around it.
+    #[inline]
+    fn place(&mut self, at: usize, entry: Entry<K>) {
+        if at > 0 && entry.before(&self.entries[(at - 1) / ARITY]) {
+            self.rise(at, entry);
+        } else {
+            self.fall(at, entry);
+        }
+    }
+
+    /// Moves the hole at `at` up to where `entry` belongs, then writes it there.
+    #[inline]
+    fn rise(&mut self, mut at: usize, entry: Entry<K>) {
+        while at > 0 {
+            let parent = (at - 1) / ARITY;
+            let above = self.entries[parent];
+            if !entry.before(&above) {
+                break;
+            }
+            self.entries[at] = above;
+            self.position[above.id as usize] = at as u32;
+            at = parent;
+        }
+        self.entries[at] = entry;
+        self.position[entry.id as usize] = at as u32;
+    }
+
+    /// `entry`, which does not precede the parent of `at`, goes into the subtree of the hole
+    /// `at`: the hole moves down along the least children while one of them precedes `entry`.
+    #[inline]
+    fn fall(&mut self, mut at: usize, entry: Entry<K>) {
+        let len = self.entries.len();
+        loop {
+            let first = ARITY * at + 1;
+            let least = if first + ARITY <= len {
+                let c = &self.entries[first..first + ARITY];
+                let a = c[1].before(&c[0]) as usize;
+                let b = 2 + c[3].before(&c[2]) as usize;
+                first + if c[b].before(&c[a]) { b } else { a }
+            } else if first < len {
+                let mut least = first;
+                for child in first + 1..len {
+                    if self.entries[child].before(&self.entries[least]) {
+                        least = child;
+                    }
+                }
+                least
+            } else {
+                break;
+            };
+            let below = self.entries[least];
+            if !below.before(&entry) {
+                break;
+            }
+            self.entries[at] = below;
+            self.position[below.id as usize] = at as u32;
+            at = least;
+        }
+        self.entries[at] = entry;
+        self.position[entry.id as usize] = at as u32;
+    }
+
+    /// Checks the heap order and the position index (tests).
+    #[cfg(test)]
+    fn check(&self) {
+        for (at, entry) in self.entries.iter().enumerate() {
+            assert_eq!(self.position[entry.id as usize], at as u32);
+            if at > 0 {
+                assert!(
+                    !entry.before(&self.entries[(at - 1) / ARITY]),
+                    "heap order at {at}"
+                );
+            }
+        }
+        let present = self.position.iter().filter(|&&at| at != ABSENT).count();
+        assert_eq!(present, self.entries.len());
+    }
+}
+
+// The child selection above compares four children in a tree of pairs.
+const _: () = assert!(ARITY == 4);
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn virtual_time_comparison_is_exact_across_the_64_bit_boundary() {
+        let entry = |raw: u128, seq: u64| Entry {
+            key: VirtualTime::from_raw(raw),
+            seq,
+            id: 0,
+        };
+        let below = entry((1 << 64) - 1, 9);
+        let above = entry(1 << 64, 0);
+        assert!(below.before(&above) && !above.before(&below));
+        assert!(entry(5 << 64 | 7, 1).before(&entry(5 << 64 | 7, 2)));
+        assert!(!entry(5 << 64 | 7, 2).before(&entry(5 << 64 | 7, 2)));
+        assert!(entry(5 << 64 | 7, 9).before(&entry(5 << 64 | 8, 0)));
+        assert!(entry(4 << 64 | u64::MAX as u128, 9).before(&entry(5 << 64, 0)));
+    }
+
+    #[test]
+    fn equal_keys_pop_in_seq_order_whatever_the_push_order() {
+        let mut heap = IndexedHeap::new();
+        for (id, seq) in [(0, 5), (1, 2), (2, 9), (3, 0), (4, 7)] {
+            heap.push(id, 10u64, seq);
+        }
+        heap.push(5, 3u64, 100);
+        let order: Vec<(u64, u64, u32)> =
+            std::iter::from_fn(|| heap.pop().map(|e| (e.key, e.seq, e.id))).collect();
+        assert_eq!(
+            order,
+            vec![
+                (3, 100, 5),
+                (10, 0, 3),
+                (10, 2, 1),
+                (10, 5, 0),
+                (10, 7, 4),
+                (10, 9, 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn update_and_remove_by_id() {
+        let mut heap = IndexedHeap::new();
+        for id in 0..10u32 {
+            heap.push(id, 10 * id as u64, 0);
+        }
+        heap.update(7, 1, 0); // up
+        heap.update(0, 95, 0); // down
+        assert_eq!(heap.remove(3).map(|e| e.key), Some(30));
+        assert_eq!(heap.remove(3), None);
+        assert!(!heap.contains(3) && heap.contains(7));
+        assert_eq!(heap.get(7).map(|e| e.key), Some(1));
+        heap.check();
+        let order: Vec<u32> = std::iter::from_fn(|| heap.pop().map(|e| e.id)).collect();
+        assert_eq!(order, vec![7, 1, 2, 4, 5, 6, 8, 9, 0]);
+        assert!(heap.is_empty() && !heap.contains(0));
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Set(u32, u64, u64),
+        Remove(u32),
+        Pop,
+    }
+
+    fn arb_op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u32..40, 0u64..20, 0u64..4).prop_map(|(id, key, seq)| Op::Set(id, key, seq)),
+            1 => (0u32..40).prop_map(Op::Remove),
+            2 => Just(Op::Pop),
+        ]
+    }
+
+    proptest! {
+        /// Against a sorted map of (key, seq, id): every pop returns the least (key, seq) (ids
+        /// break remaining ties in the model only; the heap's seqs are made unique per key
+        /// below), updates and removals by id keep order and index consistent.
+        #[test]
+        fn behaves_like_a_sorted_map(ops in proptest::collection::vec(arb_op(), 1..400)) {
+            let mut heap = IndexedHeap::new();
+            let mut model: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Set(id, key, seq) => {
+                        // Unique (key, seq) per id: seq carries the id in its low bits.
+                        let seq = seq << 8 | id as u64;
+                        heap.set(id, key, seq);
+                        model.insert(id, (key, seq));
+                    }
+                    Op::Remove(id) => {
+                        let expected = model.remove(&id).map(|(key, seq)| Entry { key, seq, id });
+                        prop_assert_eq!(heap.remove(id), expected);
+                    }
+                    Op::Pop => {
+                        let least = model.iter().min_by_key(|(_, &kv)| kv).map(|(&id, &(key, seq))| Entry { key, seq, id });
+                        if let Some(e) = least {
+                            model.remove(&e.id);
+                        }
+                        prop_assert_eq!(heap.pop(), least);
+                    }
+                }
+                heap.check();
+                prop_assert_eq!(heap.len(), model.len());
+                let least = model.iter().min_by_key(|(_, &kv)| kv).map(|(&id, _)| id);
+                prop_assert_eq!(heap.peek().map(|e| e.id), least);
+            }
+        }
+
+        /// Virtual-time keys straddling 2^64: pops come out sorted by (key, seq).
+        #[test]
+        fn virtual_time_keys_pop_sorted(keys in proptest::collection::vec(0u64..50, 1..300)) {
+            let mut heap = IndexedHeap::new();
+            for (id, &k) in keys.iter().enumerate() {
+                heap.push(id as u32, VirtualTime::from_raw((1u128 << 64) - 25 + k as u128), keys.len() as u64 - id as u64);
+            }
+            let popped: Vec<(VirtualTime, u64)> = std::iter::from_fn(|| heap.pop().map(|e| (e.key, e.seq))).collect();
+            let mut sorted = popped.clone();
+            sorted.sort();
+            prop_assert_eq!(popped, sorted);
+        }
+    }
+}
