@@ -47,7 +47,7 @@ pub use config::{
 };
 pub use counters::{Backlog, Counters, DropReason, Dropped, FlowCounters};
 pub use discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
-pub use link::{run_link, run_link_watched, LinkRun, Outcome};
+pub use link::{drive_link, run_link, run_link_watched, LinkRun, LinkTotals, Outcome};
 pub use packet::{FlowId, Packet, MAX_FLOW_ID};
 pub use registry::{build_scheduler, discipline_info, AnyScheduler, DISCIPLINES};
 pub use scheduler::Scheduler;

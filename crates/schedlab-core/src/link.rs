@@ -88,24 +88,71 @@ pub fn run_link_watched<S: Scheduler + ?Sized>(
             });
         }
     }
-    let mut run = LinkRun {
-        outcomes: vec![None; packets.len()],
-        send_order: Vec::with_capacity(packets.len()),
-        idle_while_backlogged: 0,
-        stalled: 0,
-    };
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; packets.len()];
+    let mut send_order = Vec::with_capacity(packets.len());
+    let totals = drive_link(
+        scheduler,
+        rate,
+        packets.iter().copied(),
+        &mut |id, outcome| {
+            outcomes[id as usize] = Some(outcome);
+            if let Outcome::Sent { start, .. } = outcome {
+                send_order.push((id as usize, start));
+            }
+        },
+        watch,
+    )?;
+    Ok(totals.map(|totals| LinkRun {
+        outcomes,
+        send_order,
+        idle_while_backlogged: totals.idle_while_backlogged,
+        stalled: totals.stalled,
+    }))
+}
+
+/// What [`drive_link`] counts besides the outcomes (the fields of [`LinkRun`] with the same
+/// names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkTotals {
+    /// Packets taken from the input.
+    pub packets: u64,
+    /// Decisions where the scheduler returned nothing while it held packets.
+    pub idle_while_backlogged: u64,
+    /// Packets still queued when the input ended with no wake-up time (a discipline bug).
+    pub stalled: u64,
+}
+
+/// The link of [`run_link`] over packets that arrive from an iterator (sorted by arrival:
+/// a packet earlier than its predecessor is [`UnsortedInput`]), holding nothing per packet
+/// beyond what the scheduler queues: `outcome(input index, outcome)` is called as each packet
+/// is sent (in send order) or dropped, so a caller can stream the results out. Packet ids
+/// are replaced by the input index. `watch(packets enqueued so far)` is called every
+/// [`WATCH_EVERY`] arrivals; when it returns false the run stops with `Ok(None)`.
+pub fn drive_link<S: Scheduler + ?Sized, I: Iterator<Item = Packet>>(
+    scheduler: &mut S,
+    rate: Rate,
+    packets: I,
+    outcome: &mut dyn FnMut(u64, Outcome),
+    watch: &mut dyn FnMut(usize) -> bool,
+) -> Result<Option<LinkTotals>, UnsortedInput> {
+    let mut packets = packets.peekable();
+    let mut totals = LinkTotals::default();
     let mut drops: Vec<Dropped> = Vec::new();
-    let mut next = 0usize; // next arrival
+    let mut next = 0usize; // input index of the next arrival
+    let mut previous_arrival: TimeNs = 0;
     let mut link_free_at: TimeNs = 0;
     let mut clock: TimeNs = 0; // time of the last event
     let mut wakeup: Option<TimeNs> = None;
 
-    let record_drops = |drops: &mut Vec<Dropped>, at: TimeNs, outcomes: &mut Vec<Option<Outcome>>| {
+    let record_drops = |drops: &mut Vec<Dropped>, at: TimeNs, outcome: &mut dyn FnMut(u64, Outcome)| {
         for dropped in drops.drain(..) {
-            outcomes[dropped.packet.id as usize] = Some(Outcome::Dropped {
-                at,
-                reason: dropped.reason,
-            });
+            outcome(
+                dropped.packet.id,
+                Outcome::Dropped {
+                    at,
+                    reason: dropped.reason,
+                },
+            );
         }
     };
 
@@ -120,16 +167,25 @@ pub fn run_link_watched<S: Scheduler + ?Sized>(
                 None => Some(link_free_at.max(clock)),
             }
         };
-        let arrival = packets.get(next).map(|p| p.arrival);
+        let arrival = packets.peek().map(|p| p.arrival);
         match (arrival, decision) {
             (None, None) => break,
             (Some(t), d) if d.is_none_or(|d| t <= d) => {
-                let mut packet = packets[next];
+                let mut packet = packets.next().expect("peeked above");
+                if t < previous_arrival {
+                    return Err(UnsortedInput {
+                        index: next,
+                        arrival: t,
+                        previous: previous_arrival,
+                    });
+                }
+                previous_arrival = t;
                 packet.id = next as u64;
                 clock = t;
                 scheduler.enqueue(packet, t, &mut drops);
-                record_drops(&mut drops, t, &mut run.outcomes);
+                record_drops(&mut drops, t, outcome);
                 next += 1;
+                totals.packets += 1;
                 if next.is_multiple_of(WATCH_EVERY) && !watch(next) {
                     return Ok(None);
                 }
@@ -140,28 +196,27 @@ pub fn run_link_watched<S: Scheduler + ?Sized>(
                 clock = now;
                 match scheduler.dequeue(now, &mut drops) {
                     Some(packet) => {
-                        record_drops(&mut drops, now, &mut run.outcomes);
+                        record_drops(&mut drops, now, outcome);
                         let end = now + rate.transmission_time(packet.size as u64);
-                        run.outcomes[packet.id as usize] = Some(Outcome::Sent { start: now, end });
-                        run.send_order.push((packet.id as usize, now));
+                        outcome(packet.id, Outcome::Sent { start: now, end });
                         link_free_at = end;
                         wakeup = None;
                     }
                     None => {
-                        record_drops(&mut drops, now, &mut run.outcomes);
+                        record_drops(&mut drops, now, outcome);
                         if scheduler.backlog().packets == 0 {
                             wakeup = None;
                             continue;
                         }
-                        run.idle_while_backlogged += 1;
+                        totals.idle_while_backlogged += 1;
                         match scheduler.next_wakeup(now) {
                             Some(w) if w > now => wakeup = Some(w),
                             _ => {
                                 // Nothing will change before the next arrival.
-                                match packets.get(next) {
+                                match packets.peek() {
                                     Some(p) => wakeup = Some(p.arrival.max(now + 1)),
                                     None => {
-                                        run.stalled = scheduler.backlog().packets;
+                                        totals.stalled = scheduler.backlog().packets;
                                         break;
                                     }
                                 }
@@ -173,5 +228,5 @@ pub fn run_link_watched<S: Scheduler + ?Sized>(
             (Some(_), None) => unreachable!("an arrival with no decision pending is enqueued above"),
         }
     }
-    Ok(Some(run))
+    Ok(Some(totals))
 }

@@ -71,7 +71,7 @@ fn replay<'py>(
         summary.set_item("skipped_frames", counts)?;
     }
     summary.set_item("discipline", result.discipline)?;
-    summary.set_item("packets", result.rows.len())?;
+    summary.set_item("packets", result.packets)?;
     let flows = PyList::empty(py);
     for flow in &result.flows {
         let row = PyDict::new(py);

@@ -59,9 +59,90 @@ impl Trace {
 
     /// Reads a trace from any reader; `name` is used in error messages.
     pub fn from_reader<R: Read>(reader: R, name: &str) -> Result<Trace, TraceError> {
-        let error = |line: u64, field: &str, value: &str, rule: String| TraceError {
+        let mut trace = Trace::default();
+        for row in TraceRows::new(reader, name)? {
+            let row = row?;
+            let flow = trace.flow_id(&row, name)?;
+            let id = trace.packets.len() as u64;
+            trace.packets.push(row.packet(id, flow));
+        }
+        Ok(trace)
+    }
+
+    /// The dense id of `row`'s label, giving the next id to a label not seen before (an error
+    /// naming the row past [`MAX_FLOW_ID`] distinct labels).
+    pub fn flow_id(&mut self, row: &TraceRow, name: &str) -> Result<FlowId, TraceError> {
+        let next_id = self.labels.len() as FlowId;
+        let flow = *self.ids.entry(row.label).or_insert(next_id);
+        if flow == next_id {
+            if next_id > MAX_FLOW_ID {
+                self.ids.remove(&row.label);
+                return Err(TraceError {
+                    file: name.to_string(),
+                    line: row.line,
+                    field: "flow".into(),
+                    value: row.label.to_string(),
+                    rule: format!("more than {} distinct flows", MAX_FLOW_ID as u64 + 1),
+                });
+            }
+            self.labels.push(row.label);
+        }
+        Ok(flow)
+    }
+}
+
+/// One row of a trace file, its flow still the label written in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRow {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// Arrival time, ns.
+    pub arrival: u64,
+    /// Flow label as written.
+    pub label: u64,
+    /// Size, bytes.
+    pub size: u32,
+    /// Class (0 when the column is absent or empty).
+    pub class: u8,
+    /// Absolute deadline, ns, if given.
+    pub deadline: Option<u64>,
+}
+
+impl TraceRow {
+    /// The packet descriptor of this row with id `id` and dense flow id `flow`.
+    pub fn packet(&self, id: u64, flow: FlowId) -> Packet {
+        Packet {
+            id,
+            flow,
+            class: self.class,
+            size: self.size,
+            arrival: self.arrival,
+            deadline: self.deadline,
+        }
+    }
+}
+
+/// The rows of a trace, read one at a time (memory independent of the trace's length):
+/// every row checked as [`Trace::from_reader`] checks it, errors naming file, line, field and
+/// value.
+pub struct TraceRows<R: Read> {
+    csv: csv::Reader<R>,
+    record: csv::StringRecord,
+    name: String,
+    columns: [usize; 3],
+    class_column: Option<usize>,
+    deadline_column: Option<usize>,
+    previous: u64,
+    index: u64,
+    failed: bool,
+}
+
+impl<R: Read> TraceRows<R> {
+    /// Reads and checks the header of the trace `reader` (`name` in error messages).
+    pub fn new(reader: R, name: &str) -> Result<TraceRows<R>, TraceError> {
+        let error = |field: &str, value: &str, rule: String| TraceError {
             file: name.to_string(),
-            line,
+            line: 1,
             field: field.to_string(),
             value: value.to_string(),
             rule,
@@ -72,7 +153,7 @@ impl Trace {
             .from_reader(reader);
         let headers = csv
             .headers()
-            .map_err(|e| error(1, "header", "", e.to_string()))?
+            .map_err(|e| error("header", "", e.to_string()))?
             .clone();
         let column = |name: &str| headers.iter().position(|h| h == name);
         let required = ["time_s", "flow", "size_bytes"];
@@ -80,119 +161,136 @@ impl Trace {
             if column(name).is_none() {
                 let rule =
                     "missing required column; the header must start time_s,flow,size_bytes".to_string();
-                return Err(error(
-                    1,
-                    name,
-                    &headers.iter().collect::<Vec<_>>().join(","),
-                    rule,
-                ));
+                return Err(error(name, &headers.iter().collect::<Vec<_>>().join(","), rule));
             }
         }
         for name in headers.iter() {
             if !["time_s", "flow", "size_bytes", "class", "deadline_s"].contains(&name) {
                 let rule = "unknown column; known: time_s, flow, size_bytes, class, deadline_s".to_string();
-                return Err(error(1, "header", name, rule));
+                return Err(error("header", name, rule));
             }
         }
-        let (time_col, flow_col, size_col) = (
-            column("time_s").unwrap(),
-            column("flow").unwrap(),
-            column("size_bytes").unwrap(),
-        );
-        let (class_col, deadline_col) = (column("class"), column("deadline_s"));
+        Ok(TraceRows {
+            columns: [
+                column("time_s").expect("checked above"),
+                column("flow").expect("checked above"),
+                column("size_bytes").expect("checked above"),
+            ],
+            class_column: column("class"),
+            deadline_column: column("deadline_s"),
+            csv,
+            record: csv::StringRecord::new(),
+            name: name.to_string(),
+            previous: 0,
+            index: 0,
+            failed: false,
+        })
+    }
 
-        let mut trace = Trace::default();
-        let mut previous: u64 = 0;
-        for (index, record) in csv.records().enumerate() {
-            let record = record.map_err(|e| {
-                let line = e.position().map_or(index as u64 + 2, |p| p.line());
-                error(line, "row", "", e.to_string())
-            })?;
-            let line = record.position().map_or(index as u64 + 2, |p| p.line());
-            let field = |col: usize| record.get(col).unwrap_or("");
-
+    fn read_row(&mut self) -> Option<Result<TraceRow, TraceError>> {
+        let fallback_line = self.index + 2;
+        match self.csv.read_record(&mut self.record) {
+            Ok(false) => return None,
+            Ok(true) => {}
+            Err(e) => {
+                let line = e.position().map_or(fallback_line, |p| p.line());
+                return Some(Err(self.error(line, "row", "", e.to_string())));
+            }
+        }
+        self.index += 1;
+        let line = self.record.position().map_or(fallback_line, |p| p.line());
+        let record = &self.record;
+        let field = |col: usize| record.get(col).unwrap_or("");
+        let error = |field: &str, value: &str, rule: &str| TraceError {
+            file: self.name.clone(),
+            line,
+            field: field.to_string(),
+            value: value.to_string(),
+            rule: rule.to_string(),
+        };
+        let [time_col, flow_col, size_col] = self.columns;
+        let row = (|| {
             let text = field(time_col);
-            let seconds: f64 = text
-                .parse()
-                .map_err(|_| error(line, "time_s", text, "not a number".into()))?;
-            let arrival = seconds_to_ns(seconds).ok_or_else(|| {
-                error(
-                    line,
-                    "time_s",
-                    text,
-                    "must be a finite, non-negative number of seconds".into(),
-                )
-            })?;
-            if arrival < previous {
+            let seconds: f64 = text.parse().map_err(|_| error("time_s", text, "not a number"))?;
+            let arrival = seconds_to_ns(seconds)
+                .ok_or_else(|| error("time_s", text, "must be a finite, non-negative number of seconds"))?;
+            if arrival < self.previous {
                 let rule = format!(
                     "times must be non-decreasing (previous row: {})",
-                    schedlab_core::format_seconds(previous)
+                    schedlab_core::format_seconds(self.previous)
                 );
-                return Err(error(line, "time_s", text, rule));
+                return Err(error("time_s", text, &rule));
             }
-            previous = arrival;
-
             let text = field(flow_col);
             let label: u64 = text
                 .parse()
-                .map_err(|_| error(line, "flow", text, "must be a non-negative integer".into()))?;
-            let next_id = trace.labels.len() as FlowId;
-            let flow = *trace.ids.entry(label).or_insert(next_id);
-            if flow == next_id {
-                if next_id > MAX_FLOW_ID {
-                    return Err(error(
-                        line,
-                        "flow",
-                        text,
-                        format!("more than {} distinct flows", MAX_FLOW_ID as u64 + 1),
-                    ));
-                }
-                trace.labels.push(label);
-            }
-
+                .map_err(|_| error("flow", text, "must be a non-negative integer"))?;
             let text = field(size_col);
-            let size: u32 = text.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
-                error(
-                    line,
-                    "size_bytes",
-                    text,
-                    "must be an integer from 1 to 4294967295".into(),
-                )
-            })?;
-
-            let class = match class_col.map(field) {
+            let size: u32 = text
+                .parse()
+                .ok()
+                .filter(|s| *s > 0)
+                .ok_or_else(|| error("size_bytes", text, "must be an integer from 1 to 4294967295"))?;
+            let class = match self.class_column.map(field) {
                 None | Some("") => 0,
                 Some(text) => text
                     .parse::<u8>()
-                    .map_err(|_| error(line, "class", text, "must be an integer from 0 to 255".into()))?,
+                    .map_err(|_| error("class", text, "must be an integer from 0 to 255"))?,
             };
-            let deadline = match deadline_col.map(field) {
+            let deadline = match self.deadline_column.map(field) {
                 None | Some("") => None,
                 Some(text) => {
                     let seconds: f64 = text
                         .parse()
-                        .map_err(|_| error(line, "deadline_s", text, "not a number".into()))?;
+                        .map_err(|_| error("deadline_s", text, "not a number"))?;
                     Some(seconds_to_ns(seconds).ok_or_else(|| {
                         error(
-                            line,
                             "deadline_s",
                             text,
-                            "must be a finite, non-negative number of seconds".into(),
+                            "must be a finite, non-negative number of seconds",
                         )
                     })?)
                 }
             };
-            let id = trace.packets.len() as u64;
-            trace.packets.push(Packet {
-                id,
-                flow,
-                class,
-                size,
+            Ok(TraceRow {
+                line,
                 arrival,
+                label,
+                size,
+                class,
                 deadline,
-            });
+            })
+        })();
+        if let Ok(row) = &row {
+            self.previous = row.arrival;
         }
-        Ok(trace)
+        Some(row)
+    }
+
+    fn error(&self, line: u64, field: &str, value: &str, rule: String) -> TraceError {
+        TraceError {
+            file: self.name.clone(),
+            line,
+            field: field.to_string(),
+            value: value.to_string(),
+            rule,
+        }
+    }
+}
+
+impl<R: Read> Iterator for TraceRows<R> {
+    type Item = Result<TraceRow, TraceError>;
+
+    /// The next row; after an error, nothing more.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let row = self.read_row();
+        if matches!(row, Some(Err(_))) {
+            self.failed = true;
+        }
+        row
     }
 }
 
