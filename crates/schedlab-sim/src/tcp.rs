@@ -56,6 +56,10 @@
 //!   SACKed above S; outside recovery the window counts SACKed bytes as in flight (BSD-style,
 //!   after a timeout). During recovery cwnd does not grow, and a cumulative ACK restarts the
 //!   retransmission timer (RFC 6298 §5.3).
+//! * A timeout during a recovery (either variant) sets ssthresh to the smaller of the
+//!   recovery's ssthresh and FlightSize/2: RFC 5681 eq. 4 asks for no more than FlightSize/2,
+//!   and FlightSize then counts the segments sent during the recovery (as Linux keeps the
+//!   recovery's ssthresh).
 
 use std::collections::{BTreeMap, VecDeque};
 
