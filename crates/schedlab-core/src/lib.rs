@@ -27,6 +27,7 @@ pub mod discipline;
 pub mod disciplines;
 pub mod indexed_heap;
 pub mod link;
+pub mod loss_window;
 pub mod packet;
 pub mod pool;
 pub mod queues;

@@ -22,7 +22,8 @@
 //!   holds more than x late ones, once the flow has y packets (sliding windows, as DWCS counts
 //!   `loss_tolerance_violations`); `fixed_window_violations` counts the consecutive,
 //!   non-overlapping windows (packets 1..y, y+1..2y, …) with more than x late. A 0/0
-//!   tolerance uses windows of one packet.
+//!   tolerance uses windows of one packet. Both are counted by the core's
+//!   [`LossWindow`], the same code that counts DWCS's own violations.
 //!
 //! For DWCS with non-droppable streams and `check_every = 1` the deadlines missed equal the
 //! discipline's own per-stream count. Packets a scheduler drops (buffer, late drops of
@@ -30,9 +31,8 @@
 //! the discipline's own counters. Counts cover measured packets (those entering in the
 //! measurement window); the deadline chain follows every packet.
 
-use std::collections::VecDeque;
-
 use schedlab_core::config::{ConfigError, LossTolerance, TableReader};
+use schedlab_core::loss_window::{LossWindow, LossWindowCounts};
 use schedlab_core::time::TimeNs;
 
 /// The keys of a source's `lateness` table.
@@ -85,14 +85,18 @@ pub struct LatenessCounts {
     pub packets: u64,
     /// Deadlines missed: ⌈(start − deadline)/gap⌉ summed over late packets.
     pub deadlines_missed: u64,
-    /// Packets that started service after their deadline.
-    pub late_packets: u64,
-    /// Packets at which the sliding window of the last y packets held more than x late ones.
-    pub loss_tolerance_violations: u64,
-    /// Consecutive, non-overlapping windows of y packets with more than x late ones.
-    pub fixed_window_violations: u64,
-    /// Longest run of consecutive late packets.
-    pub longest_late_run: u64,
+    /// Packets that started service after their deadline, and the loss-tolerance windows they
+    /// violate (sliding and fixed), counted as DWCS counts its own.
+    pub window: LossWindowCounts,
+}
+
+impl LatenessCounts {
+    /// Adds `other`'s counts (the longest late run as a maximum), e.g. over a class's flows.
+    pub fn merge(&mut self, other: &LatenessCounts) {
+        self.packets += other.packets;
+        self.deadlines_missed += other.deadlines_missed;
+        self.window.merge(&other.window);
+    }
 }
 
 /// The lateness state of one flow (see the module docs).
@@ -104,13 +108,8 @@ pub struct LatenessMeter {
     /// Service start of the last packet, ns.
     last_start: TimeNs,
     started: bool,
-    /// Lateness of the last min(y, packets) packets, oldest first.
-    window: VecDeque<bool>,
-    late_in_window: u64,
-    /// Late packets in the current fixed window, and packets in it.
-    fixed_late: u64,
-    fixed_packets: u64,
-    run: u64,
+    /// Late packets against the loss-tolerance, every packet (measured or not) included.
+    window: LossWindow,
     counts: LatenessCounts,
 }
 
@@ -122,11 +121,7 @@ impl LatenessMeter {
             deadline: 0,
             last_start: 0,
             started: false,
-            window: VecDeque::new(),
-            late_in_window: 0,
-            fixed_late: 0,
-            fixed_packets: 0,
-            run: 0,
+            window: LossWindow::new(spec.loss_tolerance),
             counts: LatenessCounts::default(),
         }
     }
@@ -151,29 +146,11 @@ impl LatenessMeter {
         self.deadline = deadline + misses * spec.deadline_gap;
         self.last_start = start;
         self.started = true;
-        let late = misses > 0;
-        let span = spec.loss_tolerance.y.max(1) as usize;
-        if self.window.len() == span && self.window.pop_front() == Some(true) {
-            self.late_in_window -= 1;
-        }
-        self.window.push_back(late);
-        self.late_in_window += late as u64;
-        self.run = if late { self.run + 1 } else { 0 };
-        let x = spec.loss_tolerance.x as u64;
-        if self.fixed_packets == span as u64 {
-            self.fixed_packets = 0;
-            self.fixed_late = 0;
-        }
-        self.fixed_packets += 1;
-        self.fixed_late += late as u64;
+        let step = self.window.packet(misses > 0);
         if measured {
-            let counts = &mut self.counts;
-            counts.packets += 1;
-            counts.deadlines_missed += misses;
-            counts.late_packets += late as u64;
-            counts.loss_tolerance_violations += (self.window.len() == span && self.late_in_window > x) as u64;
-            counts.fixed_window_violations += (late && self.fixed_late == x + 1) as u64;
-            counts.longest_late_run = counts.longest_late_run.max(self.run);
+            self.counts.packets += 1;
+            self.counts.deadlines_missed += misses;
+            self.counts.window.add(step);
         }
     }
 
@@ -208,10 +185,10 @@ mod tests {
         let c = m.counts();
         assert_eq!(c.packets, 5);
         assert_eq!(c.deadlines_missed, 4);
-        assert_eq!(c.late_packets, 2);
-        assert_eq!(c.longest_late_run, 1);
+        assert_eq!(c.window.late_packets, 2);
+        assert_eq!(c.window.longest_late_run, 1);
         // Windows of 2: (on, late), (late, on), (on, late), (late, on): never more than 1 late.
-        assert_eq!(c.loss_tolerance_violations, 0);
+        assert_eq!(c.window.loss_tolerance_violations, 0);
     }
 
     #[test]
@@ -227,10 +204,10 @@ mod tests {
             m.record(0, start, true);
         }
         let c = m.counts();
-        assert_eq!(c.late_packets, 5);
-        assert_eq!(c.loss_tolerance_violations, 4);
-        assert_eq!(c.fixed_window_violations, 2);
-        assert_eq!(c.longest_late_run, 3);
+        assert_eq!(c.window.late_packets, 5);
+        assert_eq!(c.window.loss_tolerance_violations, 4);
+        assert_eq!(c.window.fixed_window_violations, 2);
+        assert_eq!(c.window.longest_late_run, 3);
     }
 
     #[test]
@@ -241,7 +218,7 @@ mod tests {
         m.record(1000, 1200, true); // idle: max(1050, 250) = 1050, late by 150: 2 misses
         let c = m.counts();
         assert_eq!(c.deadlines_missed, 2);
-        assert_eq!(c.late_packets, 1);
+        assert_eq!(c.window.late_packets, 1);
     }
 
     #[test]

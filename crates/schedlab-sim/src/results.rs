@@ -256,10 +256,16 @@ fn lateness_cells(counts: Option<&LatenessCounts>) -> Row {
     let real = |f: fn(&LatenessCounts) -> u64| Cell::Real(counts.map(|c| f(c) as f64));
     vec![
         ("deadlines_missed", real(|c| c.deadlines_missed)),
-        ("late_packets", real(|c| c.late_packets)),
-        ("loss_tolerance_violations", real(|c| c.loss_tolerance_violations)),
-        ("fixed_window_violations", real(|c| c.fixed_window_violations)),
-        ("longest_late_run", real(|c| c.longest_late_run)),
+        ("late_packets", real(|c| c.window.late_packets)),
+        (
+            "loss_tolerance_violations",
+            real(|c| c.window.loss_tolerance_violations),
+        ),
+        (
+            "fixed_window_violations",
+            real(|c| c.window.fixed_window_violations),
+        ),
+        ("longest_late_run", real(|c| c.window.longest_late_run)),
     ]
 }
 
@@ -518,13 +524,7 @@ pub fn reduce(
                 let mut sum: Option<LatenessCounts> = None;
                 for (source, counts) in scenario.sources.iter().zip(&raw.lateness) {
                     if let (true, Some(c)) = (source.class == *class, counts) {
-                        let total = sum.get_or_insert_with(LatenessCounts::default);
-                        total.packets += c.packets;
-                        total.deadlines_missed += c.deadlines_missed;
-                        total.late_packets += c.late_packets;
-                        total.loss_tolerance_violations += c.loss_tolerance_violations;
-                        total.fixed_window_violations += c.fixed_window_violations;
-                        total.longest_late_run = total.longest_late_run.max(c.longest_late_run);
+                        sum.get_or_insert_with(LatenessCounts::default).merge(c);
                     }
                 }
                 row.extend(lateness_cells(sum.as_ref()));

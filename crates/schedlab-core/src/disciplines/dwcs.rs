@@ -62,12 +62,12 @@
 //!   next `enqueue` or `dequeue`. `longest_queue_drop` weighs every stream equally.
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 
 use crate::config::{ConfigError, FlowParamTable, FlowParams, LossTolerance, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::indexed_heap::{Entry, HeapKey, IndexedHeap};
+use crate::loss_window::{LossWindow, LossWindowCounts};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
@@ -235,14 +235,9 @@ pub struct DwcsStreamCounters {
     /// Deadlines missed: each application of rule (B) or (C) (a non-droppable head can miss
     /// several times), plus ⌈lateness/gap⌉ for each late head sent without a check.
     pub deadlines_missed: u64,
-    /// Packets dropped as late or sent after missing a deadline.
-    pub late_packets: u64,
-    /// Windows of y consecutive packets (every position: sliding) with more than x late.
-    pub loss_tolerance_violations: u64,
-    /// Consecutive, non-overlapping windows of y packets with more than x late.
-    pub fixed_window_violations: u64,
-    /// Longest run of consecutive late packets.
-    pub longest_late_run: u64,
+    /// Late packets (dropped as late, or sent after missing a deadline) and the windows they
+    /// violate: sliding (`loss_tolerance_violations`) and fixed (`fixed_window_violations`).
+    pub window: LossWindowCounts,
     /// Times rule (C) applied (a miss at current loss-tolerance 0/y').
     pub rule_c_applied: u64,
 }
@@ -252,45 +247,29 @@ impl DwcsStreamCounters {
     pub fn named(&self) -> [(&'static str, u64); 6] {
         [
             ("deadlines_missed", self.deadlines_missed),
-            ("late_packets", self.late_packets),
-            ("loss_tolerance_violations", self.loss_tolerance_violations),
-            ("fixed_window_violations", self.fixed_window_violations),
-            ("longest_late_run", self.longest_late_run),
+            ("late_packets", self.window.late_packets),
+            ("loss_tolerance_violations", self.window.loss_tolerance_violations),
+            ("fixed_window_violations", self.window.fixed_window_violations),
+            ("longest_late_run", self.window.longest_late_run),
             ("rule_c_applied", self.rule_c_applied),
         ]
     }
 }
 
 /// Measures one stream's late packets against its original loss-tolerance x/y, over sliding
-/// and over fixed windows. Kept beside, not inside, the scheduling state: DWCS's decisions
-/// read [`LossState`] only.
+/// and over fixed windows ([`LossWindow`], shared with the simulator's lateness measure). Kept
+/// beside, not inside, the scheduling state: DWCS's decisions read [`LossState`] only.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LossWindowMeter {
-    x: u64,
-    /// y packets (1 for 0/0).
-    window: u64,
-    /// Packets recorded so far.
-    packets: u64,
-    /// Positions of the last x + 1 late packets, oldest first (unused when x ≥ y: no window
-    /// can then hold more than x).
-    recent_late: VecDeque<u64>,
-    fixed_window_late: u64,
-    late_run: u64,
+    window: LossWindow,
     counters: DwcsStreamCounters,
 }
 
 impl LossWindowMeter {
     /// A meter for a stream of loss-tolerance `tolerance`.
     pub fn new(tolerance: LossTolerance) -> LossWindowMeter {
-        let (x, window) = (tolerance.x as u64, (tolerance.y as u64).max(1));
-        let keep = if x < window { (x as usize + 1).min(64) } else { 0 };
         LossWindowMeter {
-            x,
-            window,
-            packets: 0,
-            recent_late: VecDeque::with_capacity(keep),
-            fixed_window_late: 0,
-            late_run: 0,
+            window: LossWindow::new(tolerance),
             counters: DwcsStreamCounters::default(),
         }
     }
@@ -303,39 +282,7 @@ impl LossWindowMeter {
 
     /// Records a packet leaving the stream (sent, or dropped as late).
     fn packet(&mut self, late: bool) {
-        let position = self.packets;
-        self.packets += 1;
-        if late {
-            self.counters.late_packets += 1;
-            self.late_run += 1;
-            self.counters.longest_late_run = self.counters.longest_late_run.max(self.late_run);
-            self.fixed_window_late += 1;
-            if self.fixed_window_late == self.x + 1 {
-                self.counters.fixed_window_violations += 1;
-            }
-            if self.x < self.window {
-                if self.recent_late.len() as u64 == self.x + 1 {
-                    self.recent_late.pop_front();
-                }
-                self.recent_late.push_back(position);
-            }
-        } else {
-            self.late_run = 0;
-        }
-        // The window of the last y packets, once the stream has y: more than x late in it iff
-        // the (x + 1)-th most recent late packet lies inside it.
-        if self.packets >= self.window
-            && self.recent_late.len() as u64 == self.x + 1
-            && self
-                .recent_late
-                .front()
-                .is_some_and(|&oldest| oldest + self.window > position)
-        {
-            self.counters.loss_tolerance_violations += 1;
-        }
-        if self.packets.is_multiple_of(self.window) {
-            self.fixed_window_late = 0;
-        }
+        self.counters.window.add(self.window.packet(late));
     }
 
     /// The counters.
@@ -1087,7 +1034,7 @@ mod tests {
             );
             // "Hence, the loss-tolerances from all three streams are met."
             for flow in 1..=3 {
-                assert_eq!(s.stream_counters(flow).loss_tolerance_violations, 0);
+                assert_eq!(s.stream_counters(flow).window.loss_tolerance_violations, 0);
             }
         }
     }
@@ -1310,9 +1257,9 @@ mod tests {
             }
             let c = meter.counters();
             (
-                c.loss_tolerance_violations,
-                c.fixed_window_violations,
-                c.longest_late_run,
+                c.window.loss_tolerance_violations,
+                c.window.fixed_window_violations,
+                c.window.longest_late_run,
             )
         };
         assert_eq!(measure("1/3", "XX_XX_XX_"), (7, 3, 2));
@@ -1367,10 +1314,12 @@ mod tests {
                     s.stream_counters(0),
                     DwcsStreamCounters {
                         deadlines_missed: 4,
-                        late_packets: 1,
-                        loss_tolerance_violations: 0,
-                        fixed_window_violations: 0,
-                        longest_late_run: 1,
+                        window: LossWindowCounts {
+                            late_packets: 1,
+                            loss_tolerance_violations: 0,
+                            fixed_window_violations: 0,
+                            longest_late_run: 1,
+                        },
                         rule_c_applied: 1,
                     }
                 );
@@ -1421,10 +1370,12 @@ mod tests {
                 c,
                 DwcsStreamCounters {
                     deadlines_missed: 3,
-                    late_packets: 3,
-                    loss_tolerance_violations: 2,
-                    fixed_window_violations: 1,
-                    longest_late_run: 3,
+                    window: LossWindowCounts {
+                        late_packets: 3,
+                        loss_tolerance_violations: 2,
+                        fixed_window_violations: 1,
+                        longest_late_run: 3,
+                    },
                     rule_c_applied: 1,
                 }
             );
@@ -1511,7 +1462,7 @@ mod tests {
             );
             assert_eq!(s.stream(0).unwrap().loss_tolerance(), (1, 1));
             assert_eq!(s.stream_counters(0).deadlines_missed, 1);
-            assert_eq!(s.stream_counters(0).late_packets, 1);
+            assert_eq!(s.stream_counters(0).window.late_packets, 1);
         }
     }
 
@@ -1836,10 +1787,10 @@ mod tests {
                 // and the consecutive non-overlapping ones.
                 let sliding = late.windows(y as usize).filter(|w| late_in(w) > x).count() as u64;
                 let fixed = late.chunks(y as usize).filter(|w| late_in(w) > x).count() as u64;
-                prop_assert_eq!(counters.loss_tolerance_violations, sliding);
-                prop_assert_eq!(counters.fixed_window_violations, fixed);
+                prop_assert_eq!(counters.window.loss_tolerance_violations, sliding);
+                prop_assert_eq!(counters.window.fixed_window_violations, fixed);
                 // Sent packets are all on time (droppable: a late head never goes out).
-                prop_assert_eq!(counters.late_packets, late.iter().filter(|l| **l).count() as u64);
+                prop_assert_eq!(counters.window.late_packets, late.iter().filter(|l| **l).count() as u64);
             }
         }
     }
@@ -1890,8 +1841,8 @@ mod tests {
                 })
             };
             assert_eq!(flow_1, vec![sent(0), sent(3), sent(4), sent(7), sent(8)]);
-            assert_eq!(s.stream_counters(0).late_packets, 0);
-            assert_eq!(s.stream_counters(1).late_packets, 0);
+            assert_eq!(s.stream_counters(0).window.late_packets, 0);
+            assert_eq!(s.stream_counters(1).window.late_packets, 0);
         }
     }
 
