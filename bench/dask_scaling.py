@@ -26,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_section import replace_section  # noqa: E402
+
 
 def scenario_text(tasks: int, packets: int) -> str:
     flows = 10
@@ -76,18 +79,7 @@ def timed_sweep(scenario_path: Path, address: str, out_dir: Path) -> float:
 
 
 def write_section(doc_path: Path, block: str) -> None:
-    begin, end = "<!-- dask-scaling:begin -->", "<!-- dask-scaling:end -->"
-    doc = doc_path.read_text() if doc_path.exists() else "# Performance\n"
-    i, j = doc.find(begin), doc.find(end)
-    if i >= 0 and j > i:
-        doc = doc[:i] + block + doc[j + len(end) :].lstrip("\n")
-    elif i >= 0 or j >= 0:
-        sys.exit(f"dask_scaling: {doc_path} has only one of the markers; fix it by hand")
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + block
-    partial = doc_path.with_suffix(".md.partial")
-    partial.write_text(doc)
-    partial.replace(doc_path)
+    replace_section(doc_path, "<!-- dask-scaling:begin -->", "<!-- dask-scaling:end -->", block, "dask_scaling")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from criterion_estimates import load  # noqa: E402
+from doc_section import replace_section  # noqa: E402
 
 BEGIN, END = "<!-- flow-scaling:begin -->", "<!-- flow-scaling:end -->"
 
@@ -91,17 +92,7 @@ def main(argv):
         ]
     )
     doc = pathlib.Path(doc_path)
-    text = doc.read_text() if doc.exists() else "# Performance\n"
-    i, j = text.find(BEGIN), text.find(END)
-    if i >= 0 and j > i:
-        text = text[:i] + block + text[j + len(END) :].lstrip("\n")
-    elif i >= 0 or j >= 0:
-        sys.exit(f"flow_scaling.py: {doc} has only one of the markers; fix it by hand")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    partial = doc.with_suffix(".md.partial")
-    partial.write_text(text)
-    partial.replace(doc)
+    replace_section(doc, BEGIN, END, block, "flow_scaling.py")
     print(f"flow_scaling.py: wrote {doc} and {img}/flow_scaling.svg, .png", file=sys.stderr)
 
 
