@@ -485,23 +485,8 @@ mod tests {
     use crate::testkit;
     use proptest::prelude::*;
 
-    fn table(weights: &[(FlowId, u32)]) -> FlowTable {
-        let mut table = FlowTable::default();
-        for &(flow, weight) in weights {
-            let params = testkit::params(&format!("quantum_mtus = {weight}"));
-            table.set(flow, params, format!("flow[{flow}]"));
-        }
-        table
-    }
-
     fn vd(weights: &[(FlowId, u32)], mtu: u32, rounds: Option<u32>, limit: BufferLimit) -> Vd {
-        let table = table(weights);
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Vd::build(VdConfig { mtu, rounds }, &context).unwrap()
+        testkit::build_weighted(VdConfig { mtu, rounds }, weights, limit)
     }
 
     fn ids<'a>(queue: impl Iterator<Item = &'a Packet>) -> Vec<u64> {
@@ -751,17 +736,7 @@ mod tests {
             let w: Vec<(FlowId, u32)> = weights.iter().enumerate().map(|(f, &w)| (f as FlowId, w)).collect();
             let mut v = vd(&w, mtu, Some(4096), BufferLimit::UNLIMITED);
             let quanta: Vec<(FlowId, u32)> = w.iter().map(|&(f, w)| (f, w * mtu)).collect();
-            let mut d = {
-                let table = {
-                    let mut t = FlowTable::default();
-                    for &(f, q) in &quanta {
-                        t.set(f, testkit::params(&format!("quantum = {q}")), format!("flow[{f}]"));
-                    }
-                    t
-                };
-                let context = BuildContext { limit: BufferLimit::UNLIMITED, flows: &table, link_rate: testkit::link() };
-                Drr::build(DrrConfig::default(), &context).unwrap()
-            };
+            let mut d: Drr = testkit::build_weighted(DrrConfig::default(), &quanta, BufferLimit::UNLIMITED);
             let mut drops = Vec::new();
             let mut id = 0u64;
             let mut offer = |v: &mut Vd, d: &mut Drr, flow: FlowId, size: u32, id: &mut u64| {
