@@ -1139,10 +1139,13 @@ mod tests {
         chosen[0]
     }
 
-    /// Table 1 row by row: two streams of one packet each, as (flow, loss-tolerance, deadline
-    /// offset in ms — `None`: no deadlines —, arrival in ms), and the flow served first.
+    /// A stream of one packet: flow, loss-tolerance, deadline offset in ms (`None`: no
+    /// deadlines), arrival in ms.
+    type OnePacketStream = (FlowId, &'static str, Option<u64>, u64);
+
+    /// Table 1 row by row: two streams and the flow served first.
     #[rustfmt::skip]
-    const TABLE_1: [(&str, [(FlowId, &str, Option<u64>, u64); 2], FlowId); 11] = [
+    const TABLE_1: [(&str, [OnePacketStream; 2], FlowId); 11] = [
         ("row 1: 1/2 < 3/4 although 3/4's deadline is earlier", [(0, "3/4", Some(1), 0), (1, "1/2", Some(9), 0)], 1),
         ("row 1: any zero tolerance precedes any non-zero one", [(0, "1/100", Some(1), 0), (1, "0/4", Some(9), 0)], 1),
         ("row 2: 1/2 = 2/4, earliest deadline first", [(0, "1/2", Some(5), 0), (1, "2/4", Some(3), 0)], 1),
