@@ -622,6 +622,9 @@ impl Gateway {
     }
 
     fn settle_drops(&mut self) {
+        if self.drops.is_empty() {
+            return;
+        }
         let drops = std::mem::take(&mut self.drops);
         for dropped in &drops {
             let reason = GatewayDropReason::Scheduler(dropped.reason);
