@@ -9,8 +9,9 @@
 //!
 //! It does per packet what `linux::run` does between the receive ring and `sendmmsg`: parse
 //! and classify the frame (`Gateway::on_ingress`, which copies it into a frame slot and
-//! enqueues the descriptor), move packets onto the emulated link (`service`), take the due
-//! departures in batches of 64 (`take_due`) and account them (`complete`). Traffic: 64-byte
+//! enqueues the descriptor), move packets onto the emulated link (`service`), and hand the due
+//! departures over in batches of 64 and account them (`transmit_due`, the same call as the
+//! real loop's; here every frame "leaves" without a socket). Traffic: 64-byte
 //! IPv4/UDP packets of four flows, round robin, 5 µs apart, in batches of 64 (what the
 //! receive ring hands over under load), through an emulated 10 Gbit/s link (as
 //! `bench/gateway_vs_kernel.sh` configures it). Prints the packets forwarded and a checksum of
@@ -63,6 +64,7 @@ fn main() {
     let mut gateway = Gateway::new(gateway_config, scheduler, classifier);
     let frames: Vec<Vec<u8>> = (0..FLOWS).map(|f| frame(20_000 + f)).collect();
     let mut due: Vec<Departure> = Vec::with_capacity(BATCH);
+    let mut sent: Vec<bool> = Vec::with_capacity(BATCH);
     let mut now = 0;
     let mut received = 0u64;
     let mut forwarded = 0u64;
@@ -76,18 +78,17 @@ fn main() {
         }
         now += GAP_NS * batch.max(1);
         gateway.service(now);
-        loop {
-            due.clear();
-            gateway.take_due(now, BATCH, &mut due);
-            if due.is_empty() {
-                break;
+        forwarded += gateway.transmit_due(now, BATCH, &mut due, &mut sent, |frames, sent| {
+            // Transmission stands in for sendmmsg: every frame leaves; the checksum of the
+            // source ports keeps the order observable.
+            sent.clear();
+            for frame in frames {
+                let port = u16::from_be_bytes([frame[34], frame[35]]);
+                checksum = checksum.wrapping_mul(31).wrapping_add(port as u64);
+                sent.push(true);
             }
-            for departure in &due {
-                checksum = checksum.wrapping_mul(31).wrapping_add(departure.flow as u64);
-                gateway.complete(*departure, true, now);
-            }
-            forwarded += due.len() as u64;
-        }
+            now
+        }) as u64;
     }
     if let Err(e) = gateway.check_accounting() {
         eprintln!("error: accounting: {e}");

@@ -693,6 +693,34 @@ impl Gateway {
         }
     }
 
+    /// Transmits every departure due at `now`, in batches of at most `max`: `transmit(frames,
+    /// sent)` sends one batch, sets `sent[i]` to whether frame `i` left, and returns the time
+    /// the batch was sent; each departure is then accounted ([`Gateway::complete`]). Returns
+    /// how many departures were handled. `due` and `sent` are the caller's buffers.
+    pub fn transmit_due(
+        &mut self,
+        now: TimeNs,
+        max: usize,
+        due: &mut Vec<Departure>,
+        sent: &mut Vec<bool>,
+        mut transmit: impl FnMut(&[&[u8]], &mut Vec<bool>) -> TimeNs,
+    ) -> usize {
+        let mut handled = 0;
+        loop {
+            due.clear();
+            self.take_due(now, max, due);
+            if due.is_empty() {
+                return handled;
+            }
+            let frames: Vec<&[u8]> = due.iter().map(|d| self.frame(d.slot)).collect();
+            let done = transmit(&frames, sent);
+            for (departure, ok) in due.iter().zip(sent.iter()) {
+                self.complete(*departure, *ok, done);
+            }
+            handled += due.len();
+        }
+    }
+
     /// The frame in `slot`.
     pub fn frame(&self, slot: u32) -> &[u8] {
         &self.frames[slot as usize]
