@@ -2,7 +2,7 @@
 flows: data packets delivered per second of wall time and per CPU second. Writes the section
 "TCP flows: schedlab against ns-2" of docs/performance.md.
 
-    python3 bench/tcp_vs_ns2.py [--flows 4,32,256] [--duration 30] [--rate 100] [--variant newreno]
+    python3 bench/tcp_vs_ns2.py [--flows 4,32,256] [--duration 120] [--rate 100] [--variant newreno]
                                 [--doc docs/performance.md] [--csv OUT.csv]
 
 The dumbbell is bench/peers/ns2/tcp_dumbbell.tcl's (ns-2) and tcp_dumbbell_scenario.py's
@@ -92,7 +92,7 @@ def run_schedlab(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--flows", default="4,32,256", help="flow counts, comma-separated")
-    parser.add_argument("--duration", type=float, default=30.0, help="simulated seconds per run")
+    parser.add_argument("--duration", type=float, default=120.0, help="simulated seconds per run")
     parser.add_argument("--rate", type=float, default=100.0, help="bottleneck rate, Mbit/s")
     parser.add_argument("--variant", choices=["newreno", "sack"], default="newreno")
     parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "performance.md")
