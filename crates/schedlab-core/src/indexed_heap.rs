@@ -549,6 +549,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
 
     use super::*;
 
@@ -649,39 +650,116 @@ mod tests {
         ]
     }
 
-    proptest! {
-        /// Against a sorted map of (key, seq, id): every pop returns the least (key, seq) (ids
-        /// break remaining ties in the model only; the heap's seqs are made unique per key
-        /// below), updates and removals by id keep order and index consistent.
-        #[test]
-        fn behaves_like_a_sorted_map(ops in proptest::collection::vec(arb_op(), 1..400)) {
-            let mut heap = IndexedHeap::new();
-            let mut model: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-            for op in ops {
-                match op {
-                    Op::Set(id, key, seq) => {
-                        // Unique (key, seq) per id: seq carries the id in its low bits.
-                        let seq = seq << 8 | id as u64;
-                        heap.set(id, key, seq);
-                        model.insert(id, (key, seq));
-                    }
-                    Op::Remove(id) => {
-                        let expected = model.remove(&id).map(|(key, seq)| Entry { key, seq, id });
-                        prop_assert_eq!(heap.remove(id), expected);
-                    }
-                    Op::Pop => {
-                        let least = model.iter().min_by_key(|(_, &kv)| kv).map(|(&id, &(key, seq))| Entry { key, seq, id });
-                        if let Some(e) = least {
-                            model.remove(&e.id);
-                        }
-                        prop_assert_eq!(heap.pop(), least);
-                    }
+    /// The operations of both heaps, by value, for one model test.
+    trait TestHeap<K> {
+        fn set(&mut self, id: u32, key: K, seq: u64);
+        fn remove(&mut self, id: u32) -> Option<Entry<K>>;
+        fn pop(&mut self) -> Option<Entry<K>>;
+        fn peek(&self) -> Option<Entry<K>>;
+        fn get(&self, id: u32) -> Option<Entry<K>>;
+        fn len(&self) -> usize;
+        fn check(&self);
+    }
+
+    impl<K: HeapKey> TestHeap<K> for IndexedHeap<K> {
+        fn set(&mut self, id: u32, key: K, seq: u64) {
+            IndexedHeap::set(self, id, key, seq)
+        }
+        fn remove(&mut self, id: u32) -> Option<Entry<K>> {
+            IndexedHeap::remove(self, id)
+        }
+        fn pop(&mut self) -> Option<Entry<K>> {
+            IndexedHeap::pop(self)
+        }
+        fn peek(&self) -> Option<Entry<K>> {
+            IndexedHeap::peek(self).copied()
+        }
+        fn get(&self, id: u32) -> Option<Entry<K>> {
+            IndexedHeap::get(self, id).copied()
+        }
+        fn len(&self) -> usize {
+            IndexedHeap::len(self)
+        }
+        fn check(&self) {
+            IndexedHeap::check(self)
+        }
+    }
+
+    impl TestHeap<VirtualTime> for VirtualTimeHeap {
+        fn set(&mut self, id: u32, key: VirtualTime, seq: u64) {
+            VirtualTimeHeap::set(self, id, key, seq)
+        }
+        fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
+            VirtualTimeHeap::remove(self, id)
+        }
+        fn pop(&mut self) -> Option<Entry<VirtualTime>> {
+            VirtualTimeHeap::pop(self)
+        }
+        fn peek(&self) -> Option<Entry<VirtualTime>> {
+            VirtualTimeHeap::peek(self)
+        }
+        fn get(&self, id: u32) -> Option<Entry<VirtualTime>> {
+            VirtualTimeHeap::get(self, id)
+        }
+        fn len(&self) -> usize {
+            VirtualTimeHeap::len(self)
+        }
+        fn check(&self) {
+            VirtualTimeHeap::check(self)
+        }
+    }
+
+    /// Applies `ops` to `heap` and to a sorted map of id → (key, seq), the key of a set being
+    /// `key_of(value, region)`: every pop and removal returns what the map says, and after
+    /// each operation the structure checks, the length, the least entry and every id's entry
+    /// agree. The seq of a set carries the id in its low bits, so (key, seq) is unique.
+    fn follows_sorted_map<K: HeapKey + std::fmt::Debug>(
+        mut heap: impl TestHeap<K>,
+        ops: Vec<(Op, u32)>,
+        key_of: impl Fn(u64, u32) -> K,
+    ) -> Result<(), TestCaseError> {
+        let mut model: BTreeMap<u32, (K, u64)> = BTreeMap::new();
+        let least = |model: &BTreeMap<u32, (K, u64)>| {
+            model
+                .iter()
+                .min_by_key(|(_, &kv)| kv)
+                .map(|(&id, &(key, seq))| Entry { key, seq, id })
+        };
+        for (op, region) in ops {
+            match op {
+                Op::Set(id, value, seq) => {
+                    let (key, seq) = (key_of(value, region), seq << 8 | id as u64);
+                    heap.set(id, key, seq);
+                    model.insert(id, (key, seq));
                 }
-                heap.check();
-                prop_assert_eq!(heap.len(), model.len());
-                let least = model.iter().min_by_key(|(_, &kv)| kv).map(|(&id, _)| id);
-                prop_assert_eq!(heap.peek().map(|e| e.id), least);
+                Op::Remove(id) => {
+                    let expected = model.remove(&id).map(|(key, seq)| Entry { key, seq, id });
+                    prop_assert_eq!(heap.remove(id), expected);
+                }
+                Op::Pop => {
+                    let expected = least(&model);
+                    if let Some(entry) = expected {
+                        model.remove(&entry.id);
+                    }
+                    prop_assert_eq!(heap.pop(), expected);
+                }
             }
+            heap.check();
+            prop_assert_eq!(heap.len(), model.len());
+            prop_assert_eq!(heap.peek(), least(&model));
+            for (&id, &(key, seq)) in &model {
+                prop_assert_eq!(heap.get(id), Some(Entry { key, seq, id }));
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// Against a sorted map: every pop returns the least (key, seq), updates and removals
+        /// by id keep order and index consistent.
+        #[test]
+        fn behaves_like_a_sorted_map(ops in proptest::collection::vec((arb_op(), Just(0u32)), 1..400)) {
+            follows_sorted_map(IndexedHeap::new(), ops, |value, _| value)?;
         }
 
         /// [`VirtualTimeHeap`] against a sorted map, with keys that sometimes leave the
@@ -689,40 +767,13 @@ mod tests {
         /// 128-bit store) and come back: the same order as the map, whatever the store.
         #[test]
         fn virtual_time_heap_behaves_like_a_sorted_map(
-            ops in proptest::collection::vec((arb_op(), 0u32..6), 1..400)
+            ops in proptest::collection::vec((arb_op(), 0u32..7), 1..400)
         ) {
-            // Keys: a small value around one of a few far-apart regions.
-            let regions: [u128; 6] = [0, 1 << 40, 1 << 62, 1 << 63, 3 << 64, 1 << 100];
-            let mut heap = VirtualTimeHeap::new();
-            let mut model: BTreeMap<u32, (VirtualTime, u64)> = BTreeMap::new();
-            for (op, region) in ops {
-                match op {
-                    Op::Set(id, key, seq) => {
-                        let key = VirtualTime::from_raw(regions[region as usize] + key as u128);
-                        let seq = seq << 8 | id as u64;
-                        heap.set(id, key, seq);
-                        model.insert(id, (key, seq));
-                    }
-                    Op::Remove(id) => {
-                        let expected = model.remove(&id).map(|(key, seq)| Entry { key, seq, id });
-                        prop_assert_eq!(heap.remove(id), expected);
-                    }
-                    Op::Pop => {
-                        let least = model.iter().min_by_key(|(_, &kv)| kv).map(|(&id, &(key, seq))| Entry { key, seq, id });
-                        if let Some(e) = least {
-                            model.remove(&e.id);
-                        }
-                        prop_assert_eq!(heap.pop(), least);
-                    }
-                }
-                heap.check();
-                prop_assert_eq!(heap.len(), model.len());
-                let least = model.iter().min_by_key(|(_, &kv)| kv).map(|(&id, &(key, seq))| Entry { key, seq, id });
-                prop_assert_eq!(heap.peek(), least);
-                for (&id, &(key, seq)) in &model {
-                    prop_assert_eq!(heap.get(id), Some(Entry { key, seq, id }));
-                }
-            }
+            // Keys: a small value above one of a few far-apart regions.
+            let regions: [u128; 7] = [0, 1 << 40, 1 << 62, 1 << 63, 5 << 62, 3 << 64, 1 << 100];
+            follows_sorted_map(VirtualTimeHeap::new(), ops, |value, region| {
+                VirtualTime::from_raw(regions[region as usize] + value as u128)
+            })?;
         }
 
         /// Virtual-time keys straddling 2^64: pops come out sorted by (key, seq).
