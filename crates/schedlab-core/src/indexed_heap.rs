@@ -416,34 +416,45 @@ impl VirtualTimeHeap {
         (key.raw() >= self.base && offset < NARROW_SPAN).then_some(offset as u64)
     }
 
+    /// Runs `narrow` with `key`'s offset if it fits the 64-bit store (after moving the base
+    /// if needed), else `wide` with `key`.
+    #[inline(always)]
+    fn with_key(
+        &mut self,
+        key: VirtualTime,
+        narrow: impl FnOnce(&mut IndexedHeap<u64>, u64),
+        wide: impl FnOnce(&mut IndexedHeap<VirtualTime>, VirtualTime),
+    ) {
+        if !self.is_wide {
+            match self.offset(key) {
+                Some(offset) => return narrow(&mut self.narrow, offset),
+                None => self.refit(key),
+            }
+        }
+        match self.offset(key) {
+            Some(offset) if !self.is_wide => narrow(&mut self.narrow, offset),
+            _ => wide(&mut self.wide, key),
+        }
+    }
+
     /// Adds `id` (which must not be in the heap) with `key` and `seq`. O(log n).
     #[inline]
     pub fn push(&mut self, id: u32, key: VirtualTime, seq: u64) {
-        if !self.is_wide {
-            if let Some(offset) = self.offset(key) {
-                return self.narrow.push(id, offset, seq);
-            }
-            self.refit(key);
-        }
-        match self.offset(key) {
-            Some(offset) if !self.is_wide => self.narrow.push(id, offset, seq),
-            _ => self.wide.push(id, key, seq),
-        }
+        self.with_key(
+            key,
+            |heap, offset| heap.push(id, offset, seq),
+            |heap, key| heap.push(id, key, seq),
+        );
     }
 
     /// Changes the key and seq of `id` (which must be in the heap). O(log n).
     #[inline]
     pub fn update(&mut self, id: u32, key: VirtualTime, seq: u64) {
-        if !self.is_wide {
-            if let Some(offset) = self.offset(key) {
-                return self.narrow.update(id, offset, seq);
-            }
-            self.refit(key);
-        }
-        match self.offset(key) {
-            Some(offset) if !self.is_wide => self.narrow.update(id, offset, seq),
-            _ => self.wide.update(id, key, seq),
-        }
+        self.with_key(
+            key,
+            |heap, offset| heap.update(id, offset, seq),
+            |heap, key| heap.update(id, key, seq),
+        );
     }
 
     /// Adds `id` with `key` and `seq`, or changes its key and seq if it is in the heap.
