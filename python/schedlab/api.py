@@ -23,7 +23,8 @@ def _as_scenario(scenario: Scenario | str | Path) -> Scenario:
 
 def validate(scenario: Scenario | str | Path, flows: bool = True) -> dict:
     """Check a scenario without running it (the Rust validator). Returns what it declares
-    (links, ``flow_count``, run length, and with ``flows`` the list of every flow).
+    (links, ``flow_count``, run length, ``memory_estimate`` — see :mod:`schedlab.memory` — and
+    with ``flows`` the list of every flow).
     Raises :class:`schedlab.InputError` naming the key and value."""
     s = _as_scenario(scenario)
     text, file = s.rust_source()
@@ -36,15 +37,17 @@ def validate(scenario: Scenario | str | Path, flows: bool = True) -> dict:
     return info
 
 
-def validate_point(point) -> str:
-    """Validate one sweep point; returns its TOML text. Errors name the point and its values."""
+def validate_point(point) -> tuple[str, dict]:
+    """Validate one sweep point; returns its TOML text and what it declares (as
+    :func:`validate` without the list of flows: ``flow_count``, ``memory_estimate``, …).
+    Errors name the point and its values."""
     text, _ = point.scenario.rust_source()
     try:
-        _core.validate_scenario(text, str(point.scenario.base_dir), None, False)
+        info = json.loads(_core.validate_scenario(text, str(point.scenario.base_dir), None, False))
     except _core.InputError as e:
         values = ", ".join(f"{k} = {v!r}" for k, v in point.values.items())
         raise _core.InputError(f"sweep point {point.index} ({values}): {e}") from None
-    return text
+    return text, info
 
 
 def run_summary(

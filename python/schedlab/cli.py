@@ -267,11 +267,18 @@ def run(
     packets_flows: str = typer.Option(
         None, "--packets-flows", help="With --packets: only these flow ids, comma-separated (e.g. 0,2)."
     ),
+    no_memory_check: bool = typer.Option(
+        False,
+        "--no-memory-check",
+        help="Run even when the memory estimate exceeds the available memory (else refused, exit 2).",
+    ),
 ) -> None:
     """Simulate a scenario (all replications) and write its results.
 
     --out must be empty or hold results of the same scenario (run-info.json has its
-    fingerprint); --force clears it. --packets FILE writes each measured packet of
+    fingerprint); --force clears it. A run whose memory estimate (schedlab validate --json,
+    memory_estimate) exceeds the available memory is refused unless --no-memory-check.
+    --packets FILE writes each measured packet of
     replication 0 (flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome; see
     docs/results.md), replication 0 being run once more with the same random streams.
 
@@ -296,6 +303,11 @@ def run(
         # The same checks as `validate`, [sweep] and [report] included; the list of flows only
         # when --packets-flows needs it (with 10^6 flows it is 125 MB of JSON).
         info = validate_scenario(s, flows=flows is not None)
+        if not no_memory_check:
+            from schedlab import memory
+
+            estimate = info["memory_estimate"]
+            memory.check(estimate["total_bytes"], str(scenario), memory.describe(estimate))
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
@@ -362,13 +374,20 @@ def sweep(
         help="Run the points on real packets (as `schedlab measure`, one after another; root); "
         "the simulation of the same sweep goes to OUT/simulation for the side-by-side report.",
     ),
+    no_memory_check: bool = typer.Option(
+        False,
+        "--no-memory-check",
+        help="Run even when the memory estimate exceeds the available memory (else refused, exit 2).",
+    ),
 ) -> None:
     """Run every point of a scenario's sweep table times every replication, in parallel.
 
     --out must be empty or hold results of the same scenario (run-info.json has its
     fingerprint); --force clears it; --resume reuses the points whose fingerprint matches.
     --measure runs the points on real packets one after another (network namespaces, root)
-    and the simulation beside them, for a report with both side by side.
+    and the simulation beside them, for a report with both side by side. A sweep whose local
+    workers would together need more memory than is available is refused unless
+    --no-memory-check.
 
     Example: schedlab sweep experiments/thesis/fig5_1_5_2_exponential.toml --out out/fig5_1 --report
     """
@@ -399,6 +418,7 @@ def sweep(
                 progress=progress_printer(),
                 force=force,
                 measure=measure,
+                memory_check=not no_memory_check,
             )
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))

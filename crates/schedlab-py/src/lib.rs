@@ -112,6 +112,7 @@ fn validate_scenario(
         .map_err(|e| scenario_error(e, file.as_deref(), &text))?;
     let mut described = scenario.describe_flows(flows);
     described["flow_count"] = scenario.sources.len().into();
+    described["memory_estimate"] = schedlab_sim::memory::estimate(&scenario).to_json();
     Ok(described.to_string())
 }
 

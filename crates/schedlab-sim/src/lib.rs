@@ -45,6 +45,7 @@ pub mod engine;
 pub mod error;
 mod event_queue;
 pub mod lateness;
+pub mod memory;
 pub mod packet_log;
 pub mod replay;
 pub mod results;
