@@ -840,7 +840,7 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     """The result's figure as the paper draws it (``[result.figure]``): ``y`` (a metric)
     against the swept ``x`` (or per flow as bars when the scenario has no sweep), one curve
     per flow in ``flows`` (default all) and per value of ``series``, restricted by ``where``;
-    ``scale``, ``x_label``, ``y_label``, ``log_y``; ``table = "links"`` (with ``links =
+    ``scale``, ``x_label``, ``y_label``, ``log_y``, ``log_x`` (base 2); ``table = "links"`` (with ``links =
     [..]``) draws per-link columns such as a discipline's counters, and ``y`` may list several; ``paper = [keys…]`` with ``paper_x``
     draws the paper's numbers as markers; ``theory = true`` adds the scenario's
     ``[[report.theory]]`` overlays, labelled as the approximations they are."""
@@ -929,6 +929,8 @@ def draw_figure(result: Result, scenario: Scenario, table: pd.DataFrame, values:
     ax.set_ylabel(spec.get("y_label", ", ".join(metrics)))
     if spec.get("log_y"):
         ax.set_yscale("log")
+    if spec.get("log_x"):
+        ax.set_xscale("log", base=2)
     ax.set_title(f"{result.paper} {result.id}: {result.title}", fontsize=9)
     ax.grid(True, alpha=0.3)
     if ax.get_legend_handles_labels()[0]:

@@ -305,6 +305,40 @@ impl FlowTable {
         self.overrides.insert(flow, (table, path.into()));
     }
 
+    /// The same tables with only `keys` and the per-discipline sub-tables: what one class
+    /// scheduler of a hierarchy reads ([`crate::hierarchy`]).
+    pub fn keeping(&self, keys: &[&str]) -> FlowTable {
+        let keep = |table: &toml::Table| -> toml::Table {
+            table
+                .iter()
+                .filter(|(k, v)| keys.contains(&k.as_str()) || is_discipline_table(k, v))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        FlowTable {
+            defaults: keep(&self.defaults),
+            defaults_path: self.defaults_path.clone(),
+            overrides: self
+                .overrides
+                .iter()
+                .map(|(flow, (table, path))| (*flow, (keep(table), path.clone())))
+                .collect(),
+        }
+    }
+
+    /// Every key of the defaults and of each flow's table, with the table's path, except the
+    /// per-discipline sub-tables.
+    pub fn keys(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        std::iter::once((&self.defaults, &self.defaults_path))
+            .chain(self.overrides.values().map(|(table, path)| (table, path)))
+            .flat_map(|(table, path)| {
+                table
+                    .iter()
+                    .filter(|(k, v)| !is_discipline_table(k, v))
+                    .map(move |(k, _)| (path.as_str(), k.as_str()))
+            })
+    }
+
     /// Parses every table for `discipline`: the defaults over `base` (the discipline's own
     /// defaults), then each configured flow over the parsed defaults. A key that `P::read` does
     /// not read is an error naming the key, the discipline and the keys it reads.

@@ -25,6 +25,9 @@ pub enum DropReason {
     /// A traffic conditioner's absolute dropper discarded the packet: its meter found it out
     /// of profile (Yokota et al. §4; RFC 2475 §2.3.3.4).
     OutOfProfile,
+    /// A class queue's threshold dropper refused the arriving packet: the queue would have
+    /// exceeded its threshold (Yokota et al. §4, figures 10-11; [`crate::hierarchy`]).
+    Threshold,
 }
 
 #[inline]
@@ -35,7 +38,7 @@ fn add_backlog(backlog: &mut Backlog, size: u64) {
 
 impl DropReason {
     /// Number of reasons (the length of every per-reason counter array).
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
 
     /// Every reason, in counter order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
@@ -46,10 +49,11 @@ impl DropReason {
         DropReason::Sojourn,
         DropReason::NoBandwidth,
         DropReason::OutOfProfile,
+        DropReason::Threshold,
     ];
 
     /// The name used in output files (`buffer_full`, `pushed_out`, `late`, `invalid_packet`,
-    /// `sojourn`, `no_bandwidth`, `out_of_profile`).
+    /// `sojourn`, `no_bandwidth`, `out_of_profile`, `threshold`).
     pub fn name(self) -> &'static str {
         match self {
             DropReason::BufferFull => "buffer_full",
@@ -59,6 +63,7 @@ impl DropReason {
             DropReason::Sojourn => "sojourn",
             DropReason::NoBandwidth => "no_bandwidth",
             DropReason::OutOfProfile => "out_of_profile",
+            DropReason::Threshold => "threshold",
         }
     }
 

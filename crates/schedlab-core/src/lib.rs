@@ -25,6 +25,7 @@ pub mod config;
 pub mod counters;
 pub mod discipline;
 pub mod disciplines;
+pub mod hierarchy;
 pub mod indexed_heap;
 pub mod link;
 pub mod loss_window;

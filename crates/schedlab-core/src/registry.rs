@@ -27,6 +27,9 @@ macro_rules! disciplines {
                 #[doc = concat!("`", stringify!($ty), "`")]
                 $variant($ty),
             )+
+            /// A hierarchy node (`classes = [ … ]`): a discipline serving classes, each served by
+            /// its own scheduler ([`crate::hierarchy`]).
+            Hierarchy(Box<crate::hierarchy::Hierarchy>),
         }
 
         /// Self-descriptions of every built-in discipline, in registry order.
@@ -51,7 +54,10 @@ macro_rules! disciplines {
 
         macro_rules! dispatch {
             ($self:ident, $s:ident => $body:expr) => {
-                match $self { $(AnyScheduler::$variant($s) => $body,)+ }
+                match $self {
+                    $(AnyScheduler::$variant($s) => $body,)+
+                    AnyScheduler::Hierarchy($s) => $body,
+                }
             };
         }
     };
@@ -127,13 +133,19 @@ pub fn discipline_info(id: &str) -> Option<&'static DisciplineInfo> {
 
 /// Builds a scheduler from a `[scheduler]` table found at `path` (e.g. `"scheduler"` or
 /// `"link[0].scheduler"`): reads `kind`, the buffer keys and the discipline's parameters,
-/// rejects unknown keys, and validates the flow table for that discipline.
+/// rejects unknown keys, and validates the flow table for that discipline. A table with
+/// `classes = [ … ]` builds a hierarchy node ([`crate::hierarchy::Hierarchy`]), recursively.
 pub fn build_scheduler(
     table: &toml::Table,
     path: &str,
     flows: &FlowTable,
     link_rate: Rate,
 ) -> Result<AnyScheduler, ConfigError> {
+    if table.contains_key("classes") {
+        return Ok(AnyScheduler::Hierarchy(Box::new(
+            crate::hierarchy::Hierarchy::build(table, path, flows, link_rate)?,
+        )));
+    }
     let mut reader = TableReader::new(table, path);
     let kind = reader.string("kind")?.ok_or_else(|| {
         ConfigError::new(
@@ -151,8 +163,10 @@ pub fn build_scheduler(
     // Disciplines name their own keys `scheduler.<key>`; re-root them at the real table path
     // (e.g. `link[2].scheduler.quantum`).
     let reroot = |mut error: ConfigError| {
-        if let Some(rest) = error.path.strip_prefix("scheduler.") {
-            error.path = join_path(path, rest);
+        if !error.path.starts_with(path) {
+            if let Some(rest) = error.path.strip_prefix("scheduler.") {
+                error.path = join_path(path, rest);
+            }
         }
         error
     };

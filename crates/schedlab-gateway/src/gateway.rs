@@ -70,7 +70,7 @@ pub enum GatewayDropReason {
     TransmitError,
 }
 
-const REASON_COUNT: usize = 8;
+const REASON_COUNT: usize = 9;
 
 impl GatewayDropReason {
     /// Every reason, in counter order.
@@ -83,6 +83,7 @@ impl GatewayDropReason {
         GatewayDropReason::MemoryLimit,
         GatewayDropReason::TransmitError,
         GatewayDropReason::Scheduler(DropReason::OutOfProfile),
+        GatewayDropReason::Scheduler(DropReason::Threshold),
     ];
 
     /// The name used in the stats file.
@@ -98,6 +99,7 @@ impl GatewayDropReason {
     fn index(self) -> usize {
         match self {
             GatewayDropReason::Scheduler(DropReason::OutOfProfile) => 7,
+            GatewayDropReason::Scheduler(DropReason::Threshold) => 8,
             GatewayDropReason::Scheduler(reason) => {
                 DropReason::ALL.iter().position(|r| *r == reason).unwrap_or(3)
             }
@@ -1034,6 +1036,31 @@ mod tests {
         let total = g.total();
         assert!(total.dropped_total() > 0);
         assert_eq!(g.stats_json(0)["accounting_ok"], true);
+    }
+
+    /// A hierarchy on real frames: strict priority over two FIFO classes, class 1 (UDP from
+    /// port 5001, set by the conditioner's MF rule) behind a 2000-byte threshold dropper: of a
+    /// burst of five 1000-byte packets it keeps two and drops three (reason `threshold`);
+    /// class 0 goes first.
+    #[test]
+    fn a_hierarchy_with_a_threshold_dropper_runs_on_real_frames() {
+        let mut g = engine(
+            "[link]\nrate = \"10Mbit\"\n[scheduler]\nkind = \"priority\"\n\
+             classes = [ { kind = \"fifo\" }, { kind = \"fifo\", threshold = 2000 } ]\n\
+             [gateway.conditioner]\nclassify = [ { protocol = \"udp\", source_port = 5001, class = 1, flow = 7 } ]\n",
+        );
+        for _ in 0..5 {
+            g.on_ingress(&udp(5001, 972), 0);
+        }
+        g.on_ingress(&udp(5002, 972), 0);
+        g.check_accounting().unwrap();
+        let stats = g.stats_json(0);
+        assert_eq!(stats["total"]["dropped"]["threshold"], 3);
+        let order: Vec<FlowId> = drain(&mut g, 0).iter().map(|d| d.0).collect();
+        assert_eq!(order.len(), 3);
+        assert_ne!(order[0], 7, "class 0 first: {order:?}");
+        assert_eq!(&order[1..], &[7, 7]);
+        g.check_accounting().unwrap();
     }
 
     /// The core's conditioner on real frames: an MF rule (UDP from port 5001) puts the packets

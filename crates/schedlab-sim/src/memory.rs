@@ -108,7 +108,10 @@ mod tests {
     #[test]
     fn the_estimate_adds_its_parts() {
         let e = estimate(&scenario(1_000, 3, "10s", "1s"));
-        assert_eq!(e.fixed_bytes, PROGRAM_BYTES + 1_000 * (FLOW_BYTES + FLOW_READ_BYTES));
+        assert_eq!(
+            e.fixed_bytes,
+            PROGRAM_BYTES + 1_000 * (FLOW_BYTES + FLOW_READ_BYTES)
+        );
         assert_eq!(
             e.per_replication_bytes,
             1_000 * (FLOW_REPLICATION_BYTES + 10 * BIN_BYTES) + 10 * LINK_BIN_BYTES
@@ -120,7 +123,10 @@ mod tests {
     #[test]
     fn a_partial_last_bin_counts_and_huge_runs_saturate() {
         let e = estimate(&scenario(10, 1, "2500ms", "1s"));
-        assert_eq!(e.per_replication_bytes, 10 * (FLOW_REPLICATION_BYTES + 3 * BIN_BYTES) + 3 * LINK_BIN_BYTES);
+        assert_eq!(
+            e.per_replication_bytes,
+            10 * (FLOW_REPLICATION_BYTES + 3 * BIN_BYTES) + 3 * LINK_BIN_BYTES
+        );
         let huge = MemoryEstimate {
             fixed_bytes: 1,
             per_replication_bytes: u64::MAX / 2,

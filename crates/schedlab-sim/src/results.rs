@@ -277,6 +277,7 @@ fn drop_column(reason: DropReason) -> &'static str {
         DropReason::Sojourn => "dropped_sojourn",
         DropReason::NoBandwidth => "dropped_no_bandwidth",
         DropReason::OutOfProfile => "dropped_out_of_profile",
+        DropReason::Threshold => "dropped_threshold",
     }
 }
 
