@@ -51,7 +51,8 @@ fn replay<'py>(
     let mut watcher = SignalWatcher::new(progress);
     let outcome = py.detach(|| {
         if schedlab_gateway::pcap::is_capture(&trace) {
-            schedlab_gateway::pcap::replay_pcap_files(&config, &trace, &out).map(|(r, p)| (r, Some(p)))
+            schedlab_gateway::pcap::replay_pcap_files_watched(&config, &trace, &out, &mut |p| watcher.poll(p))
+                .map(|(r, p)| (r, Some(p)))
         } else {
             schedlab_sim::replay_files_watched(&config, &trace, &out, &mut |p| watcher.poll(p))
                 .map(|r| (r, None))
