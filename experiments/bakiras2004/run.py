@@ -35,6 +35,12 @@ from schedlab.scenario import Scenario
 
 HERE = Path(__file__).resolve().parent
 L_M = 1000  # the paper's basic quantum, bytes
+# Figure 5's TCP segments: 960 payload bytes + 40 header bytes = 1000 B on the wire = L_M, the
+# largest packet the paper's experiments send ("uniformly distributed between 200 and 1000
+# bytes"; L_M is "the maximum packet size"). ns-2's default (packetSize_ 1000 plus 40 header
+# bytes, 1040 B) would exceed L_M; `--tcp-mss 1000` runs that reading.
+TCP_MSS = 960
+TCP_HEADER = 40
 SCHEDULERS = ["vd", "drr", "srr", "aliquem"]
 CHAIN = ["n0-n1", "n1-n2", "n2-n3", "n3-n4"]
 # Figure 4's traffic offers n1→n2 and n2→n3 10 Mbit/s on average (reference flows 6.875 Mbit/s,
@@ -117,7 +123,7 @@ def figure4(kind: str, duration: str, replications: int, chain_rate: str = "50Mb
     return data
 
 
-def figure5(kind: str, buffer: int, duration: str, replications: int) -> dict:
+def figure5(kind: str, buffer: int, duration: str, replications: int, mss: int = TCP_MSS) -> dict:
     data = topology(kind, buffer, duration, replications)
     data["run"]["warmup"] = "5s"
     for name in ["n4-n3", "n3-n2", "n2-n1", "n1-n0"]:
@@ -128,8 +134,14 @@ def figure5(kind: str, buffer: int, duration: str, replications: int) -> dict:
                 "flow": i,
                 "name": f"ref{i}",
                 "path": CHAIN,
-                # ns-2's defaults: 1000-byte packets, initial window 2, minimum RTO 200 ms.
-                "transport": {"kind": "tcp", "mss": 960, "initial_window": 2, "min_rto": "200ms"},
+                # ns-2's defaults: initial window 2, minimum RTO 200 ms.
+                "transport": {
+                    "kind": "tcp",
+                    "mss": mss,
+                    "header": TCP_HEADER,
+                    "initial_window": 2,
+                    "min_rto": "200ms",
+                },
                 "arrivals": {"model": "bulk"},
                 "ack_path": ["n4-n3", "n3-n2", "n2-n1", "n1-n0"],
                 "params": flow_params(kind, i),
@@ -204,24 +216,62 @@ def by_flow(rows: list[dict]) -> dict[int, dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("out/bakiras2004"))
-    parser.add_argument("--quick", action="store_true", help="3 s runs, one replication")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--quick", action="store_true", help="3 s / 8 s runs, one replication (a smoke test)")
+    length.add_argument(
+        "--full", action="store_true", help="the paper's length: 60 s runs, 10 replications (figures 4 and 5)"
+    )
+    parser.add_argument(
+        "--tcp-mss",
+        type=int,
+        default=TCP_MSS,
+        help=f"figure 5's TCP payload per segment, bytes (default {TCP_MSS}: {TCP_MSS + TCP_HEADER} B packets = L_M)",
+    )
+    parser.add_argument(
+        "--figures",
+        default="4,5",
+        help="which figures to run, comma-separated (4, 5); the report covers those run (default 4,5)",
+    )
     parser.add_argument(
         "--write-scenarios",
         type=Path,
         metavar="DIR",
         help="write the scenario files of `schedlab reproduce vd fig4 fig4loaded fig5` into DIR and stop",
     )
+    parser.add_argument("--length-note", help="with --from-csv: the run length to state in the report")
+    parser.add_argument(
+        "--from-csv",
+        type=Path,
+        metavar="DIR",
+        help="write OUT/report.md from DIR/fig4.csv and DIR/fig5.csv (those present) without running",
+    )
     args = parser.parse_args(argv)
     if args.write_scenarios is not None:
         write_reproduce_scenarios(args.write_scenarios)
         return 0
+    if args.from_csv is not None:
+        fig4_rows, fig5_rows = (read_csv(args.from_csv / name) for name in ("fig4.csv", "fig5.csv"))
+        if not fig4_rows and not fig5_rows:
+            parser.error(f"--from-csv {args.from_csv}: neither fig4.csv nor fig5.csv is there")
+        args.out.mkdir(parents=True, exist_ok=True)
+        partial = args.out / "report.md.partial"
+        partial.write_text(report(fig4_rows, fig5_rows, False, args.length_note or ""))
+        partial.replace(args.out / "report.md")
+        return 0
+    figures = set(args.figures.split(","))
+    if not figures or not figures <= {"4", "5"}:
+        parser.error(f"--figures {args.figures!r}: give 4, 5 or 4,5")
     args.out.mkdir(parents=True, exist_ok=True)
-    fig4_duration, fig4_reps = ("3s", 1) if args.quick else ("30s", 3)
-    fig5_duration, fig5_reps = ("8s", 1) if args.quick else ("40s", 2)
+    if args.quick:
+        (fig4_duration, fig4_reps), (fig5_duration, fig5_reps) = ("3s", 1), ("8s", 1)
+    elif args.full:
+        (fig4_duration, fig4_reps), (fig5_duration, fig5_reps) = ("60s", 10), ("60s", 10)
+    else:
+        (fig4_duration, fig4_reps), (fig5_duration, fig5_reps) = ("30s", 3), ("40s", 2)
     buffers = [12_500, 50_000]
 
     fig4_rows = []
-    for kind in SCHEDULERS:
+    for kind in SCHEDULERS if "4" in figures else []:
         print(f"figure 4: {kind}", file=sys.stderr, flush=True)
         flows = by_flow(run(figure4(kind, fig4_duration, fig4_reps))["flows"])
         for i in range(1, 11):
@@ -236,20 +286,21 @@ def main(argv: list[str] | None = None) -> int:
                     "loss_ratio": row["loss_ratio"],
                 }
             )
-    write_csv(args.out / "fig4.csv", fig4_rows)
+    if fig4_rows:
+        write_csv(args.out / "fig4.csv", fig4_rows)
 
     fig5_rows = []
-    for buffer in buffers:
+    for buffer in buffers if "5" in figures else []:
         for kind in SCHEDULERS:
             print(f"figure 5: {kind}, buffer {buffer} B", file=sys.stderr, flush=True)
-            summary = run(figure5(kind, buffer, fig5_duration, fig5_reps))
+            summary = run(figure5(kind, buffer, fig5_duration, fig5_reps, args.tcp_mss))
             tcp = by_flow(summary["tcp_flows"])
             # Capacity left to the reference flows on the busiest link (n1→n2): 50 Mbit/s minus
             # the UDP background crossing it (its measured throughput).
             udp = sum(row["throughput_bps"] for row in summary["flows"] if row["flow"] >= 100 and row["flow"] < 125)
             spare = 50e6 - udp
             for i in range(1, 11):
-                ideal = spare * i / 55 * 960 / 1000
+                ideal = spare * i / 55 * args.tcp_mss / (args.tcp_mss + TCP_HEADER)
                 goodput = tcp[i]["goodput_bps"]
                 fig5_rows.append(
                     {
@@ -263,10 +314,36 @@ def main(argv: list[str] | None = None) -> int:
                         "timeouts": tcp[i]["timeouts"],
                     }
                 )
-    write_csv(args.out / "fig5.csv", fig5_rows)
-    (args.out / "report.md").write_text(report(fig4_rows, fig5_rows, args.quick))
-    print(f"wrote {args.out}/fig4.csv, fig5.csv, report.md", file=sys.stderr)
+    if fig5_rows:
+        write_csv(args.out / "fig5.csv", fig5_rows)
+    length = []
+    if fig4_rows:
+        length.append(f"figure 4 {fig4_duration} × {fig4_reps} replications per scheduler")
+    if fig5_rows:
+        length.append(
+            f"figure 5 {fig5_duration} × {fig5_reps} replications per scheduler and buffer, "
+            f"TCP segments of {args.tcp_mss} + {TCP_HEADER} B"
+        )
+    (args.out / "report.md").write_text(report(fig4_rows, fig5_rows, args.quick, "; ".join(length)))
+    written = [name for name, rows in [("fig4.csv", fig4_rows), ("fig5.csv", fig5_rows)] if rows]
+    print(f"wrote {args.out}: {', '.join(written)}, report.md", file=sys.stderr)
     return 0
+
+
+def read_csv(path: Path) -> list[dict]:
+    """The rows of a fig4.csv or fig5.csv written by ``write_csv`` (numbers as numbers); empty
+    when the file is absent."""
+    if not path.exists():
+        return []
+    rows = []
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            rows.append({key: value if key == "scheduler" else float(value) for key, value in row.items()})
+    for row in rows:
+        for key in ("weight", "buffer_bytes", "retransmissions", "timeouts"):
+            if key in row:
+                row[key] = int(row[key])
+    return rows
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
@@ -282,14 +359,27 @@ def cells(rows: list[dict], key: str, digits: int) -> str:
     return " ".join(f"{row[key]:.{digits}f}" for row in rows)
 
 
-def report(fig4: list[dict], fig5: list[dict], quick: bool) -> str:
-    def mean(rows, key):
-        return sum(r[key] for r in rows) / len(rows)
-
+def report(fig4: list[dict], fig5: list[dict], quick: bool, length: str = "") -> str:
+    """The paper's claims beside the results of the figures run (``fig4`` or ``fig5`` may be
+    empty); ``length`` says how long each figure ran."""
     lines = ["# Bakiras et al. (seed 004), figures 4 and 5 — paper's claims beside our results", ""]
     if quick:
         lines += ["**Quick run (3 s / 8 s, one replication): a smoke test, not a result.**", ""]
-    lines += ["## Figure 4: delay of the CBR reference flows", ""]
+    if length:
+        lines += [f"Run length: {length}.", ""]
+    if fig4:
+        lines += figure4_report(fig4)
+    if fig5:
+        lines += figure5_report(fig5)
+    return "\n".join(lines)
+
+
+def mean(rows: list[dict], key: str) -> float:
+    return sum(r[key] for r in rows) / len(rows)
+
+
+def figure4_report(fig4: list[dict]) -> list[str]:
+    lines = ["## Figure 4: delay of the CBR reference flows", ""]
     lines += ["| scheduler | mean delay (ms), w=1…10 | p99 (ms) | max (ms) |", "|---|---|---|---|"]
     per = {k: [r for r in fig4 if r["scheduler"] == k] for k in SCHEDULERS}
     for kind, rows in per.items():
@@ -303,14 +393,20 @@ def report(fig4: list[dict], fig5: list[dict], quick: bool) -> str:
         lines.append(
             f"* Paper: VD's average delay is {paper} lower than {other.upper()}'s. "
             f"Ours: {min(reductions) * 100:.0f}% to {max(reductions) * 100:.0f}% "
-            f"({'holds' if min(reductions) > 0 else 'does not hold for every weight'})."
+            f"— {'**match**' if min(reductions) > 0 else '**mismatch** (not lower for every weight)'}."
         )
     spread = max(r["delay_mean_ms"] for r in per["vd"]) / min(r["delay_mean_ms"] for r in per["vd"])
     lines.append(
         f"* Paper: VD's delay does not vary considerably with the weight. Ours: largest/smallest "
-        f"mean delay over w = 1…10 is {spread:.2f}."
+        f"mean delay over w = 1…10 is {spread:.2f} — {'**match**' if spread < 1.25 else '**mismatch**'} "
+        "(within 25 %)."
     )
-    lines += ["", "## Figure 5: goodput of the TCP reference flows", ""]
+    lines.append("")
+    return lines
+
+
+def figure5_report(fig5: list[dict]) -> list[str]:
+    lines = ["## Figure 5: goodput of the TCP reference flows", ""]
     for buffer in sorted({r["buffer_bytes"] for r in fig5}):
         lines += [f"### Buffer {buffer} B per link", "", "| scheduler | goodput / ideal, w = 1…10 |", "|---|---|"]
         for kind in SCHEDULERS:
@@ -318,23 +414,52 @@ def report(fig4: list[dict], fig5: list[dict], quick: bool) -> str:
             lines.append(f"| {kind} | {cells(rows, 'ratio_to_ideal', 2)} |")
         lines.append("")
     small = [r for r in fig5 if r["buffer_bytes"] == 12_500]
+    low, high = {}, {}
     for kind in SCHEDULERS:
         rows = [r for r in small if r["scheduler"] == kind]
-        low = mean([r for r in rows if r["weight"] <= 2], "ratio_to_ideal")
-        high = mean([r for r in rows if r["weight"] > 4], "ratio_to_ideal")
+        if not rows:
+            continue
+        low[kind] = mean([r for r in rows if r["weight"] <= 2], "ratio_to_ideal")
+        high[kind] = mean([r for r in rows if r["weight"] > 4], "ratio_to_ideal")
         error = math.sqrt(mean([{"e": (r["ratio_to_ideal"] - 1) ** 2} for r in rows], "e"))
         lines.append(
-            f"* {kind} at 12,500 B: weights 1–2 get {low:.2f} of their ideal share, weights > 4 get "
-            f"{high:.2f}; RMS deviation from ideal {error:.2f}."
+            f"* {kind} at 12,500 B: weights 1–2 get {low[kind]:.2f} of their ideal share, weights > 4 "
+            f"get {high[kind]:.2f}; RMS deviation from ideal {error:.2f}."
         )
-    lines += [
-        "",
-        "Paper's claims (§IV, fig. 5): with 12,500 B buffers SRR, DRR and Aliquem give flows with "
-        "weights > 4 an excessive share at the expense of weights 1 and 2; VD stays close to the "
-        "ideal weighted share regardless of the buffer size.",
-        "",
-    ]
-    return "\n".join(lines)
+    lines += ["", "Paper's claims (§IV, fig. 5) and verdicts:", ""]
+    if "vd" in low:
+        for kind in ("srr", "drr", "aliquem"):
+            if kind in low:
+                holds = high[kind] > 1 and low[kind] < low["vd"]
+                lines.append(
+                    f"* With 12,500 B buffers {kind.upper()} gives weights > 4 an excessive share at the "
+                    f"expense of weights 1 and 2: weights > 4 get {high[kind]:.2f} of ideal, weights 1–2 "
+                    f"{low[kind]:.2f} (VD: {low['vd']:.2f}) — {'**match**' if holds else '**mismatch**'}."
+                )
+    for buffer in sorted({r["buffer_bytes"] for r in fig5}):
+        rows = [r for r in fig5 if r["buffer_bytes"] == buffer and r["scheduler"] == "vd"]
+        if rows:
+            worst = max(rows, key=lambda r: abs(r["ratio_to_ideal"] - 1))
+            close = abs(worst["ratio_to_ideal"] - 1) <= 0.25
+            lines.append(
+                f"* VD stays close to the ideal weighted share regardless of the buffer size — at "
+                f"{buffer:,} B every weight within 25 % of ideal? worst is w = {worst['weight']} at "
+                f"{worst['ratio_to_ideal']:.2f} — {'**match**' if close else '**mismatch**'}."
+            )
+    large = {
+        kind: mean([r for r in small if r["scheduler"] == kind and r["weight"] > 7], "ratio_to_ideal")
+        for kind in ("drr", "srr", "aliquem")
+        if any(r["scheduler"] == kind for r in small)
+    }
+    if len(large) == 3:
+        better = abs(large["drr"] - 1) < min(abs(large["srr"] - 1), abs(large["aliquem"] - 1))
+        lines.append(
+            "* With 12,500 B DRR performs better than SRR and Aliquem for weights greater than 7: mean "
+            f"goodput / ideal over w = 8…10 is DRR {large['drr']:.2f}, SRR {large['srr']:.2f}, Aliquem "
+            f"{large['aliquem']:.2f} — {'**match**' if better else '**mismatch**'}."
+        )
+    lines.append("")
+    return lines
 
 
 if __name__ == "__main__":

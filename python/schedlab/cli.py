@@ -531,7 +531,7 @@ def reproduce_command(
             o.result.paper,
             o.result.id,
             *(str(counts[v]) for v in rp.VERDICTS),
-            escape(o.error or ""),
+            escape(o.error or (f"skipped: {o.skipped}" if o.skipped else "")),
         )
     out.print(table)
     if failed:

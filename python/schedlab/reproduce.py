@@ -8,7 +8,9 @@ The registry is data, one folder per paper under ``experiments/``:
   ``tab5.2``). A result is either expressible — ``scenario = "file.toml"`` (a scenario with
   an optional ``[sweep]``), ``[result.figure]`` and ``[[result.claim]]`` — or not yet, with
   ``needs = "…"`` naming the missing component (the router model, TCP, the real gateway).
-  Adding an experiment is a scenario file plus such an entry.
+  ``measure = true`` runs the scenario's sweep on real packets (``schedlab sweep --measure``,
+  one task after another); without root it is skipped, and ``verdict.json`` says why
+  (``skipped``). Adding an experiment is a scenario file plus such an entry.
 * ``experiments/<folder>/paper_values.csv`` — the numbers the papers print (tables, prose),
   one per row: ``key,value,unit,source`` (``source`` gives section, table/figure and page).
   Claims refer to them by ``key``; where a paper gives only a plot, the claim is an ordering
@@ -85,7 +87,19 @@ from schedlab.stats import mean_ci95
 PAPERS = (("zhang", "thesis"), ("wang", "wang"), ("dwcs", "dwcs"), ("ewrr", "ewrr"), ("vd", "vd"))
 VERDICTS = ("match", "trend", "mismatch", "not_expressible")
 CHECKS = ("compare", "ratio", "order", "shape", "below", "converges", "spread")
-_RESULT_KEYS = {"id", "title", "scenario", "generator", "needs", "quick", "figure", "claim", "note", "timeseries"}
+_RESULT_KEYS = {
+    "id",
+    "title",
+    "scenario",
+    "generator",
+    "needs",
+    "quick",
+    "figure",
+    "claim",
+    "note",
+    "timeseries",
+    "measure",
+}
 _CLAIM_KEYS = {
     "id",
     "statement",
@@ -139,6 +153,8 @@ class Result:
     timeseries: bool = False
     #: ``file.py:function`` beside ``reproduce.toml`` that generates the result's scenarios.
     generator: str | None = None
+    #: Run the scenario's sweep on real packets (``schedlab sweep --measure``): needs root.
+    measure: bool = False
 
     @property
     def status(self) -> str:
@@ -154,6 +170,7 @@ class Result:
             "expressible": self.needs is None,
             "scenario": self.scenario_label,
             "claims": len(self.claims),
+            "measured": self.measure,
         }
 
     @property
@@ -290,6 +307,11 @@ def load_paper(paper_id: str, folder: Path) -> Paper:
             scenario_path = folder / scenario
             if not scenario_path.exists():
                 raise ReproduceError(f"{where}.scenario = {scenario!r}: no such file in {folder}")
+        measure = entry.get("measure", False)
+        if not isinstance(measure, bool):
+            raise ReproduceError(f"{where}.measure = {measure!r}: must be true or false")
+        if measure and scenario is None:
+            raise ReproduceError(f"{where} ({rid}): measure = true needs a scenario")
         claims = entry.get("claim", [])
         for c, claim in enumerate(claims):
             _check_claim(claim, paper.values, f"{where}.claim[{c}]")
@@ -307,6 +329,7 @@ def load_paper(paper_id: str, folder: Path) -> Paper:
                 str(entry.get("note", "")),
                 bool(entry.get("timeseries", False)),
                 generator,
+                measure,
             )
         )
     return paper
@@ -684,6 +707,22 @@ def _not_expressible(result: Result) -> list[dict]:
     ]
 
 
+def _cannot_measure() -> str | None:
+    """Why a measured result cannot run here (None: it can)."""
+    import sys
+
+    from schedlab import testbed
+
+    if not sys.platform.startswith("linux"):
+        return "measured on real packets through Linux network namespaces; this is not Linux"
+    if not testbed.can_admin_network():
+        return (
+            "measured on real packets through network namespaces, which needs root or CAP_NET_ADMIN; "
+            "run it as root (its simulated counterparts are the results without 'm')"
+        )
+    return None
+
+
 @dataclass
 class Outcome:
     """What reproducing one result produced."""
@@ -694,6 +733,8 @@ class Outcome:
     figure: Path | None = None
     error: str | None = None
     wall_time_s: float = 0.0
+    #: Why the result was not run (a measured result without root), or None.
+    skipped: str | None = None
 
 
 def _write_verdict(outcome: Outcome, quick: bool) -> None:
@@ -707,6 +748,7 @@ def _write_verdict(outcome: Outcome, quick: bool) -> None:
         "scenario": r.scenario_label,
         "note": r.note,
         "error": outcome.error,
+        "skipped": outcome.skipped,
         "claims": outcome.claims,
     }
     outcome.folder.mkdir(parents=True, exist_ok=True)
@@ -753,6 +795,13 @@ def reproduce(
             _write_verdict(outcome, quick)
             outcomes.append(outcome)
             continue
+        if result.measure and (reason := _cannot_measure()):
+            if progress:
+                progress(f"{result.paper} {result.id}: skipped: {reason}")
+            outcome = Outcome(result, [], folder, skipped=reason)
+            _write_verdict(outcome, quick)
+            outcomes.append(outcome)
+            continue
         if progress:
             progress(f"{result.paper} {result.id}: {result.title}")
         key = _run_key(result, quick)
@@ -776,7 +825,15 @@ def reproduce(
                 scenario = scenario_for(result, quick)
                 run_dir = out_dir / result.paper / "_runs" / (result.scenario.stem + ("_quick" if quick else ""))
                 sweep = run_sweep(
-                    scenario, run_dir, dask=dask, workers=workers, representative=False, resume=not force, force=force
+                    scenario,
+                    run_dir,
+                    # Measured tasks run one after another on this host (no workers, no dask).
+                    dask=None if result.measure else dask,
+                    workers=None if result.measure else workers,
+                    representative=False,
+                    resume=not force,
+                    force=force,
+                    measure=result.measure,
                 )
                 if sweep.failures:
                     raise ReproduceError(f"{len(sweep.failures)} task(s) failed: {sweep.failures[0]['error']}")
@@ -828,7 +885,14 @@ def _with_earlier(outcomes: list[Outcome], papers: list[Paper], out_dir: Path) -
                 continue
             figure = folder / "figure.png"
             merged.append(
-                Outcome(result, doc.get("claims", []), folder, figure if figure.exists() else None, doc.get("error"))
+                Outcome(
+                    result,
+                    doc.get("claims", []),
+                    folder,
+                    figure if figure.exists() else None,
+                    doc.get("error"),
+                    skipped=doc.get("skipped"),
+                )
             )
     return merged
 
@@ -1009,12 +1073,20 @@ def _flow_label(row) -> str:
 # --------------------------------------------------------------------------- report
 
 
-_COLOURS = {"match": "#2e7d32", "trend": "#f9a825", "mismatch": "#c62828", "not_expressible": "#757575"}
+_COLOURS = {
+    "match": "#2e7d32",
+    "trend": "#f9a825",
+    "mismatch": "#c62828",
+    "not_expressible": "#757575",
+    "skipped": "#9e9e9e",
+}
 
 
 def _summary_verdict(outcome: Outcome) -> str:
     if outcome.error:
         return "error"
+    if outcome.skipped:
+        return "skipped"
     verdicts = {c["verdict"] for c in outcome.claims}
     for v in ("mismatch", "trend", "not_expressible", "match"):
         if v in verdicts:
@@ -1075,6 +1147,7 @@ def write_html(outcomes: list[Outcome], out_dir: Path, quick: bool) -> Path:
                 "figure": figure,
                 "claims": claims,
                 "error": o.error,
+                "skipped": o.skipped,
                 "note": o.result.note,
                 "wall_time_s": round(o.wall_time_s, 1),
             }
@@ -1092,6 +1165,8 @@ def _one_line(outcome: Outcome) -> str:
     """Why a result has its verdict, in one line: the first claim that is not a match."""
     if outcome.error:
         return f"error: {outcome.error}"
+    if outcome.skipped:
+        return f"skipped: {outcome.skipped}"
     for claim in outcome.claims:
         if claim["verdict"] != "match":
             text = f"{claim['id']}: {claim['why']}"

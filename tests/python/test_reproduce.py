@@ -491,3 +491,35 @@ def test_vd_testbed_scenarios_validate_and_say_why_they_are_not_measured():
         info = validate(rp.experiments_dir() / "vd" / name)
         assert len(info["flows"]) == 3
         assert "refuse TCP sources" in by_id[rid].status and name in by_id[rid].status
+
+
+def test_measured_thesis_sweep_is_registered_and_measurable(tmp_path):
+    """fig5.1m runs figures 5.1/5.2's sweep on real packets: its scenario is the measured
+    sweep, every point passes the checks `sweep --measure` makes before building a namespace,
+    and the listing says it is measured."""
+    from schedlab.measure import check
+    from schedlab.sweep import _measured_point_files
+
+    result = next(r for p in rp.registry() for r in p.results if (r.paper, r.id) == ("zhang", "fig5.1m"))
+    assert result.measure and result.needs is None
+    assert result.listing()["measured"] is True
+    assert result.scenario.name == "measure_fig5_1_5_2.toml"
+    scenario = rp.scenario_for(result, quick=True)
+    points = scenario.points()
+    assert len(points) == 8
+    files = _measured_point_files(points, tmp_path)
+    assert {check(path) for path in files.values()} == {(10.0, 2)}
+
+
+def test_measured_result_without_root_is_skipped_with_the_reason(tmp_path, monkeypatch):
+    from schedlab import testbed
+
+    monkeypatch.setattr(testbed, "can_admin_network", lambda: False)
+    papers = rp.registry()
+    chosen = rp.select(papers, "zhang", ["fig5.1m"], False)
+    (outcome,) = rp.reproduce(chosen, tmp_path, quick=True, papers=papers)
+    assert outcome.error is None and "root or CAP_NET_ADMIN" in outcome.skipped
+    doc = json.loads((tmp_path / "zhang" / "fig5.1m" / "verdict.json").read_text())
+    assert doc["skipped"] == outcome.skipped and doc["claims"] == []
+    assert not (tmp_path / "zhang" / "_runs").exists()
+    assert "| zhang | fig5.1m | skipped |" in (tmp_path / "reproduction.md").read_text()

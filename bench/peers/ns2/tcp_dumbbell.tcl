@@ -6,8 +6,10 @@
 #
 # Each flow is an FTP application over Agent/TCP/Newreno into an Agent/TCPSink
 # (`variant=newreno`) or over Agent/TCP/Sack1 into an Agent/TCPSink/Sack1 (`variant=sack`), with
-# 1000-byte packets, initial window 2, minimum RTO 200 ms and an unlimited advertised window (one
-# ACK per segment); ACKs return over the duplex links. One-way access delays d_i are given as a comma
+# 1000-byte packets, initial window 2, minimum RTO 200 ms, an unlimited advertised window (one
+# ACK per segment) and no limited transmit (singledup_ 0); ACKs return over the duplex links.
+# The bottleneck's queue-limit counts the packet being transmitted (DropTail admits at most
+# buffer − 1 waiting packets). One-way access delays d_i are given as a comma
 # list of milliseconds (`delays=5,45` gives RTTs of about 32 and 112 ms).
 #
 # Flow i's application starts at the i-th of the comma list `starts` (seconds; missing: 0).
@@ -48,6 +50,9 @@ Agent/TCP set window_ 100000
 Agent/TCP set windowInit_ 2
 Agent/TCP set minrto_ 0.2
 Agent/TCP set maxcwnd_ 0
+# No limited transmit (RFC 3042; ns-2's default singledup_ 1 sends a new segment on each of the
+# first two duplicate ACKs): schedlab's TCP does not implement it.
+Agent/TCP set singledup_ 0
 
 set left [$ns node]
 set right [$ns node]

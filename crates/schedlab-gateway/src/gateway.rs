@@ -624,6 +624,9 @@ impl Gateway {
     }
 
     fn settle_drops(&mut self) {
+        if self.drops.is_empty() {
+            return;
+        }
         let drops = std::mem::take(&mut self.drops);
         for dropped in &drops {
             let reason = GatewayDropReason::Scheduler(dropped.reason);
@@ -689,6 +692,34 @@ impl Gateway {
                 Some(d) if d.release <= now => out.push(self.link.pop_front().expect("front exists")),
                 _ => break,
             }
+        }
+    }
+
+    /// Transmits every departure due at `now`, in batches of at most `max`: `transmit(frames,
+    /// sent)` sends one batch, sets `sent[i]` to whether frame `i` left, and returns the time
+    /// the batch was sent; each departure is then accounted ([`Gateway::complete`]). Returns
+    /// how many departures were handled. `due` and `sent` are the caller's buffers.
+    pub fn transmit_due(
+        &mut self,
+        now: TimeNs,
+        max: usize,
+        due: &mut Vec<Departure>,
+        sent: &mut Vec<bool>,
+        mut transmit: impl FnMut(&[&[u8]], &mut Vec<bool>) -> TimeNs,
+    ) -> usize {
+        let mut handled = 0;
+        loop {
+            due.clear();
+            self.take_due(now, max, due);
+            if due.is_empty() {
+                return handled;
+            }
+            let frames: Vec<&[u8]> = due.iter().map(|d| self.frame(d.slot)).collect();
+            let done = transmit(&frames, sent);
+            for (departure, ok) in due.iter().zip(sent.iter()) {
+                self.complete(*departure, *ok, done);
+            }
+            handled += due.len();
         }
     }
 

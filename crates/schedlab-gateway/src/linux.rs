@@ -535,27 +535,18 @@ pub fn run(options: &GatewayOptions) -> Result<serde_json::Value, GatewayError> 
         });
         let now = clock();
         gateway.service(now);
-        loop {
-            due.clear();
-            gateway.take_due(now, BATCH, &mut due);
-            if due.is_empty() {
-                break;
-            }
-            let frames: Vec<&[u8]> = due.iter().map(|d| gateway.frame(d.slot)).collect();
-            outside.send(&frames, &mut sent);
+        work += gateway.transmit_due(now, BATCH, &mut due, &mut sent, |frames, sent| {
+            outside.send(frames, sent);
             let now = clock();
             if let Some(capture) = capture.as_mut() {
-                for (frame, ok) in frames.iter().zip(&sent) {
+                for (frame, ok) in frames.iter().zip(sent.iter()) {
                     if *ok {
                         capture.record(frame, origin + now);
                     }
                 }
             }
-            for (departure, ok) in due.iter().zip(&sent) {
-                gateway.complete(*departure, *ok, now);
-            }
-            work += due.len();
-        }
+            now
+        });
         if work > 0 {
             continue;
         }

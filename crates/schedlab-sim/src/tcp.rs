@@ -4,8 +4,9 @@
 //!
 //! What is implemented, by RFC section:
 //! * RFC 5681 §3.1 slow start (`cwnd += min(N, SMSS)` per new ACK) and congestion avoidance
-//!   (`cwnd += SMSS·SMSS/cwnd` per new ACK, eq. 3); `ssthresh = max(FlightSize/2, 2·SMSS)`
-//!   (eq. 4) on a loss; the initial window of §3.1 eq. 1 unless `initial_window` is given;
+//!   (`cwnd += SMSS·SMSS/cwnd` per new ACK, eq. 3, the division's remainder carried to the
+//!   next ACK so that the window grows by one SMSS per window at any size); `ssthresh =
+//!   max(FlightSize/2, 2·SMSS)` (eq. 4) on a loss; the initial window of §3.1 eq. 1 unless `initial_window` is given;
 //!   §4.1 restart window after an idle period longer than the RTO; §4.2 delayed ACKs (an ACK
 //!   for at least every second full segment, and within `delayed_ack`); §4.2 immediate ACKs for
 //!   out-of-order segments and for segments that fill a hole.
@@ -56,6 +57,11 @@
 //!   SACKed above S; outside recovery the window counts SACKed bytes as in flight (BSD-style,
 //!   after a timeout). During recovery cwnd does not grow, and a cumulative ACK restarts the
 //!   retransmission timer (RFC 6298 §5.3).
+//! * The fast retransmission restarts the retransmission timer (RFC 6298 §5.1 restarts it only
+//!   on a new ACK; BSD, Linux and ns-2 restart it when they resend the first unacknowledged
+//!   segment). Without it a flow whose third duplicate ACK comes late in the timer's run times
+//!   out one RTO after the *original* transmission, before the fast retransmission can be
+//!   acknowledged.
 //! * A timeout during a recovery (either variant) sets ssthresh to the smaller of the
 //!   recovery's ssthresh and FlightSize/2: RFC 5681 eq. 4 asks for no more than FlightSize/2,
 //!   and FlightSize then counts the segments sent during the recovery (as Linux keeps the
@@ -385,6 +391,8 @@ pub struct TcpSender {
     rto: u64,
     /// Consecutive timeouts without progress.
     backoff: u32,
+    /// Congestion avoidance: the remainder of `SMSS·SMSS / cwnd` not yet added to cwnd.
+    growth_remainder: u64,
     /// SACK: the scoreboard of SACKed bytes above `snd_una`.
     scoreboard: RangeSet,
     /// SACK: `HighRxt` of RFC 6675, the byte after the highest retransmitted in this recovery.
@@ -420,6 +428,7 @@ impl TcpSender {
             rttvar: 0,
             rto: config.initial_rto,
             backoff: 0,
+            growth_remainder: 0,
             scoreboard: RangeSet::default(),
             high_retransmitted: 0,
             rescue_retransmitted: None,
@@ -674,7 +683,12 @@ impl TcpSender {
         if self.cwnd < self.ssthresh {
             self.cwnd += acked.min(mss);
         } else {
-            self.cwnd += (mss * mss / self.cwnd).max(1);
+            // The division's remainder is carried to the next ACK: truncating SMSS·SMSS/cwnd
+            // would grow the window ever slower than one SMSS per window as cwnd grows
+            // (by 40 % at cwnd = 600 SMSS, where the quotient is 1.67).
+            let total = mss * mss + self.growth_remainder;
+            self.growth_remainder = total % self.cwnd;
+            self.cwnd += total / self.cwnd;
         }
     }
 
@@ -729,6 +743,8 @@ impl TcpSender {
                 self.in_recovery = true;
                 self.partial_ack_seen = false;
                 self.retransmit_at = Some(self.snd_una);
+                // The fast retransmission restarts the retransmission timer (BSD, Linux, ns-2).
+                self.rto_deadline = Some(now + self.rto);
                 self.counters.fast_retransmits += 1;
             }
         }
@@ -779,6 +795,8 @@ impl TcpSender {
             self.in_recovery = true;
             self.high_retransmitted = self.snd_una;
             self.retransmit_at = Some(self.snd_una);
+            // The fast retransmission restarts the retransmission timer (BSD, Linux, ns-2).
+            self.rto_deadline = Some(now + self.rto);
             self.counters.fast_retransmits += 1;
         }
     }
@@ -1092,6 +1110,54 @@ mod tests {
         }
         // Ten ACKs of one segment each at cwnd ≈ 10 segments: about one segment more.
         assert!((10_900..=11_000).contains(&sender.cwnd()), "{}", sender.cwnd());
+    }
+
+    #[test]
+    fn congestion_avoidance_keeps_one_segment_per_window_at_large_windows() {
+        // cwnd = 600 segments: SMSS·SMSS/cwnd = 1.67 bytes per ACK. A window's worth of ACKs
+        // (600) must add one segment, not the 600 bytes that truncating to 1 would give.
+        let mut sender = TcpSender::new(TcpConfig {
+            initial_window: 600_000,
+            ..config()
+        });
+        sender.ssthresh = 600_000;
+        sender.write(u64::MAX, 0);
+        drain(&mut sender, 0);
+        for k in 1..=600 {
+            sender.on_ack(&Ack::cumulative(k * 1000), 1_000_000 * k);
+            drain(&mut sender, 1_000_000 * k);
+        }
+        // Exactly: the sum of 1e6/cwnd over the 600 ACKs, 998 bytes (cwnd grows meanwhile).
+        assert!(
+            (997..=1000).contains(&(sender.cwnd() - 600_000)),
+            "{}",
+            sender.cwnd()
+        );
+    }
+
+    #[test]
+    fn fast_retransmit_restarts_the_retransmission_timer() {
+        for variant in [TcpVariant::NewReno, TcpVariant::Sack] {
+            let mut sender = TcpSender::new(TcpConfig {
+                variant,
+                initial_window: 8000,
+                ..config()
+            });
+            sender.write(u64::MAX, 0);
+            drain(&mut sender, 0);
+            assert_eq!(sender.rto_deadline(), Some(1_000_000_000));
+            // Segment 0 lost; the duplicate ACKs arrive 900 ms after it was sent.
+            for (k, now) in [(1u64, 900_000_000), (2, 900_000_001), (3, 900_000_002)] {
+                let ack = Ack::cumulative(0).with_block((1000, 1000 + 1000 * k));
+                sender.on_ack(&ack, now);
+            }
+            assert_eq!(sender.counters.fast_retransmits, 1, "{variant:?}");
+            assert!(drain(&mut sender, 900_000_002)[0].retransmission);
+            // The timer runs from the fast retransmission, not from segment 0's transmission:
+            // it does not expire 100 ms later, before the retransmission could be acknowledged.
+            assert_eq!(sender.rto_deadline(), Some(1_900_000_002), "{variant:?}");
+            assert!(!sender.on_timer(1_000_000_000));
+        }
     }
 
     #[test]

@@ -63,7 +63,7 @@ fn one_flow_reaches_the_bottleneck_rate() {
 /// algorithm", CCR 1997: B = MSS/RTT·√(3/(2p)) (no delayed ACKs). Random loss p on a fast link,
 /// RTT 100 ms; the formula ignores timeouts, which lower the goodput as p grows: the minimum RTO
 /// is Linux's 200 ms (RFC 6298's 1 s makes each timeout cost ten round trips, and at p = 2 %
-/// the goodput falls to 0.80 of the formula).
+/// the goodput falls to 0.82 of the formula).
 #[test]
 fn goodput_follows_the_mathis_formula_under_random_loss() {
     for (p, duration) in [
