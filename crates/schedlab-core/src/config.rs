@@ -538,6 +538,7 @@ impl BufferLimit {
     }
 
     /// Whether a backlog of `packets` and `bytes` is within the limit.
+    #[inline]
     pub fn fits(&self, packets: u64, bytes: u64) -> bool {
         self.bytes.is_none_or(|limit| bytes <= limit) && self.packets.is_none_or(|limit| packets <= limit)
     }

@@ -145,7 +145,7 @@ pub struct Counters {
 
 impl Counters {
     /// The counters of `flow`, growing the table on first sight of a larger flow id.
-    #[inline]
+    #[inline(always)]
     fn flow_mut(&mut self, flow: FlowId) -> &mut FlowCounters {
         // Below `first` the subtraction wraps to a large index: grown like one above the end.
         let mut index = (flow as usize).wrapping_sub(self.first as usize);
@@ -203,7 +203,7 @@ impl Counters {
 
     /// Records an arrival that is queued at once: [`Counters::record_arrival`] followed by
     /// [`Counters::record_queued`], with one look-up of the flow.
-    #[inline]
+    #[inline(always)]
     pub fn record_arrival_queued(&mut self, packet: &Packet) {
         let size = packet.size as u64;
         let flow = self.flow_mut(packet.flow);
@@ -219,7 +219,7 @@ impl Counters {
 
     /// Removes a queued packet from its flow's backlog and the total; returns its flow's
     /// counters.
-    #[inline]
+    #[inline(always)]
     fn remove_backlog(&mut self, packet: &Packet) -> &mut FlowCounters {
         let size = packet.size as u64;
         self.total.packets -= 1;
@@ -232,7 +232,7 @@ impl Counters {
     }
 
     /// Records that a queued packet left for the link.
-    #[inline]
+    #[inline(always)]
     pub fn record_sent(&mut self, packet: &Packet) {
         let flow = self.remove_backlog(packet);
         flow.sent_packets += 1;

@@ -75,7 +75,8 @@
 //! * Leaf flows' keys (`[flow_defaults]`, `[[flow]]`, a source's `params`) go to every class
 //!   scheduler; in a tree of different disciplines, put each discipline's keys in a sub-table
 //!   named after it (`params = { drr = { quantum = 3000 } }`), as for a sweep over kinds.
-//! * The node reports its parent's own counters (`discipline_counters`), not its classes'.
+//! * The node reports its parent's id (`id()`, so results name the node's kind) and its
+//!   parent's own counters (`discipline_counters`), not its classes'.
 
 use crate::config::{join_path, BufferLimit, ConfigError, DropPolicy, FlowTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};

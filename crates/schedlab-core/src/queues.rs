@@ -157,13 +157,13 @@ impl FlowQueues {
     }
 
     /// Links `packet` at the tail of `flow` (whose slot exists).
-    #[inline]
+    #[inline(always)]
     fn push_back(&mut self, flow: FlowId, packet: Packet) {
         self.pool.push_back(&mut self.ends[flow as usize], packet);
     }
 
     /// Unlinks and returns the head packet of `flow`, with whether the queue is now empty.
-    #[inline]
+    #[inline(always)]
     fn pop_front(&mut self, flow: FlowId) -> Option<(Packet, bool)> {
         let ends = self.ends.get_mut(flow as usize)?;
         let packet = self.pool.pop_front(ends)?;
@@ -276,7 +276,7 @@ impl FlowQueues {
     }
 
     /// Removes and returns the head packet of `flow`, recording it as sent.
-    #[inline]
+    #[inline(always)]
     pub fn pop_sent(&mut self, flow: FlowId) -> Option<Packet> {
         let (packet, _) = self.pop_front(flow)?;
         self.counters.record_sent(&packet);
@@ -285,7 +285,7 @@ impl FlowQueues {
 
     /// Removes and returns the head packet of `flow`, recording it as sent, together with
     /// whether that emptied the flow's queue (saves a second look-up in round-robin loops).
-    #[inline]
+    #[inline(always)]
     pub fn pop_sent_emptied(&mut self, flow: FlowId) -> Option<(Packet, bool)> {
         let (packet, emptied) = self.pop_front(flow)?;
         self.counters.record_sent(&packet);
@@ -306,7 +306,7 @@ impl FlowQueues {
     }
 
     /// The head packet of `flow`.
-    #[inline]
+    #[inline(always)]
     pub fn head(&self, flow: FlowId) -> Option<&Packet> {
         self.pool.front(self.ends.get(flow as usize)?)
     }

@@ -28,7 +28,7 @@ use crate::queues::{Admission, FlowQueues};
 /// one: DRR, DRR+, DRR++, SRR's quantum and Aliquem's basic quantum.
 pub const DEFAULT_QUANTUM: u32 = 1500;
 
-/// One flow's deficit round-robin state.
+/// One flow's deficit round-robin state (`Default`: the placeholder of a flow not seen).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeficitFlow<X> {
     /// Quantum_i: what a visit adds to the deficit (bytes; packets for WRR).
@@ -38,6 +38,9 @@ pub struct DeficitFlow<X> {
     pub deficit: i64,
     /// Whether the flow is on an active list.
     pub active: bool,
+    /// Whether the flow has been seen (its state made from its parameters); false only in the
+    /// placeholder slots of [`DeficitFlows`] for flow ids not seen yet.
+    pub(crate) seen: bool,
     /// The discipline's own per-flow fields.
     pub extra: X,
 }
@@ -49,6 +52,7 @@ impl<X> DeficitFlow<X> {
             quantum,
             deficit: 0,
             active: false,
+            seen: true,
             extra,
         }
     }
@@ -127,12 +131,13 @@ pub enum Step {
 pub struct DeficitFlows<P, X> {
     /// The per-flow packet queues and counters.
     pub queues: FlowQueues,
-    /// Indexed by flow id; `None` for a flow not seen yet.
-    flows: Vec<Option<DeficitFlow<X>>>,
+    /// Indexed by flow id; a flow not seen yet has a placeholder with `seen` false. (Plain
+    /// values rather than `Option`s: the hot path indexes without unwrapping.)
+    flows: Vec<DeficitFlow<X>>,
     table: FlowParamTable<P>,
 }
 
-impl<P, X> DeficitFlows<P, X> {
+impl<P, X: Default> DeficitFlows<P, X> {
     /// No flow seen yet; `limit` is the shared buffer, `table` the flows' parameters.
     pub fn new(limit: BufferLimit, table: FlowParamTable<P>) -> Self {
         DeficitFlows {
@@ -150,15 +155,15 @@ impl<P, X> DeficitFlows<P, X> {
     /// The state of `flow`, if seen.
     #[inline]
     pub fn get(&self, flow: FlowId) -> Option<&DeficitFlow<X>> {
-        self.flows.get(flow as usize)?.as_ref()
+        self.flows.get(flow as usize).filter(|state| state.seen)
     }
 
     /// The state of `flow`, which must have been seen (it queued a packet).
-    #[inline]
+    #[inline(always)]
     pub fn state(&mut self, flow: FlowId) -> &mut DeficitFlow<X> {
-        self.flows[flow as usize]
-            .as_mut()
-            .expect("flows that queued a packet have state")
+        let state = &mut self.flows[flow as usize];
+        debug_assert!(state.seen, "flow {flow} queued a packet, so it has state");
+        state
     }
 
     /// Whether `flow` has nothing queued.
@@ -184,7 +189,7 @@ impl<P, X> DeficitFlows<P, X> {
         let flows = &self.flows;
         self.queues.admit(
             packet,
-            |f| flows.get(f as usize).and_then(Option::as_ref).map_or(1, &share),
+            |f| flows.get(f as usize).filter(|s| s.seen).map_or(1, &share),
             drops,
         )
     }
@@ -192,7 +197,7 @@ impl<P, X> DeficitFlows<P, X> {
     /// Makes the state of `flow` (at most [`MAX_FLOW_ID`]) with `first` if it was not seen.
     #[inline]
     pub fn ensure(&mut self, flow: FlowId, first: impl FnOnce(&P) -> DeficitFlow<X>) {
-        if self.flows.get(flow as usize).is_none_or(Option::is_none) {
+        if self.flows.get(flow as usize).is_none_or(|state| !state.seen) {
             self.first_sight(flow, first);
         }
     }
@@ -202,14 +207,15 @@ impl<P, X> DeficitFlows<P, X> {
     fn first_sight(&mut self, flow: FlowId, first: impl FnOnce(&P) -> DeficitFlow<X>) {
         let index = flow as usize;
         if index >= self.flows.len() {
-            self.flows.resize_with(index + 1, || None);
+            self.flows.resize_with(index + 1, DeficitFlow::default);
         }
-        self.flows[index] = Some(first(self.table.get(flow)));
+        self.flows[index] = first(self.table.get(flow));
+        self.flows[index].seen = true;
     }
 
     /// Puts an idle `flow` on `list` with deficit 0 (figure 3: a flow becoming backlogged
     /// joins the tail of the ActiveList); returns whether it was idle.
-    #[inline]
+    #[inline(always)]
     pub fn activate(&mut self, flow: FlowId, list: &mut ActiveList) -> bool {
         let state = self.state(flow);
         if state.active {
@@ -222,7 +228,7 @@ impl<P, X> DeficitFlows<P, X> {
     }
 
     /// The head `flow` of `list` leaves it: deficit 0, inactive.
-    #[inline]
+    #[inline(always)]
     pub fn leave(&mut self, flow: FlowId, list: &mut ActiveList) {
         let state = self.state(flow);
         state.deficit = 0;
@@ -233,7 +239,7 @@ impl<P, X> DeficitFlows<P, X> {
     /// One step of figure 3 for the head of `list`: a flow emptied by a push-out leaves; at
     /// the start of a visit DeficitCounter_i += Quantum_i and `on_credit` is told; then the
     /// head packet is compared with the deficit.
-    #[inline]
+    #[inline(always)]
     pub fn step(
         &mut self,
         list: &mut ActiveList,
@@ -245,9 +251,7 @@ impl<P, X> DeficitFlows<P, X> {
             return Some(Step::Left(flow));
         };
         let size = head.size as i64;
-        let state = self.flows[flow as usize]
-            .as_mut()
-            .expect("flows on a list have state");
+        let state = self.state(flow);
         if !list.visiting {
             state.deficit += state.quantum as i64;
             list.visiting = true;
@@ -273,7 +277,7 @@ impl<P, X> DeficitFlows<P, X> {
             match self.step(list, &mut on_credit)? {
                 Step::Send(flow) => return Some(flow),
                 Step::Short(flow) => {
-                    on_short(flow, self.get(flow).expect("flows on a list have state"));
+                    on_short(flow, self.state(flow));
                     list.rotate();
                 }
                 Step::Left(_) => {}
@@ -283,7 +287,7 @@ impl<P, X> DeficitFlows<P, X> {
 
     /// Sends the head packet of `flow` and charges its size to the deficit; returns it with
     /// whether the queue is now empty.
-    #[inline]
+    #[inline(always)]
     pub fn send(&mut self, flow: FlowId) -> (Packet, bool) {
         let (packet, emptied) = self
             .queues
@@ -295,7 +299,7 @@ impl<P, X> DeficitFlows<P, X> {
 
     /// Sends the head packet of `flow`, the head of `list`, as figure 3 does: an emptied flow
     /// leaves the list with deficit 0. Returns the packet with whether the flow left.
-    #[inline]
+    #[inline(always)]
     pub fn send_from(&mut self, flow: FlowId, list: &mut ActiveList) -> (Packet, bool) {
         let (packet, emptied) = self.send(flow);
         if emptied {

@@ -244,6 +244,18 @@ pub fn flow_table<'a>(
     table
 }
 
+/// The build context of a discipline on the test link with `limit` and `flows`.
+pub fn context(
+    limit: crate::config::BufferLimit,
+    flows: &crate::config::FlowTable,
+) -> crate::discipline::BuildContext<'_> {
+    crate::discipline::BuildContext {
+        limit,
+        flows,
+        link_rate: link(),
+    }
+}
+
 /// Builds discipline `D` on the test link with `config`, `limit`, and per-flow parameters
 /// (TOML text) for the given flows (other flows take the defaults).
 pub fn build_with<'a, D: crate::discipline::Discipline>(
@@ -252,12 +264,8 @@ pub fn build_with<'a, D: crate::discipline::Discipline>(
     limit: crate::config::BufferLimit,
 ) -> D {
     let table = flow_table("", flows);
-    let context = crate::discipline::BuildContext {
-        limit,
-        flows: &table,
-        link_rate: link(),
-    };
-    D::build(config, &context).unwrap_or_else(|e| panic!("test configuration does not build: {e}"))
+    D::build(config, &context(limit, &table))
+        .unwrap_or_else(|e| panic!("test configuration does not build: {e}"))
 }
 
 /// Builds discipline `D` on the test link with `config`, `limit`, and the given flows' values

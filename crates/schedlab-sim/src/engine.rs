@@ -38,7 +38,7 @@ use rand::RngExt as _;
 use crate::event_queue::{Event, EventQueue, SourceClock, NEVER};
 use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
-use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError};
+use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError, ECHO_SIZE};
 use crate::stats::{Accumulator, Jitter};
 use crate::tcp::{Ack, TcpConnection, TcpCounters};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, SourceRng, TokenBucket};
@@ -64,6 +64,8 @@ const TCP_STOP: u32 = 11;
 const OPEN_LOOP: u8 = 0;
 const TCP_DATA: u8 = 1;
 const TCP_ACK: u8 = 2;
+/// An open-loop packet's echo on its source's `ack_path` (the round-trip time).
+const ECHO: u8 = 3;
 
 /// The stream index of link `l`'s loss process (sources use 0, 1, 2…).
 const LOSS_STREAM: u64 = 1 << 40;
@@ -85,7 +87,7 @@ struct Slot {
     hop: u32,
     /// Whether it counts in the statistics.
     measured: bool,
-    /// `OPEN_LOOP`, `TCP_DATA` or `TCP_ACK`.
+    /// `OPEN_LOOP`, `TCP_DATA`, `TCP_ACK` or `ECHO`.
     kind: u8,
     /// The class the packet entered the network with (the class of the end-to-end statistics,
     /// whatever a conditioner on its path made of `Packet::class`).
@@ -303,6 +305,10 @@ struct SourceState {
     tcp: Option<Box<TcpState>>,
     /// The lateness measure of the source's `lateness` table, applied on its first link.
     lateness: Option<Box<LatenessMeter>>,
+    /// Open-loop echoes: the links they cross back (empty: none, or a fixed delay).
+    echo_path: Box<[u32]>,
+    /// Open-loop echoes over a fixed return delay instead of links.
+    echo_delay: Option<TimeNs>,
 }
 
 /// A TCP source's connection and the engine's bookkeeping around it.
@@ -453,6 +459,9 @@ struct Engine<'s> {
     /// statistics are accumulated live; otherwise they are merged from the flows' at the end
     /// and only the per-class jitter (which depends on reception order) is kept live.
     live_classes: bool,
+    /// Whether any open-loop source has a return path (`ack_path`, `ack_delay`): only then
+    /// does a delivery look for an echo to send.
+    echoes: bool,
     classes: Vec<(u8, Accumulator)>,
     class_jitter: Vec<(u8, Jitter)>,
     /// The event being handled is still at the top of the heap (see `push_event`).
@@ -548,6 +557,14 @@ impl<'s> Engine<'s> {
                 deadline: source.deadline,
                 path: source.path.iter().map(|&l| l as u32).collect(),
                 lateness: source.lateness.map(|spec| Box::new(LatenessMeter::new(spec))),
+                echo_path: match &source.echo {
+                    Some(AckReturn::Path(links)) => links.iter().map(|&l| l as u32).collect(),
+                    _ => Box::default(),
+                },
+                echo_delay: match source.echo {
+                    Some(AckReturn::Delay(delay)) => Some(delay),
+                    _ => None,
+                },
                 tcp: source.transport.as_ref().map(|transport| {
                     let bulk = matches!(source.arrivals, crate::traffic::ArrivalModel::Bulk);
                     let (ack_path, ack_delay) = match &transport.ack_return {
@@ -591,6 +608,7 @@ impl<'s> Engine<'s> {
                 .sources
                 .iter()
                 .any(|s| matches!(s.arrivals, crate::traffic::ArrivalModel::Trace { .. })),
+            echoes: scenario.sources.iter().any(|s| s.echo.is_some()),
             classes: Vec::new(),
             class_jitter: Vec::new(),
             top_pending: false,
@@ -1067,7 +1085,7 @@ impl<'s> Engine<'s> {
             }
             if self.metering {
                 let slot = *self.slab.get(packet.id);
-                if slot.hop == 0 && slot.kind != TCP_ACK {
+                if slot.hop == 0 && slot.kind <= TCP_DATA {
                     if let Some(meter) = self.sources[slot.source as usize].lateness.as_mut() {
                         meter.record(packet.arrival, now, slot.measured);
                     }
@@ -1168,9 +1186,16 @@ impl<'s> Engine<'s> {
         slot.hop += 1;
         let hop = slot.hop as usize;
         let source = &self.sources[slot.source as usize];
-        let path = match &source.tcp {
-            Some(tcp) if slot.kind == TCP_ACK => &tcp.ack_path,
-            _ => &source.path,
+        // Data first: one comparison on the common path.
+        let path = if slot.kind <= TCP_DATA {
+            &source.path
+        } else if slot.kind == ECHO {
+            &source.echo_path
+        } else {
+            match &source.tcp {
+                Some(tcp) => &tcp.ack_path,
+                None => &source.path,
+            }
         };
         if hop < path.len() {
             let next = path[hop] as usize;
@@ -1204,6 +1229,11 @@ impl<'s> Engine<'s> {
             self.ack_arrives(s, ack);
             return;
         }
+        if slot.kind == ECHO {
+            // `entry` is the echoed packet's entry into the network.
+            self.round_trip(s, slot.class, now - slot.entry);
+            return;
+        }
         if let Some(packet_log) = &mut self.packet_log {
             packet_log.delivered(slot.log, now);
         }
@@ -1225,9 +1255,57 @@ impl<'s> Engine<'s> {
             } else {
                 self.class_jitter[c].1.on_received(now, delay);
             }
+            if self.echoes && slot.kind == OPEN_LOOP {
+                self.echo(s, &slot);
+            }
         }
         if slot.kind == TCP_DATA {
             self.segment_arrives(s, slot.seq, slot.len);
+        }
+    }
+
+    /// A measured open-loop packet of source `s` (its `slot`) was delivered: with a return
+    /// path, its echo goes back (a fixed delay: its round trip is known at once).
+    #[inline(never)]
+    fn echo(&mut self, s: usize, slot: &Slot) {
+        let source = &self.sources[s];
+        if let Some(delay) = source.echo_delay {
+            self.round_trip(s, slot.class, self.now - slot.entry + delay);
+            return;
+        }
+        let Some(&first) = source.echo_path.first() else {
+            return;
+        };
+        let (flow, class) = (source.flow, slot.class);
+        let Ok(id) = self.slab.insert(Slot {
+            hop: 0,
+            measured: false,
+            kind: ECHO,
+            log: PacketLog::NONE,
+            ..*slot
+        }) else {
+            // More than 2³² packets in flight: the echo is lost (no sample).
+            return;
+        };
+        self.arrive(
+            first as usize,
+            Packet {
+                id,
+                flow,
+                class,
+                size: ECHO_SIZE,
+                arrival: self.now,
+                deadline: None,
+            },
+        );
+    }
+
+    /// A round trip of `rtt` ns of a measured packet of source `s` and class `class` ended.
+    fn round_trip(&mut self, s: usize, class: u8, rtt: TimeNs) {
+        self.flows[s].on_round_trip(rtt);
+        if self.live_classes {
+            let c = self.class_slot(class);
+            self.classes[c].1.on_round_trip(rtt);
         }
     }
 

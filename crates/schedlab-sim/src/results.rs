@@ -228,6 +228,11 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
             "shaper_delay_mean_s",
             Cell::Real(ratio(acc.shaper_delay_sum, acc.sent).map(|d| d / 1e9)),
         ),
+        ("rtt_samples", Cell::Count(acc.rtt_samples)),
+        (
+            "rtt_mean_s",
+            Cell::Real(ratio(acc.rtt_sum, acc.rtt_samples).map(|d| d / 1e9)),
+        ),
     ]);
     row
 }

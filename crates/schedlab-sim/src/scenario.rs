@@ -206,7 +206,14 @@ pub struct SourceConfig {
     /// Deadlines and loss-tolerance the results measure the flow's packets against, whatever
     /// the discipline (key `lateness`, see [`crate::lateness`]).
     pub lateness: Option<LatenessSpec>,
+    /// An open-loop source's return path (`ack_path` or `ack_delay` without a transport): each
+    /// delivered packet is echoed back as a [`ECHO_SIZE`]-byte acknowledgement over those links
+    /// or after that delay, and the results report the round-trip time (paper 001's RTT).
+    pub echo: Option<AckReturn>,
 }
+
+/// Size of the acknowledgement an open-loop source's receiver echoes (a TCP/IP header).
+pub const ECHO_SIZE: u32 = 40;
 
 /// A closed-loop source's transport and the return path of its acknowledgements.
 #[derive(Clone, Debug, PartialEq)]
@@ -932,13 +939,14 @@ fn link_route(hops: &[toml::Value], key_path: &str, links: &[LinkConfig]) -> Res
     Ok(route)
 }
 
-/// A source's `transport`, `ack_path` and `ack_delay` keys.
+/// A source's `transport`, `ack_path` and `ack_delay` keys: the TCP transport, or for an
+/// open-loop source the return path of its echoes (the round-trip time), if any.
 fn parse_transport(
     r: &mut TableReader<'_>,
     path: &str,
     links: &[LinkConfig],
     arrivals: &ArrivalModel,
-) -> Result<Option<TransportConfig>, ConfigError> {
+) -> Result<(Option<TransportConfig>, Option<AckReturn>), ConfigError> {
     let transport = r.table("transport")?;
     let ack_path = array(r, "ack_path")?;
     let ack_delay = r.duration("ack_delay")?;
@@ -949,12 +957,20 @@ fn parse_transport(
                 "model \"bulk\" needs a transport, e.g. transport = { kind = \"tcp\" }",
             ));
         }
-        for key in ["ack_path", "ack_delay"] {
-            if r.has(key) {
-                return Err(r.error(key, "applies to sources with a transport (TCP) only"));
+        let echo = match (ack_path, ack_delay) {
+            (Some(_), Some(_)) => {
+                return Err(r.error("ack_delay", "give either ack_path or ack_delay, not both"))
             }
-        }
-        return Ok(None);
+            (Some(hops), None) if !hops.is_empty() => Some(AckReturn::Path(link_route(
+                hops,
+                &join_path(path, "ack_path"),
+                links,
+            )?)),
+            (Some(_), None) => return Err(r.error("ack_path", "must name at least one link")),
+            (None, Some(delay)) => Some(AckReturn::Delay(delay)),
+            (None, None) => None,
+        };
+        return Ok((None, echo));
     };
     let tcp = TcpConfig::from_table(transport, &join_path(path, "transport"))?;
     if matches!(arrivals, ArrivalModel::Trace { .. }) {
@@ -978,7 +994,7 @@ fn parse_transport(
             ))
         }
     };
-    Ok(Some(TransportConfig { tcp, ack_return }))
+    Ok((Some(TransportConfig { tcp, ack_return }), None))
 }
 
 fn parse_source(
@@ -1085,7 +1101,7 @@ fn parse_source(
         Some(t) => Some(LatenessSpec::read(t, join_path(&path, "lateness"))?),
         None => None,
     };
-    let transport = parse_transport(&mut r, &path, links, &arrivals)?;
+    let (transport, echo) = parse_transport(&mut r, &path, links, &arrivals)?;
     if transport.is_some() && r.has("shaper") {
         return Err(r.error("shaper", "a TCP source is paced by its window; remove the shaper"));
     }
@@ -1108,6 +1124,7 @@ fn parse_source(
         transport,
         fragmentation,
         lateness,
+        echo,
     };
     if let Some(t) = r.table("shaper")? {
         let shaper_path = join_path(&path, "shaper");

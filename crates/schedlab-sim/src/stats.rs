@@ -382,6 +382,11 @@ pub struct Accumulator {
     pub jitter: Jitter,
     /// Sum of shaping delays of the packets sent, ns.
     pub shaper_delay_sum: u128,
+    /// Round trips of delivered packets whose echo came back (open-loop sources with a
+    /// return path).
+    pub rtt_samples: u64,
+    /// Sum of their round-trip times, ns.
+    pub rtt_sum: u128,
 }
 
 impl Accumulator {
@@ -411,6 +416,13 @@ impl Accumulator {
         self.dropped_bytes += size as u64;
     }
 
+    /// The echo of a measured packet came back `rtt` ns after the packet entered the network.
+    #[inline]
+    pub fn on_round_trip(&mut self, rtt: u64) {
+        self.rtt_samples += 1;
+        self.rtt_sum += rtt as u128;
+    }
+
     /// A measured packet was lost on a link after its transmission.
     #[inline]
     pub fn on_lost(&mut self) {
@@ -438,6 +450,8 @@ impl Accumulator {
         self.delay_max = self.delay_max.max(other.delay_max);
         self.delay.merge(&other.delay);
         self.shaper_delay_sum += other.shaper_delay_sum;
+        self.rtt_samples += other.rtt_samples;
+        self.rtt_sum += other.rtt_sum;
     }
 }
 

@@ -118,6 +118,7 @@ impl Aliquem {
 
     /// Files `flow` (deficit already up to date, off every list) `k` rounds ahead of the
     /// current one (k ≥ 1), crediting the quanta of the rounds it skips; at most q rounds.
+    #[inline]
     fn file(&mut self, flow: FlowId, k: u64) {
         let k = k.min(self.scaling as u64);
         let state = self.flows.state(flow);
@@ -128,6 +129,7 @@ impl Aliquem {
 
     /// The current list's head ends its visit still short of its head packet of `size`
     /// bytes: it is filed in the round where that packet fits.
+    #[inline]
     fn refile(&mut self, flow: FlowId, size: u64) {
         let state = self.flows.state(flow);
         let k = Self::rounds_until_fit(size, state.deficit, state.quantum);
@@ -136,6 +138,7 @@ impl Aliquem {
     }
 
     /// Serves rounds until the head flow of the current list may send; returns it.
+    #[inline]
     fn select(&mut self) -> Option<FlowId> {
         if self.flows.queues.counters.backlog().packets == 0 {
             return None;

@@ -577,12 +577,11 @@ mod tests {
             t
         };
         let build = |t: &FlowTable| {
-            let context = BuildContext {
-                limit: BufferLimit::UNLIMITED,
-                flows: t,
-                link_rate: testkit::link(),
-            };
-            DrrPlus::build(DrrPlusConfig::default(), &context).map(|_| ())
+            DrrPlus::build(
+                DrrPlusConfig::default(),
+                &testkit::context(BufferLimit::UNLIMITED, t),
+            )
+            .map(|_| ())
         };
         let e = build(&table("latency_critical = true\ncontract_interval = \"1ms\"")).unwrap_err();
         assert_eq!(e.path, "flow[3].contract_bytes");

@@ -17,7 +17,7 @@
 //! [`LossState`] (flow key `loss_tolerance`); deadline(j) → `DwcsStream::deadline`;
 //! interpacket_gap(j) → `DwcsStream::gap` (flow key `deadline_gap`); rule (A) →
 //! [`LossState::serviced`], (B)/(C) → [`LossState::missed`] ([`ViolationMethod`]); table 1 →
-//! `Ord for` [`Precedence`]; "for each stream j missing its deadline, while (deadline missed)"
+//! the order of [`Precedence`]; "for each stream j missing its deadline, while (deadline missed)"
 //! → `Dwcs::check` and `miss_deadlines`; the deadline heap and loss-tolerance heap of figure
 //! 3(a) → `Order::Heap` (two [`IndexedHeap`]s), the linear list → `Order::List`; p →
 //! `check_every`. Violations are measured by [`LossWindowMeter`], outside the scheduling state.
@@ -60,8 +60,6 @@
 //!   dropped as late or sent after missing a deadline; buffer drops are not in the windows.
 //! * `peek` runs the check a dequeue at the same `now` would; its drops are reported by the
 //!   next `enqueue` or `dequeue`. `longest_queue_drop` weighs every stream equally.
-
-use std::cmp::Ordering;
 
 use crate::config::{ConfigError, FlowParamTable, FlowParams, LossTolerance, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
@@ -367,27 +365,35 @@ impl DwcsStream {
     }
 }
 
-/// A backlogged stream's place in table 1: its current loss-tolerance x'/y', its head's
-/// deadline (`TimeNs::MAX` without deadlines) and arrival time. `Ord` is table 1, row by row
-/// ("less" is served first); the heap breaks the last tie by the lower flow id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A backlogged stream's place in table 1, encoded so that the derived lexicographic `Ord`
+/// of (`level`, `second`, `third`, `arrival`) is table 1 row by row ("less" is served first;
+/// the heap breaks the last tie by the lower flow id):
+/// 1. lowest loss-tolerance x'/y' first (a zero tolerance, 0/0 included, before any other):
+///    `level`;
+/// 2. same non-zero tolerance: earliest deadline (`second` = deadline), then lowest
+///    loss-numerator (`third` = x');
+/// 3. zero tolerance: highest loss-denominator (`second` = `u64::MAX` − y'), then earliest
+///    deadline (`third` = deadline);
+/// 4. all other cases: first come, first served (`arrival`).
+///
+/// Four words, compared as two 128-bit numbers: a heap entry is 48 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Precedence {
     /// x'/y' as ⌊2⁶⁴·x'/y'⌋ (0 for a zero tolerance, `u64::MAX` for x' = y'): one-to-one
     /// while y' < 2³² (fractions with such denominators differ by more than 2⁻⁶⁴; method 1
-    /// can grow y' past that, where ties are resolved at 2⁻⁶⁴).
+    /// can grow y' past that, where ties are resolved at 2⁻⁶⁴). Non-zero iff x' > 0.
     pub level: u64,
-    /// x'.
-    pub x: u64,
-    /// y'.
-    pub y: u64,
-    /// The head's deadline, ns.
-    pub deadline: TimeNs,
+    /// Non-zero tolerance: the head's deadline (ns); zero tolerance: `u64::MAX` − y'.
+    pub second: u64,
+    /// Non-zero tolerance: x'; zero tolerance: the head's deadline (ns).
+    pub third: u64,
     /// The head's arrival time, ns.
     pub arrival: TimeNs,
 }
 
 impl Precedence {
-    /// The place of a stream at x'/y' (x' ≤ y') whose head has `deadline` and `arrival`.
+    /// The place of a stream at x'/y' (x' ≤ y') whose head has `deadline` (`TimeNs::MAX`
+    /// without deadlines) and `arrival`.
     pub fn new(x: u64, y: u64, deadline: TimeNs, arrival: TimeNs) -> Precedence {
         let level = match x {
             0 => 0,
@@ -399,44 +405,46 @@ impl Precedence {
             }
             x => (((x as u128) << 64) / y as u128) as u64,
         };
+        let (second, third) = if x == 0 {
+            (u64::MAX - y, deadline)
+        } else {
+            (deadline, x)
+        };
         Precedence {
             level,
-            x,
-            y,
-            deadline,
+            second,
+            third,
             arrival,
         }
     }
-}
 
-impl Ord for Precedence {
-    fn cmp(&self, other: &Precedence) -> Ordering {
-        let (a, b) = (self, other);
-        // Lowest loss-tolerance first (a zero tolerance before any non-zero one).
-        if a.level != b.level {
-            return a.level.cmp(&b.level);
-        }
-        let by_rows = if a.x > 0 {
-            // Same non-zero tolerance: earliest deadline; same deadline too: lowest
-            // loss-numerator.
-            (a.deadline, a.x).cmp(&(b.deadline, b.x))
+    /// The head's deadline (`TimeNs::MAX` for a stream without deadlines).
+    #[inline]
+    pub fn deadline(&self) -> TimeNs {
+        if self.level == 0 {
+            self.third
         } else {
-            // Zero tolerance (0/0 included): highest loss-denominator; equal denominators:
-            // earliest deadline.
-            (b.y, a.deadline).cmp(&(a.y, b.deadline))
-        };
-        // All other cases: first come, first served.
-        by_rows.then(a.arrival.cmp(&b.arrival))
+            self.second
+        }
     }
 }
 
-impl PartialOrd for Precedence {
-    fn partial_cmp(&self, other: &Precedence) -> Option<Ordering> {
-        Some(self.cmp(other))
+impl HeapKey for Precedence {
+    #[inline(always)]
+    fn precedes(&self, seq: u64, other: &Precedence, other_seq: u64) -> bool {
+        let first = |p: &Precedence| (p.level as u128) << 64 | p.second as u128;
+        let rest = |p: &Precedence| (p.third as u128) << 64 | p.arrival as u128;
+        let (a, b) = (first(self), first(other));
+        if a != b {
+            return a < b;
+        }
+        let (a, b) = (rest(self), rest(other));
+        if a != b {
+            return a < b;
+        }
+        seq < other_seq
     }
 }
-
-impl HeapKey for Precedence {}
 
 /// The backlogged streams, in one of the two structures of §4. Entries are keyed (key, flow
 /// id), the flow id being the item id too.
@@ -657,7 +665,7 @@ impl Dwcs {
                 let mut at = 0;
                 while at < entries.len() {
                     // The key holds the head's deadline (`TimeNs::MAX` without deadlines).
-                    if entries[at].key.deadline >= now {
+                    if entries[at].key.deadline() >= now {
                         at += 1;
                         continue;
                     }
@@ -934,11 +942,7 @@ mod tests {
         for (flow, p) in flows {
             table.set(*flow, to_toml(p), format!("flow {flow}"));
         }
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
+        let context = testkit::context(limit, &table);
         Dwcs::build(config, &context).unwrap()
     }
 
@@ -958,6 +962,38 @@ mod tests {
 
     fn loss_of(s: &Dwcs, flow: FlowId) -> (u64, u64) {
         s.stream(flow).unwrap().loss_tolerance()
+    }
+
+    /// Dropped as late at `at`.
+    fn late(at: TimeNs) -> Option<Outcome> {
+        Some(Outcome::Dropped {
+            at,
+            reason: DropReason::Late,
+        })
+    }
+
+    /// A unit packet sent in `[start, start + 1 ms)`.
+    fn sent(start: TimeNs) -> Option<Outcome> {
+        Some(Outcome::Sent {
+            start,
+            end: start + MS,
+        })
+    }
+
+    /// A stream's counters: deadlines missed, then the window counts (late packets, sliding-
+    /// and fixed-window violations, longest late run), then rule (C) applications.
+    fn stream_counters(missed: u64, window: [u64; 4], rule_c_applied: u64) -> DwcsStreamCounters {
+        let [late_packets, loss_tolerance_violations, fixed_window_violations, longest_late_run] = window;
+        DwcsStreamCounters {
+            deadlines_missed: missed,
+            window: LossWindowCounts {
+                late_packets,
+                loss_tolerance_violations,
+                fixed_window_violations,
+                longest_late_run,
+            },
+            rule_c_applied,
+        }
     }
 
     // ---------------------------------------------------------------- figure 1
@@ -1111,53 +1147,39 @@ mod tests {
         chosen[0]
     }
 
-    fn with_offset(loss: &str, offset_ms: u64) -> DwcsFlowParams {
-        params(loss, Some(100 * MS), Some(offset_ms * MS), false)
-    }
+    /// A stream of one packet: flow, loss-tolerance, deadline offset in ms (`None`: no
+    /// deadlines), arrival in ms.
+    type OnePacketStream = (FlowId, &'static str, Option<u64>, u64);
+
+    /// Table 1 row by row: two streams and the flow served first.
+    #[rustfmt::skip]
+    const TABLE_1: [(&str, [OnePacketStream; 2], FlowId); 11] = [
+        ("row 1: 1/2 < 3/4 although 3/4's deadline is earlier", [(0, "3/4", Some(1), 0), (1, "1/2", Some(9), 0)], 1),
+        ("row 1: any zero tolerance precedes any non-zero one", [(0, "1/100", Some(1), 0), (1, "0/4", Some(9), 0)], 1),
+        ("row 2: 1/2 = 2/4, earliest deadline first", [(0, "1/2", Some(5), 0), (1, "2/4", Some(3), 0)], 1),
+        ("row 2: at equal tolerance, no deadline comes last", [(0, "1/2", None, 0), (1, "1/2", Some(50), 0)], 1),
+        ("row 3: same tolerance and deadline, lowest numerator", [(0, "2/4", Some(3), 0), (1, "1/2", Some(3), 0)], 1),
+        ("row 4: zero tolerances and denominators, EDF", [(0, "0/0", Some(5), 0), (1, "0/0", Some(2), 0)], 1),
+        ("row 5: 0/5 before 0/2 although its deadline is later", [(0, "0/2", Some(1), 0), (1, "0/5", Some(9), 0)], 1),
+        ("row 5: 0/1 before 0/0 (denominators 1 > 0)", [(0, "0/0", Some(1), 0), (1, "0/1", Some(9), 0)], 1),
+        // Row 6: same tolerance, deadline (3 ms) and numerator: the head that arrived first.
+        ("row 6: first come although its flow id is higher", [(0, "1/2", Some(2), 1), (1, "1/2", Some(3), 0)], 1),
+        ("row 6: equal zero tolerances and deadlines, first come", [(0, "0/3", Some(2), 1), (1, "0/3", Some(3), 0)], 1),
+        ("row 6: everything equal, arrival too: lower flow id", [(1, "1/2", Some(3), 0), (0, "1/2", Some(3), 0)], 0),
+    ];
 
     #[test]
-    fn table_1_row_1_lowest_loss_tolerance_first() {
-        // 1/2 < 3/4 although 3/4's deadline is earlier.
-        let winner = first_served(&[(0, with_offset("3/4", 1), 0), (1, with_offset("1/2", 9), 0)]);
-        assert_eq!(winner, 1);
-        // Any zero tolerance precedes any non-zero one.
-        let winner = first_served(&[(0, with_offset("1/100", 1), 0), (1, with_offset("0/4", 9), 0)]);
-        assert_eq!(winner, 1);
-    }
-
-    #[test]
-    fn table_1_row_2_same_non_zero_tolerance_edf() {
-        // 1/2 and 2/4 are the same tolerance: the earlier deadline (flow 1) goes first.
-        let winner = first_served(&[(0, with_offset("1/2", 5), 0), (1, with_offset("2/4", 3), 0)]);
-        assert_eq!(winner, 1);
-        // A stream without deadlines comes after one with a deadline at equal tolerance.
-        let winner = first_served(&[
-            (0, params("1/2", None, None, false), 0),
-            (1, with_offset("1/2", 50), 0),
-        ]);
-        assert_eq!(winner, 1);
-    }
-
-    #[test]
-    fn table_1_row_3_same_tolerance_and_deadline_lowest_numerator() {
-        let winner = first_served(&[(0, with_offset("2/4", 3), 0), (1, with_offset("1/2", 3), 0)]);
-        assert_eq!(winner, 1);
-    }
-
-    #[test]
-    fn table_1_row_4_zero_tolerance_and_denominators_edf() {
-        let winner = first_served(&[(0, with_offset("0/0", 5), 0), (1, with_offset("0/0", 2), 0)]);
-        assert_eq!(winner, 1);
-    }
-
-    #[test]
-    fn table_1_row_5_zero_tolerance_highest_denominator() {
-        // 0/5 before 0/2 although its deadline is later.
-        let winner = first_served(&[(0, with_offset("0/2", 1), 0), (1, with_offset("0/5", 9), 0)]);
-        assert_eq!(winner, 1);
-        // 0/1 before 0/0 (denominators 1 > 0) although its deadline is later.
-        let winner = first_served(&[(0, with_offset("0/0", 1), 0), (1, with_offset("0/1", 9), 0)]);
-        assert_eq!(winner, 1);
+    fn table_1_row_by_row() {
+        for (case, streams, winner) in TABLE_1 {
+            let streams = streams.map(|(flow, loss, offset_ms, arrival_ms)| {
+                let p = match offset_ms {
+                    Some(ms) => params(loss, Some(100 * MS), Some(ms * MS), false),
+                    None => params(loss, None, None, false),
+                };
+                (flow, p, arrival_ms * MS)
+            });
+            assert_eq!(first_served(&streams), winner, "{case}");
+        }
     }
 
     /// Two 0/3 streams (equal denominators): stream A's packet arrives at 0.2 ms with deadline
@@ -1184,20 +1206,6 @@ mod tests {
                 assert_eq!(s.stream_counters(flow).deadlines_missed, 0, "flow {flow}");
             }
         }
-    }
-
-    #[test]
-    fn table_1_row_6_otherwise_first_come_first_served() {
-        // Same tolerance, deadline (3 ms) and numerator: the head that arrived first (flow 1 at
-        // 0) goes first although its flow id is higher.
-        let winner = first_served(&[(0, with_offset("1/2", 2), MS), (1, with_offset("1/2", 3), 0)]);
-        assert_eq!(winner, 1);
-        // Zero tolerances with equal non-zero denominators and equal deadlines: first come.
-        let winner = first_served(&[(0, with_offset("0/3", 2), MS), (1, with_offset("0/3", 3), 0)]);
-        assert_eq!(winner, 1);
-        // Everything equal, arrival too: the lower flow id.
-        let winner = first_served(&[(1, with_offset("1/2", 3), 0), (0, with_offset("1/2", 3), 0)]);
-        assert_eq!(winner, 0);
     }
 
     // ---------------------------------------------------------------- rules (A), (B), (C)
@@ -1310,19 +1318,7 @@ mod tests {
                 assert!(drops.is_empty());
                 let stream = s.stream(0).unwrap();
                 assert_eq!(stream.deadline(), Some(5 * MS), "pushed to 4 ms, then + gap");
-                assert_eq!(
-                    s.stream_counters(0),
-                    DwcsStreamCounters {
-                        deadlines_missed: 4,
-                        window: LossWindowCounts {
-                            late_packets: 1,
-                            loss_tolerance_violations: 0,
-                            fixed_window_violations: 0,
-                            longest_late_run: 1,
-                        },
-                        rule_c_applied: 1,
-                    }
-                );
+                assert_eq!(s.stream_counters(0), stream_counters(4, [1, 0, 0, 1], 1));
             }
         }
     }
@@ -1346,39 +1342,15 @@ mod tests {
                 unit(6, 0, 3 * MS + MS / 2),
             ];
             let run = run_link(&mut s, testkit::link(), &trace).unwrap();
-            let late = |at| {
-                Some(Outcome::Dropped {
-                    at,
-                    reason: DropReason::Late,
-                })
-            };
             // Deadlines 0, 1, 2 ms: dropped at the checks of 1, 2, 3 ms.
             assert_eq!(run.outcomes[..3], [late(MS), late(2 * MS), late(3 * MS)]);
             // The stream went idle at 3 ms with next deadline 3 ms; the arrival at 3.5 ms gets
             // max(3.5 ms + offset 0, 3 ms) and is sent at once.
-            assert_eq!(
-                run.outcomes[6],
-                Some(Outcome::Sent {
-                    start: 3 * MS + MS / 2,
-                    end: 4 * MS + MS / 2
-                })
-            );
+            assert_eq!(run.outcomes[6], sent(3 * MS + MS / 2));
             let c = s.stream_counters(0);
             // Sliding windows of y = 2: (0, 1) and (1, 2) hold two late > x = 1, (2, 6) one.
             // Fixed windows: (0, 1) two late, (2, 6) one.
-            assert_eq!(
-                c,
-                DwcsStreamCounters {
-                    deadlines_missed: 3,
-                    window: LossWindowCounts {
-                        late_packets: 3,
-                        loss_tolerance_violations: 2,
-                        fixed_window_violations: 1,
-                        longest_late_run: 3,
-                    },
-                    rule_c_applied: 1,
-                }
-            );
+            assert_eq!(c, stream_counters(3, [3, 2, 1, 3], 1));
             assert_eq!(s.stream(0).unwrap().deadline(), Some(4 * MS + MS / 2));
         }
     }
@@ -1432,34 +1404,16 @@ mod tests {
         for structure in STRUCTURES {
             // p = 1: the miss (deadline 1 ms) is seen at the first dequeue after it, 2 ms.
             let (s, run) = approximation_run(1, structure);
-            assert_eq!(
-                run.outcomes[0],
-                Some(Outcome::Dropped {
-                    at: 2 * MS,
-                    reason: DropReason::Late
-                })
-            );
+            assert_eq!(run.outcomes[0], late(2 * MS));
             assert_eq!(s.stream(0).unwrap().loss_tolerance(), (0, 1), "(B) applied");
             // p = 3: checks at services 0 and 3 (t = 0 and 3 ms): dropped at 3 ms.
             let (s, run) = approximation_run(3, structure);
-            assert_eq!(
-                run.outcomes[0],
-                Some(Outcome::Dropped {
-                    at: 3 * MS,
-                    reason: DropReason::Late
-                })
-            );
+            assert_eq!(run.outcomes[0], late(3 * MS));
             assert_eq!(s.stream_counters(0).deadlines_missed, 1);
             // p = 10: no check after t = 0; the late packet is sent at 5 ms and (B) never
             // applies — (A) does, as after any service — but the counters record the miss.
             let (s, run) = approximation_run(10, structure);
-            assert_eq!(
-                run.outcomes[0],
-                Some(Outcome::Sent {
-                    start: 5 * MS,
-                    end: 6 * MS
-                })
-            );
+            assert_eq!(run.outcomes[0], sent(5 * MS));
             assert_eq!(s.stream(0).unwrap().loss_tolerance(), (1, 1));
             assert_eq!(s.stream_counters(0).deadlines_missed, 1);
             assert_eq!(s.stream_counters(0).window.late_packets, 1);
@@ -1834,13 +1788,7 @@ mod tests {
             let run = run_link(&mut s, testkit::link(), &trace).unwrap();
             let flow_1: Vec<Option<Outcome>> =
                 run.outcomes.iter().skip(1).step_by(2).take(5).copied().collect();
-            let sent = |t: u64| {
-                Some(Outcome::Sent {
-                    start: t * MS,
-                    end: (t + 1) * MS,
-                })
-            };
-            assert_eq!(flow_1, vec![sent(0), sent(3), sent(4), sent(7), sent(8)]);
+            assert_eq!(flow_1, [0, 3, 4, 7, 8].map(|t| sent(t * MS)));
             assert_eq!(s.stream_counters(0).window.late_packets, 0);
             assert_eq!(s.stream_counters(1).window.late_packets, 0);
         }

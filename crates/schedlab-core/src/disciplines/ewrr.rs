@@ -330,34 +330,15 @@ mod tests {
 
     /// Flows `(id, W_i, W_i^max)` with `weight_unit = 1`.
     fn ewrr(flows: &[(FlowId, u32, u64)], limit: BufferLimit) -> Ewrr {
-        let mut table = FlowTable::default();
-        for &(flow, weight, max_weight) in flows {
-            let text = format!("weight_bytes = {weight}\nmax_weight_bytes = {max_weight}");
-            table.set(flow, testkit::params(&text), format!("flow[{flow}]"));
-        }
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Ewrr::build(EwrrConfig, &context).unwrap()
+        let texts: Vec<(FlowId, String)> = flows
+            .iter()
+            .map(|&(flow, w, max)| (flow, format!("weight_bytes = {w}\nmax_weight_bytes = {max}")))
+            .collect();
+        testkit::build_with(EwrrConfig, texts.iter().map(|(f, t)| (*f, t.as_str())), limit)
     }
 
     fn drr(quanta: &[(FlowId, u32)]) -> Drr {
-        let mut table = FlowTable::default();
-        for &(flow, quantum) in quanta {
-            table.set(
-                flow,
-                testkit::params(&format!("quantum = {quantum}")),
-                format!("flow[{flow}]"),
-            );
-        }
-        let context = BuildContext {
-            limit: BufferLimit::UNLIMITED,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Drr::build(DrrConfig::default(), &context).unwrap()
+        testkit::build_weighted(DrrConfig::default(), quanta, BufferLimit::UNLIMITED)
     }
 
     fn enqueue_all(s: &mut Ewrr, packets: &[(u64, FlowId, u32)]) {
@@ -490,11 +471,7 @@ mod tests {
         let build = |defaults: &str, flow: &str| {
             let mut table = FlowTable::uniform(testkit::params(defaults));
             table.set(3, testkit::params(flow), "flow[1]");
-            let context = BuildContext {
-                limit: BufferLimit::UNLIMITED,
-                flows: &table,
-                link_rate: testkit::link(),
-            };
+            let context = testkit::context(BufferLimit::UNLIMITED, &table);
             Ewrr::build(EwrrConfig, &context)
         };
         let e = build("", "weight_bytes = \"3KB\"\nmax_weight_bytes = 2999").unwrap_err();

@@ -216,17 +216,8 @@ mod tests {
     }
 
     fn priority(levels: &[(FlowId, u8)], limit: BufferLimit) -> Priority {
-        let texts: Vec<(FlowId, String)> = levels
-            .iter()
-            .map(|(flow, level)| (*flow, format!("priority = {level}")))
-            .collect();
-        let table = testkit::flow_table("", texts.iter().map(|(f, t)| (*f, t.as_str())));
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Priority::build(PriorityConfig, &context).unwrap()
+        let levels: Vec<(FlowId, u32)> = levels.iter().map(|&(f, level)| (f, level as u32)).collect();
+        testkit::build_weighted(PriorityConfig, &levels, limit)
     }
 
     /// Flows 0, 1, 2 at levels 2, 0, 1; all packets queued at time 0 in the order
@@ -281,11 +272,7 @@ mod tests {
         assert_eq!(level_for(&s.table, 9, 0), 3);
 
         let table = FlowTable::uniform(testkit::params("priority = 6"));
-        let context = BuildContext {
-            limit: BufferLimit::UNLIMITED,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
+        let context = testkit::context(BufferLimit::UNLIMITED, &table);
         let mut s = Priority::build(PriorityConfig, &context).unwrap();
         s.enqueue(p(0, 1, 200), 0, &mut drops);
         assert_eq!(s.level_len(6), 1);
@@ -328,16 +315,11 @@ mod tests {
 
     #[test]
     fn longest_queue_drop_is_refused() {
-        let table = FlowTable::default();
-        let context = BuildContext {
-            limit: BufferLimit {
-                policy: DropPolicy::LongestQueueDrop,
-                ..BufferLimit::UNLIMITED
-            },
-            flows: &table,
-            link_rate: testkit::link(),
+        let limit = BufferLimit {
+            policy: DropPolicy::LongestQueueDrop,
+            ..BufferLimit::UNLIMITED
         };
-        let e = Priority::build(PriorityConfig, &context).unwrap_err();
+        let e = Priority::build(PriorityConfig, &testkit::context(limit, &FlowTable::default())).unwrap_err();
         assert_eq!(e.path, "scheduler.drop_policy");
     }
 

@@ -209,6 +209,7 @@ impl Srr {
     }
 
     /// Advances the visits until a flow may send its head packet; returns it.
+    #[inline]
     fn select(&mut self) -> Option<FlowId> {
         if self.flows.queues.counters.backlog().packets == 0 {
             return None;

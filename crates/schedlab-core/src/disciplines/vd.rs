@@ -16,7 +16,7 @@
 //! and on overflow the tail of the last non-empty round queue is dropped, O(1).
 //!
 //! Paper name → code (figure 2, line by line):
-//! * `q[0..M]` → `rounds` (lists of `pool`); `current`, `last` → `current`/`current_index`, `last`/`last_index`
+//! * `q[0..M]` → `rounds` (lists of `pool`, blocks of 16 packets); `current`, `last` → `current`/`current_index`, `last`/`last_index`
 //!   (the rounds are also counted without wrapping in `current` and `last`, so that
 //!   `f[i].round ≠ current` cannot alias after a multiple of M rounds);
 //! * `f[i].bytes`, `f[i].deficit`, `f[i].round` → [`VdFlow::bytes`], [`VdFlow::deficit`],
@@ -37,8 +37,9 @@
 //!
 //! Guarantees (§III-B): lemma 1, a flow backlogged for X rounds receives service in
 //! (X·w_i·L_M − L_M, X·w_i·L_M + L_M); Golestani fairness < 2L_M/r_min + L_M(1/r_i + 1/r_j).
-//! O(1) enqueue, dequeue and drop; O(N + M) space plus one pool node per packet of the
-//! largest backlog seen (the rounds are lists of one [`PooledLists`]).
+//! O(1) enqueue, dequeue and drop; O(N + M) space plus the largest backlog seen in blocks of
+//! 16 packets, at most ⌈packets/16⌉ + M blocks (the rounds are lists of one [`BlockLists`],
+//! so that a round is read in order from contiguous memory, as from a FIFO per round).
 //!
 //! Choices where the paper is silent (reasons in `docs/disciplines.md`):
 //! * `mtu` (L_M) defaults to 1500 bytes; a larger packet is dropped at enqueue as
@@ -57,7 +58,7 @@ use crate::config::{BufferLimit, ConfigError, FlowParamTable, FlowParams, TableR
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::pool::{ListEnds, PooledLists};
+use crate::pool::{BlockLists, ListEnds};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
 
@@ -106,8 +107,8 @@ pub struct VdFlow {
 pub struct Vd {
     /// q[0..M], one FIFO per round: lists of `pool`.
     rounds: Vec<ListEnds>,
-    /// The nodes of every round's packets: never more than the largest backlog seen.
-    pool: PooledLists<Packet>,
+    /// The blocks of every round's packets: never more than the largest backlog seen needs.
+    pool: BlockLists<Packet>,
     /// `current`, counted without wrapping.
     current: u64,
     /// `current` mod M.
@@ -165,10 +166,11 @@ impl Vd {
         self.pool.iter(self.rounds[index])
     }
 
-    /// Packet nodes allocated for all round queues together: the largest backlog seen (in
-    /// packets), however it was spread over the rounds.
-    pub fn packet_nodes(&self) -> usize {
-        self.pool.node_count()
+    /// Packet slots allocated for all round queues together: blocks of 16 for the largest
+    /// backlog seen, however it was spread over the rounds (at most ⌈packets/16⌉ + 1 blocks
+    /// per non-empty round).
+    pub fn packet_slots(&self) -> usize {
+        self.pool.slot_count()
     }
 
     /// The state of `flow`, if seen.
@@ -322,7 +324,7 @@ impl Discipline for Vd {
         })?;
         Ok(Vd {
             rounds: vec![ListEnds::default(); rounds as usize],
-            pool: PooledLists::default(),
+            pool: BlockLists::default(),
             current: 0,
             current_index: 0,
             last: 0,
@@ -349,7 +351,6 @@ impl Scheduler for Vd {
             self.counters.refuse_invalid_packet(packet, drops);
             return;
         }
-        self.counters.record_arrival(&packet);
         let index = packet.flow as usize;
         if index >= self.flows.len() {
             self.flows.resize(index + 1, VdFlow::default());
@@ -378,6 +379,7 @@ impl Scheduler for Vd {
         };
         if offset >= self.rounds.len() as u64 {
             // The round would wrap onto an earlier one: the round array is full for this flow.
+            self.counters.record_arrival(&packet);
             self.counters.record_drop(&packet, DropReason::BufferFull, false);
             drops.push(Dropped {
                 packet,
@@ -400,6 +402,12 @@ impl Scheduler for Vd {
         // counted as queued only if it survives, so the peak backlog never exceeds the limit.
         let mut packets = backlog.packets + 1;
         let mut bytes = backlog.bytes + packet.size as u64;
+        if self.limit.fits(packets, bytes) {
+            // The common case: arrival and queueing recorded with one look-up of the flow.
+            self.counters.record_arrival_queued(&packet);
+            return;
+        }
+        self.counters.record_arrival(&packet);
         let mut arrival_queued = true;
         while !self.limit.fits(packets, bytes) {
             let arrival_at_tail = arrival_queued && self.last == position;
@@ -477,23 +485,8 @@ mod tests {
     use crate::testkit;
     use proptest::prelude::*;
 
-    fn table(weights: &[(FlowId, u32)]) -> FlowTable {
-        let mut table = FlowTable::default();
-        for &(flow, weight) in weights {
-            let params = testkit::params(&format!("quantum_mtus = {weight}"));
-            table.set(flow, params, format!("flow[{flow}]"));
-        }
-        table
-    }
-
     fn vd(weights: &[(FlowId, u32)], mtu: u32, rounds: Option<u32>, limit: BufferLimit) -> Vd {
-        let table = table(weights);
-        let context = BuildContext {
-            limit,
-            flows: &table,
-            link_rate: testkit::link(),
-        };
-        Vd::build(VdConfig { mtu, rounds }, &context).unwrap()
+        testkit::build_weighted(VdConfig { mtu, rounds }, weights, limit)
     }
 
     fn ids<'a>(queue: impl Iterator<Item = &'a Packet>) -> Vec<u64> {
@@ -502,8 +495,9 @@ mod tests {
 
     /// The rounds share one node pool: 32 bursts of 100 one-packet flows, each drained
     /// before the next, land in 32 different round queues (the current round moves on as each
-    /// drains), yet the pool holds 100 nodes — the peak backlog — where a FIFO per round
-    /// keeping its peak capacity would hold 3,200.
+    /// drains), yet the pool holds 7 blocks of 16, 112 packet slots — the peak backlog of 100
+    /// rounded up to whole blocks — where a FIFO per round keeping its peak capacity would
+    /// hold 3,200.
     #[test]
     fn round_queues_share_a_pool_bounded_by_the_peak_backlog() {
         let mut s = vd(&[], 1500, Some(64), BufferLimit::UNLIMITED);
@@ -525,7 +519,7 @@ mod tests {
         }
         assert!(drops.is_empty());
         assert_eq!(rounds_used.len(), 32, "each burst used a round queue of its own");
-        assert_eq!(s.packet_nodes(), 100);
+        assert_eq!(s.packet_slots(), 112);
         assert_eq!(s.counters().peak_backlog().packets, 100);
     }
 
@@ -742,17 +736,7 @@ mod tests {
             let w: Vec<(FlowId, u32)> = weights.iter().enumerate().map(|(f, &w)| (f as FlowId, w)).collect();
             let mut v = vd(&w, mtu, Some(4096), BufferLimit::UNLIMITED);
             let quanta: Vec<(FlowId, u32)> = w.iter().map(|&(f, w)| (f, w * mtu)).collect();
-            let mut d = {
-                let table = {
-                    let mut t = FlowTable::default();
-                    for &(f, q) in &quanta {
-                        t.set(f, testkit::params(&format!("quantum = {q}")), format!("flow[{f}]"));
-                    }
-                    t
-                };
-                let context = BuildContext { limit: BufferLimit::UNLIMITED, flows: &table, link_rate: testkit::link() };
-                Drr::build(DrrConfig::default(), &context).unwrap()
-            };
+            let mut d: Drr = testkit::build_weighted(DrrConfig::default(), &quanta, BufferLimit::UNLIMITED);
             let mut drops = Vec::new();
             let mut id = 0u64;
             let mut offer = |v: &mut Vd, d: &mut Drr, flow: FlowId, size: u32, id: &mut u64| {
