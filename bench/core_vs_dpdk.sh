@@ -7,7 +7,9 @@
 # 2. bench/peers/dpdk/run.sh: DPDK's rte_sched at the same numbers of pipes, 4 packets per pipe
 #    (and a light-load variant with 64 packets in all).
 # 3. Writes the table, the machine facts and the date into docs/performance.md, replacing the
-#    section "## Core disciplines vs DPDK rte_sched" (the rest of the file is kept).
+#    section "## Core disciplines vs DPDK rte_sched" up to its "Written by" line (hand-written
+#    subsections after that line, such as the before/after comparisons, and the rest of the
+#    file are kept).
 #
 # Usage: bench/core_vs_dpdk.sh            (called by `make bench`)
 # Environment: CRITERION_ARGS (extra arguments for criterion, e.g. "--measurement-time 1"),
@@ -199,7 +201,12 @@ if marker in text:
     before, rest = text.split(marker, 1)
     after = rest.split("\n## ", 1)
     tail = "\n## " + after[1] if len(after) == 2 else ""
-    text = before + section + tail
+    written = lines[-2]
+    if written in after[0]:
+        # Hand-written subsections after the generated part (before/after comparisons) stay.
+        text = before + section.rstrip("\n") + after[0].split(written, 1)[1] + tail
+    else:
+        text = before + section + tail
 else:
     text = text.rstrip("\n") + "\n\n" + section
 doc.write_text(text)

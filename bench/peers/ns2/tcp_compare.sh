@@ -13,7 +13,7 @@
 # Why offsets: a deterministic drop-tail dumbbell locks into a phase pattern set by the path
 # delays modulo the bottleneck's packet time (832 µs). Start times do not change that pattern;
 # moving an access delay by a fraction of a packet time does, and moves the long-RTT flow's
-# goodput between 0.1 and 3.8 Mbit/s in both simulators (docs/validation.md). The check
+# goodput between about 0.1 and 2.8 Mbit/s in both simulators (docs/validation.md). The check
 # compares means over the offsets.
 # Cases: four flows with equal RTTs (access delays 10 ms), two flows with RTTs of about 32 and
 # 232 ms (access delays 5 and 105 ms). Both simulators: 1000-byte segments plus 40 header bytes

@@ -7,11 +7,17 @@
 //! replaces the flow counts; `bench/flow_scaling.sh` uses it for the plot of ns per packet
 //! against flows. Cases whose cost grows linearly with the flows (`dwcs_list`) stop at
 //! [`LINEAR_CASE_MAX_FLOWS`].
+//!
+//! `SCHEDLAB_BENCH_STEPS=<n>` (with `SCHEDLAB_BENCH_CASE=<case>` and one count in
+//! `SCHEDLAB_BENCH_FLOWS`) skips criterion and runs exactly `n` steps of that case after the
+//! set-up, for instruction and cache-miss counts that do not depend on the machine's load:
+//! run it under `valgrind --tool=cachegrind` with two step counts and divide the difference
+//! by the difference of the steps.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use schedlab_core::{build_scheduler, AnyScheduler, FlowTable, Packet, Rate, Scheduler};
 
 /// One bench case per discipline: registry id (or id and variant) and the `[scheduler]` table
@@ -139,8 +145,52 @@ fn prepared(kind: &str, table: &str, count: u32, rate: Rate) -> (AnyScheduler, u
     (scheduler, id, 0)
 }
 
+/// One measured step: dequeue one packet and enqueue a new one for the same flow.
+#[inline(always)]
+fn step(
+    scheduler: &mut AnyScheduler,
+    sizes: &[u32],
+    rate: Rate,
+    id: &mut u64,
+    now: &mut u64,
+    drops: &mut Vec<schedlab_core::Dropped>,
+) {
+    let packet = scheduler.dequeue(*now, drops).expect("backlogged");
+    *now += rate.transmission_time(packet.size as u64);
+    let size = sizes[*id as usize & 4095];
+    scheduler.enqueue(black_box(Packet::new(*id, packet.flow, size, *now)), *now, drops);
+    *id += 1;
+    drops.clear();
+}
+
+fn rate() -> Rate {
+    Rate::from_bits_per_second(10_000_000_000).unwrap()
+}
+
+/// `SCHEDLAB_BENCH_STEPS` mode: `steps` steps of one case at one flow count, no timing.
+fn count_steps(steps: &str) {
+    let steps: u64 = steps
+        .parse()
+        .unwrap_or_else(|_| panic!("SCHEDLAB_BENCH_STEPS = {steps:?} is not a step count"));
+    let case = std::env::var("SCHEDLAB_BENCH_CASE").expect("SCHEDLAB_BENCH_CASE names the case");
+    let (kind, table) = CASES
+        .iter()
+        .find(|(kind, _)| *kind == case)
+        .unwrap_or_else(|| panic!("SCHEDLAB_BENCH_CASE = {case:?} is not a bench case"));
+    let [count] = flow_counts()[..] else {
+        panic!("SCHEDLAB_BENCH_FLOWS must name exactly one flow count with SCHEDLAB_BENCH_STEPS");
+    };
+    let (mut scheduler, mut id, mut now) = prepared(kind, table, count, rate());
+    let sizes = sizes(4096);
+    let mut drops = Vec::with_capacity(16);
+    for _ in 0..steps {
+        step(&mut scheduler, &sizes, rate(), &mut id, &mut now, &mut drops);
+    }
+    black_box(&scheduler);
+}
+
 fn bench(c: &mut Criterion) {
-    let rate = Rate::from_bits_per_second(10_000_000_000).unwrap();
+    let rate = rate();
     let sizes = sizes(4096);
     for (kind, table) in CASES {
         let mut group = c.benchmark_group(*kind);
@@ -159,16 +209,7 @@ fn bench(c: &mut Criterion) {
                 b.iter_custom(|iterations| {
                     let start = Instant::now();
                     for _ in 0..iterations {
-                        let packet = scheduler.dequeue(now, &mut drops).expect("backlogged");
-                        now += rate.transmission_time(packet.size as u64);
-                        let size = sizes[id as usize & 4095];
-                        scheduler.enqueue(
-                            black_box(Packet::new(id, packet.flow, size, now)),
-                            now,
-                            &mut drops,
-                        );
-                        id += 1;
-                        drops.clear();
+                        step(&mut scheduler, &sizes, rate, &mut id, &mut now, &mut drops);
                     }
                     start.elapsed()
                 });
@@ -179,4 +220,13 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    match std::env::var("SCHEDLAB_BENCH_STEPS") {
+        Ok(steps) => count_steps(&steps),
+        Err(_) => {
+            benches();
+            Criterion::default().configure_from_args().final_summary();
+        }
+    }
+}

@@ -18,6 +18,15 @@
 //! there (Floyd), which costs one pass when the entry belongs near the bottom, the usual case
 //! for a flow's next tag. The vectors keep their capacity: no allocation once every id has
 //! been seen and the heap has held its largest number of entries.
+//!
+//! [`VirtualTimeHeap`] is the same heap for [`VirtualTime`] keys (128 bits): it stores each key
+//! as a 64-bit offset from a base while every key in it lies within 2^64 raw units of the base
+//! (the usual case: the live tags of the fair-queueing family stay within a few packets'
+//! `L/w` of the system's virtual time), which halves the cost of a comparison and shrinks an
+//! entry from 32 to 24 bytes; when a key falls outside, the base moves (every offset shifted by
+//! the same amount, order unchanged), and when the keys in the heap spread over 2^63 raw units
+//! or more it holds them as full 128-bit keys until it is empty again. The order is exact in
+//! every case.
 
 use std::cmp::Ordering;
 
@@ -215,6 +224,15 @@ impl<K: HeapKey> IndexedHeap<K> {
         self.entries.iter()
     }
 
+    /// Replaces every key `k` by `shift(k)`. `shift` must be strictly increasing over the
+    /// keys in the heap (for instance, subtracting the same amount from each), so the heap
+    /// order is unchanged. O(n).
+    fn shift_keys(&mut self, shift: impl Fn(K) -> K) {
+        for entry in &mut self.entries {
+            entry.key = shift(entry.key);
+        }
+    }
+
     #[inline]
     fn remove_at(&mut self, at: usize) {
         let removed = self.entries[at].id;
@@ -308,11 +326,241 @@ impl<K: HeapKey> IndexedHeap<K> {
 // The child selection above compares four children in a tree of pairs.
 const _: () = assert!(ARITY == 4);
 
+/// Raw units a key may lie above the base of a narrow [`VirtualTimeHeap`].
+const NARROW_SPAN: u128 = 1 << 64;
+
+/// An [`IndexedHeap`] of [`VirtualTime`] keys stored, while they fit, as 64-bit offsets from a
+/// base (see the module documentation). Same operations, same `(key, seq)` order.
+#[derive(Clone, Debug, Default)]
+pub struct VirtualTimeHeap {
+    /// Raw value of the key offset 0 in `narrow`.
+    base: u128,
+    /// The entries, keyed `key − base`, while `wide` is not in use.
+    narrow: IndexedHeap<u64>,
+    /// The entries with their full keys, while some key does not fit `narrow`.
+    wide: IndexedHeap<VirtualTime>,
+    /// Whether the entries are in `wide` (`narrow` is then empty).
+    is_wide: bool,
+}
+
+impl VirtualTimeHeap {
+    /// An empty heap.
+    pub fn new() -> VirtualTimeHeap {
+        VirtualTimeHeap::default()
+    }
+
+    /// Number of entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.narrow.len() + self.wide.len()
+    }
+
+    /// Whether the heap is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `id` is in the heap.
+    #[inline]
+    pub fn contains(&self, id: u32) -> bool {
+        if self.is_wide {
+            self.wide.contains(id)
+        } else {
+            self.narrow.contains(id)
+        }
+    }
+
+    #[inline(always)]
+    fn widen_entry(&self, entry: &Entry<u64>) -> Entry<VirtualTime> {
+        Entry {
+            key: VirtualTime::from_raw(self.base + entry.key as u128),
+            seq: entry.seq,
+            id: entry.id,
+        }
+    }
+
+    /// The entry of `id`, if it is in the heap.
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<Entry<VirtualTime>> {
+        if self.is_wide {
+            self.wide.get(id).copied()
+        } else {
+            self.narrow.get(id).map(|entry| self.widen_entry(entry))
+        }
+    }
+
+    /// The least entry.
+    #[inline]
+    pub fn peek(&self) -> Option<Entry<VirtualTime>> {
+        if self.is_wide {
+            self.wide.peek().copied()
+        } else {
+            self.narrow.peek().map(|entry| self.widen_entry(entry))
+        }
+    }
+
+    /// Makes room for ids below `ids` and for as many entries (see
+    /// [`IndexedHeap::reserve_ids`]; the 128-bit store is only reserved once it is used).
+    pub fn reserve_ids(&mut self, ids: usize) {
+        self.narrow.reserve_ids(ids);
+        if self.is_wide {
+            self.wide.reserve_ids(ids);
+        }
+    }
+
+    /// `key` as an offset from the base, if it fits.
+    #[inline(always)]
+    fn offset(&self, key: VirtualTime) -> Option<u64> {
+        let offset = key.raw().wrapping_sub(self.base);
+        (key.raw() >= self.base && offset < NARROW_SPAN).then_some(offset as u64)
+    }
+
+    /// Runs `narrow` with `key`'s offset if it fits the 64-bit store (after moving the base
+    /// if needed), else `wide` with `key`.
+    #[inline(always)]
+    fn with_key(
+        &mut self,
+        key: VirtualTime,
+        narrow: impl FnOnce(&mut IndexedHeap<u64>, u64),
+        wide: impl FnOnce(&mut IndexedHeap<VirtualTime>, VirtualTime),
+    ) {
+        if !self.is_wide {
+            match self.offset(key) {
+                Some(offset) => return narrow(&mut self.narrow, offset),
+                None => self.refit(key),
+            }
+        }
+        match self.offset(key) {
+            Some(offset) if !self.is_wide => narrow(&mut self.narrow, offset),
+            _ => wide(&mut self.wide, key),
+        }
+    }
+
+    /// Adds `id` (which must not be in the heap) with `key` and `seq`. O(log n).
+    #[inline]
+    pub fn push(&mut self, id: u32, key: VirtualTime, seq: u64) {
+        self.with_key(
+            key,
+            |heap, offset| heap.push(id, offset, seq),
+            |heap, key| heap.push(id, key, seq),
+        );
+    }
+
+    /// Changes the key and seq of `id` (which must be in the heap). O(log n).
+    #[inline]
+    pub fn update(&mut self, id: u32, key: VirtualTime, seq: u64) {
+        self.with_key(
+            key,
+            |heap, offset| heap.update(id, offset, seq),
+            |heap, key| heap.update(id, key, seq),
+        );
+    }
+
+    /// Adds `id` with `key` and `seq`, or changes its key and seq if it is in the heap.
+    #[inline]
+    pub fn set(&mut self, id: u32, key: VirtualTime, seq: u64) {
+        if self.contains(id) {
+            self.update(id, key, seq);
+        } else {
+            self.push(id, key, seq);
+        }
+    }
+
+    /// Removes and returns the least entry. O(log n).
+    #[inline]
+    pub fn pop(&mut self) -> Option<Entry<VirtualTime>> {
+        if self.is_wide {
+            let top = self.wide.pop();
+            self.narrow_if_empty();
+            top
+        } else {
+            let top = self.narrow.pop()?;
+            Some(self.widen_entry(&top))
+        }
+    }
+
+    /// Removes `id` if it is in the heap and returns its entry. O(log n).
+    #[inline]
+    pub fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
+        if self.is_wide {
+            let entry = self.wide.remove(id);
+            self.narrow_if_empty();
+            entry
+        } else {
+            let entry = self.narrow.remove(id)?;
+            Some(self.widen_entry(&entry))
+        }
+    }
+
+    /// Removes every entry (keeps the capacity).
+    pub fn clear(&mut self) {
+        self.narrow.clear();
+        self.wide.clear();
+        self.is_wide = false;
+    }
+
+    /// The entries in heap (not sorted) order.
+    pub fn iter(&self) -> impl Iterator<Item = Entry<VirtualTime>> + '_ {
+        let narrow = self.narrow.iter().map(|entry| self.widen_entry(entry));
+        narrow.chain(self.wide.iter().copied())
+    }
+
+    /// Back to 64-bit offsets once the 128-bit store is empty.
+    #[inline]
+    fn narrow_if_empty(&mut self) {
+        if self.wide.is_empty() {
+            self.is_wide = false;
+        }
+    }
+
+    /// `key` does not fit the narrow store: moves the base so that every key in the heap and
+    /// `key` fit with room to spare on both sides (every offset shifted by the same amount),
+    /// or, if they spread over half the span or more, moves the entries to the 128-bit store.
+    /// O(n); a base move leaves at least 2^62 raw units of room on either side of the keys.
+    #[cold]
+    fn refit(&mut self, key: VirtualTime) {
+        let (mut low, mut high) = (key.raw(), key.raw());
+        for entry in self.narrow.iter() {
+            let raw = self.base + entry.key as u128;
+            low = low.min(raw);
+            high = high.max(raw);
+        }
+        let spread = high - low;
+        if spread < NARROW_SPAN / 2 {
+            let room = (NARROW_SPAN - 1 - spread) / 2;
+            let base = low - room.min(low);
+            let old_base = self.base;
+            self.narrow
+                .shift_keys(|offset| (old_base + offset as u128 - base) as u64);
+            self.base = base;
+        } else {
+            self.wide.reserve_ids(self.narrow.position.len());
+            for index in 0..self.narrow.len() {
+                let entry = self.widen_entry(&self.narrow.entries[index]);
+                self.wide.push(entry.id, entry.key, entry.seq);
+            }
+            self.narrow.clear();
+            self.is_wide = true;
+        }
+    }
+
+    /// Checks both stores (tests).
+    #[cfg(test)]
+    fn check(&self) {
+        self.narrow.check();
+        self.wide.check();
+        assert!(self.is_wide || self.wide.is_empty());
+        assert!(!self.is_wide || self.narrow.is_empty());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
     use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
 
     use super::*;
 
@@ -372,6 +620,32 @@ mod tests {
         assert!(heap.is_empty() && !heap.contains(0));
     }
 
+    #[test]
+    fn virtual_time_heap_moves_its_base_and_widens_only_when_it_must() {
+        let key = |raw: u128| VirtualTime::from_raw(raw);
+        let mut heap = VirtualTimeHeap::new();
+        heap.push(0, key(1 << 70), 0); // beyond the first base's span: the base moves
+        assert!(!heap.is_wide && heap.base > 0);
+        heap.push(1, key((1 << 70) + (1 << 62)), 1);
+        assert!(!heap.is_wide);
+        heap.push(2, key(1 << 72), 2); // spread over 2^63: 128-bit keys
+        assert!(heap.is_wide);
+        heap.check();
+        assert_eq!(heap.pop().map(|e| (e.key, e.id)), Some((key(1 << 70), 0)));
+        assert_eq!(
+            heap.pop().map(|e| (e.key, e.id)),
+            Some((key((1 << 70) + (1 << 62)), 1))
+        );
+        assert!(heap.is_wide);
+        assert_eq!(heap.pop().map(|e| (e.key, e.id)), Some((key(1 << 72), 2)));
+        assert!(!heap.is_wide && heap.is_empty()); // empty: back to offsets
+        heap.push(3, key(5), 0); // below the base: the base moves down
+        heap.push(4, key(6), 0);
+        assert!(!heap.is_wide && heap.base <= 5);
+        assert_eq!(heap.pop().map(|e| e.id), Some(3));
+        heap.check();
+    }
+
     #[derive(Clone, Debug)]
     enum Op {
         Set(u32, u64, u64),
@@ -387,39 +661,130 @@ mod tests {
         ]
     }
 
-    proptest! {
-        /// Against a sorted map of (key, seq, id): every pop returns the least (key, seq) (ids
-        /// break remaining ties in the model only; the heap's seqs are made unique per key
-        /// below), updates and removals by id keep order and index consistent.
-        #[test]
-        fn behaves_like_a_sorted_map(ops in proptest::collection::vec(arb_op(), 1..400)) {
-            let mut heap = IndexedHeap::new();
-            let mut model: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-            for op in ops {
-                match op {
-                    Op::Set(id, key, seq) => {
-                        // Unique (key, seq) per id: seq carries the id in its low bits.
-                        let seq = seq << 8 | id as u64;
-                        heap.set(id, key, seq);
-                        model.insert(id, (key, seq));
-                    }
-                    Op::Remove(id) => {
-                        let expected = model.remove(&id).map(|(key, seq)| Entry { key, seq, id });
-                        prop_assert_eq!(heap.remove(id), expected);
-                    }
-                    Op::Pop => {
-                        let least = model.iter().min_by_key(|(_, &kv)| kv).map(|(&id, &(key, seq))| Entry { key, seq, id });
-                        if let Some(e) = least {
-                            model.remove(&e.id);
-                        }
-                        prop_assert_eq!(heap.pop(), least);
-                    }
+    /// The operations of both heaps, by value, for one model test.
+    trait TestHeap<K> {
+        fn set(&mut self, id: u32, key: K, seq: u64);
+        fn remove(&mut self, id: u32) -> Option<Entry<K>>;
+        fn pop(&mut self) -> Option<Entry<K>>;
+        fn peek(&self) -> Option<Entry<K>>;
+        fn get(&self, id: u32) -> Option<Entry<K>>;
+        fn len(&self) -> usize;
+        fn check(&self);
+    }
+
+    impl<K: HeapKey> TestHeap<K> for IndexedHeap<K> {
+        fn set(&mut self, id: u32, key: K, seq: u64) {
+            IndexedHeap::set(self, id, key, seq)
+        }
+        fn remove(&mut self, id: u32) -> Option<Entry<K>> {
+            IndexedHeap::remove(self, id)
+        }
+        fn pop(&mut self) -> Option<Entry<K>> {
+            IndexedHeap::pop(self)
+        }
+        fn peek(&self) -> Option<Entry<K>> {
+            IndexedHeap::peek(self).copied()
+        }
+        fn get(&self, id: u32) -> Option<Entry<K>> {
+            IndexedHeap::get(self, id).copied()
+        }
+        fn len(&self) -> usize {
+            IndexedHeap::len(self)
+        }
+        fn check(&self) {
+            IndexedHeap::check(self)
+        }
+    }
+
+    impl TestHeap<VirtualTime> for VirtualTimeHeap {
+        fn set(&mut self, id: u32, key: VirtualTime, seq: u64) {
+            VirtualTimeHeap::set(self, id, key, seq)
+        }
+        fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
+            VirtualTimeHeap::remove(self, id)
+        }
+        fn pop(&mut self) -> Option<Entry<VirtualTime>> {
+            VirtualTimeHeap::pop(self)
+        }
+        fn peek(&self) -> Option<Entry<VirtualTime>> {
+            VirtualTimeHeap::peek(self)
+        }
+        fn get(&self, id: u32) -> Option<Entry<VirtualTime>> {
+            VirtualTimeHeap::get(self, id)
+        }
+        fn len(&self) -> usize {
+            VirtualTimeHeap::len(self)
+        }
+        fn check(&self) {
+            VirtualTimeHeap::check(self)
+        }
+    }
+
+    /// Applies `ops` to `heap` and to a sorted map of id → (key, seq), the key of a set being
+    /// `key_of(value, region)`: every pop and removal returns what the map says, and after
+    /// each operation the structure checks, the length, the least entry and every id's entry
+    /// agree. The seq of a set carries the id in its low bits, so (key, seq) is unique.
+    fn follows_sorted_map<K: HeapKey + std::fmt::Debug>(
+        mut heap: impl TestHeap<K>,
+        ops: Vec<(Op, u32)>,
+        key_of: impl Fn(u64, u32) -> K,
+    ) -> Result<(), TestCaseError> {
+        let mut model: BTreeMap<u32, (K, u64)> = BTreeMap::new();
+        let least = |model: &BTreeMap<u32, (K, u64)>| {
+            model
+                .iter()
+                .min_by_key(|(_, &kv)| kv)
+                .map(|(&id, &(key, seq))| Entry { key, seq, id })
+        };
+        for (op, region) in ops {
+            match op {
+                Op::Set(id, value, seq) => {
+                    let (key, seq) = (key_of(value, region), seq << 8 | id as u64);
+                    heap.set(id, key, seq);
+                    model.insert(id, (key, seq));
                 }
-                heap.check();
-                prop_assert_eq!(heap.len(), model.len());
-                let least = model.iter().min_by_key(|(_, &kv)| kv).map(|(&id, _)| id);
-                prop_assert_eq!(heap.peek().map(|e| e.id), least);
+                Op::Remove(id) => {
+                    let expected = model.remove(&id).map(|(key, seq)| Entry { key, seq, id });
+                    prop_assert_eq!(heap.remove(id), expected);
+                }
+                Op::Pop => {
+                    let expected = least(&model);
+                    if let Some(entry) = expected {
+                        model.remove(&entry.id);
+                    }
+                    prop_assert_eq!(heap.pop(), expected);
+                }
             }
+            heap.check();
+            prop_assert_eq!(heap.len(), model.len());
+            prop_assert_eq!(heap.peek(), least(&model));
+            for (&id, &(key, seq)) in &model {
+                prop_assert_eq!(heap.get(id), Some(Entry { key, seq, id }));
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// Against a sorted map: every pop returns the least (key, seq), updates and removals
+        /// by id keep order and index consistent.
+        #[test]
+        fn behaves_like_a_sorted_map(ops in proptest::collection::vec((arb_op(), Just(0u32)), 1..400)) {
+            follows_sorted_map(IndexedHeap::new(), ops, |value, _| value)?;
+        }
+
+        /// [`VirtualTimeHeap`] against a sorted map, with keys that sometimes leave the
+        /// narrow span (the base moves), sometimes spread over 2^63 raw units or more (the
+        /// 128-bit store) and come back: the same order as the map, whatever the store.
+        #[test]
+        fn virtual_time_heap_behaves_like_a_sorted_map(
+            ops in proptest::collection::vec((arb_op(), 0u32..7), 1..400)
+        ) {
+            // Keys: a small value above one of a few far-apart regions.
+            let regions: [u128; 7] = [0, 1 << 40, 1 << 62, 1 << 63, 5 << 62, 3 << 64, 1 << 100];
+            follows_sorted_map(VirtualTimeHeap::new(), ops, |value, region| {
+                VirtualTime::from_raw(regions[region as usize] + value as u128)
+            })?;
         }
 
         /// Virtual-time keys straddling 2^64: pops come out sorted by (key, seq).

@@ -1,7 +1,7 @@
 //! Per-flow FIFO queues whose packets carry virtual-time tags, with a min-heap over the
 //! head-of-line tags: the machinery shared by the sorted-priority disciplines `wfq`, `scfq`,
 //! `stfq` and `virtual_clock` (each computes its own tags; this module stores and orders them)
-//! in the shared [`IndexedHeap`].
+//! in the shared [`VirtualTimeHeap`].
 //!
 //! Invariants:
 //! * flow `f`'s tag list runs parallel to its packet queue in [`FlowQueues`]: same length,
@@ -22,7 +22,7 @@
 use crate::config::{BufferLimit, ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
-use crate::indexed_heap::IndexedHeap;
+use crate::indexed_heap::VirtualTimeHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -76,7 +76,7 @@ pub struct TaggedQueues<S> {
     /// Every flow's tag list.
     pool: PooledLists<Tagged>,
     /// Head-of-line keys by flow: entry `seq` is the head packet's arrival sequence.
-    heads: IndexedHeap<VirtualTime>,
+    heads: VirtualTimeHeap,
     next_seq: u64,
     /// Push-outs of the last admission (capacity kept, so no allocation in steady state).
     pushed_out: Vec<(FlowId, VirtualTime)>,
@@ -89,7 +89,7 @@ impl<S: Default + Clone> TaggedQueues<S> {
             queues: FlowQueues::new(limit),
             slots: Vec::new(),
             pool: PooledLists::default(),
-            heads: IndexedHeap::new(),
+            heads: VirtualTimeHeap::new(),
             next_seq: 0,
             pushed_out: Vec::new(),
         }

@@ -16,6 +16,13 @@
 //! each skipped visit). With quanta that cover every packet nothing is skipped and the output
 //! is DRR's exactly (a test below). The latency is that of DRR with a frame q times shorter.
 //!
+//! Per visit of flow i (DRR's figure 3 with quantum φ_i) and when it is filed:
+//!
+//! ```text
+//! Δ_i ← Δ_i + φ_i;  while L_head ≤ Δ_i: send head, Δ_i ← Δ_i − L_head;  empty: Δ_i ← 0
+//! k = ⌈(L_head − Δ_i) / φ_i⌉;  list ← (current + min(k, q)) mod (q + 1);  Δ_i ← Δ_i + (k − 1)·φ_i
+//! ```
+//!
 //! Paper name → code:
 //! * quantum φ_i → [`DeficitFlow::quantum`] = w_i · `quantum` / q (bytes, at least 1), with
 //!   w_i the flow's `quantum_units`, `quantum` the scheduler's basic quantum (Bakiras et al.'s

@@ -444,11 +444,7 @@ mod tests {
     }
 
     fn counter(s: &DrrPlus, name: &str) -> u64 {
-        s.discipline_counters()
-            .into_iter()
-            .find(|(n, _)| *n == name)
-            .unwrap()
-            .1
+        s.discipline_counters().iter().find(|c| c.0 == name).unwrap().1
     }
 
     /// On the 1 byte/µs test link: BE packets a, b, c (500 B, flow 1) wait at 0; the LC flow 0

@@ -17,7 +17,7 @@
 //! [`LossState`] (flow key `loss_tolerance`); deadline(j) → `DwcsStream::deadline`;
 //! interpacket_gap(j) → `DwcsStream::gap` (flow key `deadline_gap`); rule (A) →
 //! [`LossState::serviced`], (B)/(C) → [`LossState::missed`] ([`ViolationMethod`]); table 1 →
-//! `Ord for` [`Precedence`]; "for each stream j missing its deadline, while (deadline missed)"
+//! the order of [`Precedence`]; "for each stream j missing its deadline, while (deadline missed)"
 //! → `Dwcs::check` and `miss_deadlines`; the deadline heap and loss-tolerance heap of figure
 //! 3(a) → `Order::Heap` (two [`IndexedHeap`]s), the linear list → `Order::List`; p →
 //! `check_every`. Violations are measured by [`LossWindowMeter`], outside the scheduling state.
@@ -60,8 +60,6 @@
 //!   dropped as late or sent after missing a deadline; buffer drops are not in the windows.
 //! * `peek` runs the check a dequeue at the same `now` would; its drops are reported by the
 //!   next `enqueue` or `dequeue`. `longest_queue_drop` weighs every stream equally.
-
-use std::cmp::Ordering;
 
 use crate::config::{ConfigError, FlowParamTable, FlowParams, LossTolerance, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
@@ -367,27 +365,35 @@ impl DwcsStream {
     }
 }
 
-/// A backlogged stream's place in table 1: its current loss-tolerance x'/y', its head's
-/// deadline (`TimeNs::MAX` without deadlines) and arrival time. `Ord` is table 1, row by row
-/// ("less" is served first); the heap breaks the last tie by the lower flow id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A backlogged stream's place in table 1, encoded so that the derived lexicographic `Ord`
+/// of (`level`, `second`, `third`, `arrival`) is table 1 row by row ("less" is served first;
+/// the heap breaks the last tie by the lower flow id):
+/// 1. lowest loss-tolerance x'/y' first (a zero tolerance, 0/0 included, before any other):
+///    `level`;
+/// 2. same non-zero tolerance: earliest deadline (`second` = deadline), then lowest
+///    loss-numerator (`third` = x');
+/// 3. zero tolerance: highest loss-denominator (`second` = `u64::MAX` − y'), then earliest
+///    deadline (`third` = deadline);
+/// 4. all other cases: first come, first served (`arrival`).
+///
+/// Four words, compared as two 128-bit numbers: a heap entry is 48 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Precedence {
     /// x'/y' as ⌊2⁶⁴·x'/y'⌋ (0 for a zero tolerance, `u64::MAX` for x' = y'): one-to-one
     /// while y' < 2³² (fractions with such denominators differ by more than 2⁻⁶⁴; method 1
-    /// can grow y' past that, where ties are resolved at 2⁻⁶⁴).
+    /// can grow y' past that, where ties are resolved at 2⁻⁶⁴). Non-zero iff x' > 0.
     pub level: u64,
-    /// x'.
-    pub x: u64,
-    /// y'.
-    pub y: u64,
-    /// The head's deadline, ns.
-    pub deadline: TimeNs,
+    /// Non-zero tolerance: the head's deadline (ns); zero tolerance: `u64::MAX` − y'.
+    pub second: u64,
+    /// Non-zero tolerance: x'; zero tolerance: the head's deadline (ns).
+    pub third: u64,
     /// The head's arrival time, ns.
     pub arrival: TimeNs,
 }
 
 impl Precedence {
-    /// The place of a stream at x'/y' (x' ≤ y') whose head has `deadline` and `arrival`.
+    /// The place of a stream at x'/y' (x' ≤ y') whose head has `deadline` (`TimeNs::MAX`
+    /// without deadlines) and `arrival`.
     pub fn new(x: u64, y: u64, deadline: TimeNs, arrival: TimeNs) -> Precedence {
         let level = match x {
             0 => 0,
@@ -399,44 +405,46 @@ impl Precedence {
             }
             x => (((x as u128) << 64) / y as u128) as u64,
         };
+        let (second, third) = if x == 0 {
+            (u64::MAX - y, deadline)
+        } else {
+            (deadline, x)
+        };
         Precedence {
             level,
-            x,
-            y,
-            deadline,
+            second,
+            third,
             arrival,
         }
     }
-}
 
-impl Ord for Precedence {
-    fn cmp(&self, other: &Precedence) -> Ordering {
-        let (a, b) = (self, other);
-        // Lowest loss-tolerance first (a zero tolerance before any non-zero one).
-        if a.level != b.level {
-            return a.level.cmp(&b.level);
-        }
-        let by_rows = if a.x > 0 {
-            // Same non-zero tolerance: earliest deadline; same deadline too: lowest
-            // loss-numerator.
-            (a.deadline, a.x).cmp(&(b.deadline, b.x))
+    /// The head's deadline (`TimeNs::MAX` for a stream without deadlines).
+    #[inline]
+    pub fn deadline(&self) -> TimeNs {
+        if self.level == 0 {
+            self.third
         } else {
-            // Zero tolerance (0/0 included): highest loss-denominator; equal denominators:
-            // earliest deadline.
-            (b.y, a.deadline).cmp(&(a.y, b.deadline))
-        };
-        // All other cases: first come, first served.
-        by_rows.then(a.arrival.cmp(&b.arrival))
+            self.second
+        }
     }
 }
 
-impl PartialOrd for Precedence {
-    fn partial_cmp(&self, other: &Precedence) -> Option<Ordering> {
-        Some(self.cmp(other))
+impl HeapKey for Precedence {
+    #[inline(always)]
+    fn precedes(&self, seq: u64, other: &Precedence, other_seq: u64) -> bool {
+        let first = |p: &Precedence| (p.level as u128) << 64 | p.second as u128;
+        let rest = |p: &Precedence| (p.third as u128) << 64 | p.arrival as u128;
+        let (a, b) = (first(self), first(other));
+        if a != b {
+            return a < b;
+        }
+        let (a, b) = (rest(self), rest(other));
+        if a != b {
+            return a < b;
+        }
+        seq < other_seq
     }
 }
-
-impl HeapKey for Precedence {}
 
 /// The backlogged streams, in one of the two structures of §4. Entries are keyed (key, flow
 /// id), the flow id being the item id too.
@@ -657,7 +665,7 @@ impl Dwcs {
                 let mut at = 0;
                 while at < entries.len() {
                     // The key holds the head's deadline (`TimeNs::MAX` without deadlines).
-                    if entries[at].key.deadline >= now {
+                    if entries[at].key.deadline() >= now {
                         at += 1;
                         continue;
                     }

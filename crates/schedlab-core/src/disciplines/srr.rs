@@ -24,6 +24,18 @@
 //! a flow is active iff its queue is non-empty (a flow emptied by a push-out is deactivated
 //! lazily when a visit reaches it); the deficit of an idle flow is 0.
 //!
+//! Rates: one WSS pass (2^K − 1 positions) visits column k 2^k times, so it visits flow f
+//! w_f times and raises DC_f by w_f·quantum. A flow backlogged over n passes therefore sends
+//!
+//! ```text
+//! | bytes_f(n passes) − n·w_f·quantum | < L_max
+//! ```
+//!
+//! (after a visit 0 ≤ DC_f < its head packet ≤ L_max), i.e. the share w_f / Σ_j w_j of the
+//! backlogged flows, with its w_f visits spread evenly over the pass (the ruler sequence).
+//! Cost: O(1) per packet while the flow stays backlogged, O(K) to activate or deactivate a
+//! flow and to skip to the next non-empty column.
+//!
 //! Worked example (Guo §3, also in every course summary of SRR): weights 5, 2, 2, 3, 1 give
 //! K = 3, WSS 1 2 1 3 1 2 1 and the service order f1 f2 f3 f4 f1 f1 f4 f5 f1 f2 f3 f4 f1 — the
 //! first test below.

@@ -52,7 +52,7 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::IndexedHeap;
+use crate::indexed_heap::VirtualTimeHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -106,11 +106,11 @@ pub struct Wf2qPlus {
     arrivals: PooledLists<u64>,
     table: FlowParamTable<ShareParams>,
     /// Eligible flows by (F, head arrival sequence).
-    eligible: IndexedHeap<VirtualTime>,
+    eligible: VirtualTimeHeap,
     /// Backlogged flows with S > V, by (S, head arrival sequence).
-    ineligible: IndexedHeap<VirtualTime>,
+    ineligible: VirtualTimeHeap,
     /// Lingering flows by (F, flow id).
-    lingering: IndexedHeap<VirtualTime>,
+    lingering: VirtualTimeHeap,
     virtual_time: VirtualTime,
     weight_sum: u64,
     max_finish_served: VirtualTime,
@@ -159,7 +159,7 @@ impl Wf2qPlus {
     }
 
     /// The heap that holds flows at `place` (none for idle flows).
-    fn heap(&mut self, place: Place) -> Option<&mut IndexedHeap<VirtualTime>> {
+    fn heap(&mut self, place: Place) -> Option<&mut VirtualTimeHeap> {
         match place {
             Place::Idle => None,
             Place::Lingering => Some(&mut self.lingering),
@@ -209,7 +209,7 @@ impl Wf2qPlus {
 
     /// Lingering flows whose finish tag V has reached leave Σweight.
     fn drain_lingering(&mut self) {
-        while let Some(&top) = self.lingering.peek() {
+        while let Some(top) = self.lingering.peek() {
             if top.key > self.virtual_time {
                 break;
             }
@@ -227,7 +227,7 @@ impl Wf2qPlus {
             let least_start = self.ineligible.peek()?.key;
             self.virtual_time = self.virtual_time.max(least_start);
         }
-        while let Some(&top) = self.ineligible.peek() {
+        while let Some(top) = self.ineligible.peek() {
             if top.key > self.virtual_time {
                 break;
             }
@@ -271,9 +271,9 @@ impl Discipline for Wf2qPlus {
             flows: Vec::new(),
             arrivals: PooledLists::default(),
             table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
-            eligible: IndexedHeap::new(),
-            ineligible: IndexedHeap::new(),
-            lingering: IndexedHeap::new(),
+            eligible: VirtualTimeHeap::new(),
+            ineligible: VirtualTimeHeap::new(),
+            lingering: VirtualTimeHeap::new(),
             virtual_time: VirtualTime::ZERO,
             weight_sum: 0,
             max_finish_served: VirtualTime::ZERO,

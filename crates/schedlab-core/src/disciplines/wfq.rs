@@ -50,7 +50,7 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::IndexedHeap;
+use crate::indexed_heap::VirtualTimeHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
@@ -102,7 +102,7 @@ pub struct Wfq {
     /// flow id; simultaneous departures are all taken together). An entry whose tag is below
     /// the flow's current `last_finish` (it received packets since) is re-keyed when it
     /// surfaces.
-    departures: IndexedHeap<VirtualTime>,
+    departures: VirtualTimeHeap,
     /// Link work (units of 2^-32 byte) done in GPS but not yet turned into V: below Σφ.
     residual_work: u128,
     /// Remainder of the time-to-work division (units of 2^-32 byte / 10^9).
@@ -169,7 +169,7 @@ impl Wfq {
     /// The flow in B with the least last finish tag, re-keying entries that lag behind.
     fn next_departure(&mut self) -> Option<(VirtualTime, FlowId)> {
         loop {
-            let top = *self.departures.peek()?;
+            let top = self.departures.peek()?;
             let state = self.queues.state(top.id).expect("flows in the heap have state");
             if state.last_finish == top.key {
                 return Some((top.key, top.id));
@@ -279,7 +279,7 @@ impl Discipline for Wfq {
             virtual_time: VirtualTime::ZERO,
             clock: 0,
             backlogged_weight: 0,
-            departures: IndexedHeap::new(),
+            departures: VirtualTimeHeap::new(),
             residual_work: 0,
             work_remainder: 0,
             work_rate: work_rate(context.link_rate),

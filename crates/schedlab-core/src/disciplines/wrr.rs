@@ -1,11 +1,12 @@
 //! Weighted Round Robin (`wrr`): per-flow queues visited in turn; a visit sends up to the
-//! flow's `weight` packets.
+//! flow's weight w_i (flow key `packets_per_round`) in packets.
 //!
 //! As described in Zhang's thesis (seed 000), §2.4.1, citing \[BB94\]: "Each queue has an
 //! associated weight. In every round of service, the number of packets served from a queue
-//! is proportional to its associated weight." Sizes are ignored, so byte shares follow
-//! weight × mean packet size, not weight alone (the thesis: "WRR is only good for the
-//! networks with fixed packet size"); DRR (`drr`) and EWRR (`ewrr`) count bytes instead.
+//! is proportional to its associated weight." Sizes are ignored, so a backlogged flow with
+//! mean packet size s̄_i receives the share r_i = w_i·s̄_i / Σ_j w_j·s̄_j of the link (sum over
+//! the backlogged flows), not w_i/Σw (the thesis: "WRR is only good for the networks with
+//! fixed packet size"); DRR (`drr`) and EWRR (`ewrr`) count bytes instead.
 //!
 //! Names → code:
 //! * weight w_i (packets per round) → [`DeficitFlow::quantum`];
@@ -16,7 +17,7 @@
 //! Invariants: a flow is on `active` iff its queue is non-empty (a flow emptied by a
 //! push-out is removed lazily when it reaches the head); only the head flow's deficit
 //! differs from its weight, and it is at least 1 there. A flow that stays backlogged sends
-//! exactly `weight` packets per visit. Work conserving; O(1) enqueue and dequeue.
+//! exactly w_i packets per visit. Work conserving; O(1) enqueue and dequeue.
 //!
 //! Choices where the descriptions are silent:
 //! * A visit's packets go back to back (as in DRR), not interleaved with other flows.
@@ -24,12 +25,11 @@
 //!   progress joins the tail of `active`: it is visited after every flow already on the
 //!   list — in the current pass if those flows are still ahead of the tail, never before a
 //!   flow that was waiting. A flow that empties leaves the list and forfeits the rest of its
-//!   visit; when it comes back it joins the tail with a full `weight`.
-//! * A flow with no `weight` (neither its own nor `flow_defaults`) has weight 1.
+//!   visit; when it comes back it joins the tail with a full w_i.
+//! * A flow with no `packets_per_round` (neither its own nor `flow_defaults`) has w_i = 1.
 //! * `drop_policy = "longest_queue_drop"` pushes out the tail of the flow whose byte backlog
 //!   divided by its weight is largest ([`crate::queues::FlowQueues::admit`]).
-//! * A flow id above [`crate::MAX_FLOW_ID`] is dropped as invalid without entering the
-//!   per-flow counters.
+//! * A flow id above [`crate::MAX_FLOW_ID`] is dropped as invalid, outside the per-flow counters.
 
 use crate::config::{ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, Dropped};
