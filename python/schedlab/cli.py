@@ -7,9 +7,11 @@ Exit status: 0 success, 2 bad input (the message names the file, line, key and v
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -18,6 +20,9 @@ from rich.table import Table
 
 import schedlab
 from schedlab import realnet
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 app = typer.Typer(
     name="schedlab",
@@ -75,38 +80,56 @@ def _ms(seconds) -> str:
     return "" if seconds is None or seconds != seconds else f"{seconds * 1e3:.3f} ms"
 
 
-def _top(flows: list[dict], show_all: bool, sent_key: str) -> tuple[list[dict], dict | None, str]:
+def _top(flows: pd.DataFrame, show_all: bool, sent_key: str) -> tuple[list[dict], dict | None, str]:
     """The flows to print: all of them, or the TOP_FLOWS with the largest mean delay plus an
-    aggregate row over every flow; and a note for the title."""
+    aggregate row over every flow; and a note for the title. ``flows`` is a table (one row per
+    flow) so that a million flows cost a few columns, not a million dicts."""
+    import pandas as pd
+
     if show_all or len(flows) <= TOP_FLOWS:
-        return flows, None, ""
+        return flows.to_dict("records"), None, ""
 
-    def delay(f):
-        d = f.get("delay_mean_s")
-        return -1.0 if d is None or d != d else d
+    def column(name: str) -> pd.Series:
+        return pd.to_numeric(flows[name], errors="coerce") if name in flows.columns else pd.Series(0.0, flows.index)
 
-    top = sorted(flows, key=delay, reverse=True)[:TOP_FLOWS]
-    weights = [(f.get(sent_key) or 0, f.get("delay_mean_s")) for f in flows]
-    counted = sum(w for w, d in weights if d is not None and d == d)
-    maxima = [
-        f["delay_max_s"] for f in flows if f.get("delay_max_s") is not None and f["delay_max_s"] == f["delay_max_s"]
-    ]
+    delay = column("delay_mean_s")
+    top = flows.loc[delay.fillna(-1.0).nlargest(TOP_FLOWS).index].to_dict("records")
+    weights = column(sent_key).fillna(0)
+    measured = delay.notna()
+    counted = weights[measured].sum()
+    maxima = column("delay_max_s").dropna()
     total = {
         "flow": "all",
-        sent_key: sum(f.get(sent_key) or 0 for f in flows),
-        "dropped": sum(f.get("dropped") or 0 for f in flows),
-        "bytes": sum(f.get("bytes") or 0 for f in flows),
-        "throughput_bps": sum(f.get("throughput_bps") or 0 for f in flows),
-        "delay_mean_s": sum(w * d for w, d in weights if d is not None and d == d) / counted if counted else None,
+        sent_key: int(weights.sum()),
+        "dropped": int(column("dropped").fillna(0).sum()),
+        "bytes": int(column("bytes").fillna(0).sum()),
+        "throughput_bps": float(column("throughput_bps").fillna(0).sum()),
+        "delay_mean_s": float((weights * delay)[measured].sum() / counted) if counted else None,
         "delay_p99_s": None,
-        "delay_max_s": max(maxima) if maxima else None,
+        "delay_max_s": float(maxima.max()) if len(maxima) else None,
     }
     note = f" ({TOP_FLOWS} of {len(flows)} flows with the largest mean delay, then all flows; --all prints every flow)"
     return top, total, note
 
 
+#: The per-flow keys of summary.json that the terminal summary of `run` shows.
+SIM_FLOW_COLUMNS = [
+    "flow",
+    "name",
+    "received",
+    "dropped",
+    "throughput_bps",
+    "delay_mean_s",
+    "delay_mean_ci95_s",
+    "delay_p99_s",
+    "delay_max_s",
+]
+
+
 def _print_flows(title: str, flows: list[dict], show_all: bool = False) -> None:
-    flows, total, note = _top(flows, show_all, "sent")
+    import pandas as pd
+
+    flows, total, note = _top(pd.DataFrame(flows), show_all, "sent")
     table = Table(title=escape(title + note))
     for column in ("flow", "sent", "dropped", "bytes", "throughput", "mean delay", "p99 delay", "max delay"):
         table.add_column(column, justify="right")
@@ -125,8 +148,8 @@ def _print_flows(title: str, flows: list[dict], show_all: bool = False) -> None:
     out.print(table)
 
 
-def _print_sim_flows(title: str, results, show_all: bool = False) -> None:
-    flows, total, note = _top(results.flows.to_dict("records"), show_all, "received")
+def _print_sim_flows(title: str, flows: pd.DataFrame, show_all: bool = False) -> None:
+    flows, total, note = _top(flows, show_all, "received")
     table = Table(title=escape(title + note))
     columns = ("flow", "name", "received", "dropped", "throughput", "mean delay ± 95% CI", "p99 delay", "max delay")
     for column in columns:
@@ -244,11 +267,18 @@ def run(
     packets_flows: str = typer.Option(
         None, "--packets-flows", help="With --packets: only these flow ids, comma-separated (e.g. 0,2)."
     ),
+    no_memory_check: bool = typer.Option(
+        False,
+        "--no-memory-check",
+        help="Run even when the memory estimate exceeds the available memory (else refused, exit 2).",
+    ),
 ) -> None:
     """Simulate a scenario (all replications) and write its results.
 
     --out must be empty or hold results of the same scenario (run-info.json has its
-    fingerprint); --force clears it. --packets FILE writes each measured packet of
+    fingerprint); --force clears it. A run whose memory estimate (schedlab validate --json,
+    memory_estimate) exceeds the available memory is refused unless --no-memory-check.
+    --packets FILE writes each measured packet of
     replication 0 (flow,seq,size_bytes,arrival_s,start_s,departure_s,outcome; see
     docs/results.md), replication 0 being run once more with the same random streams.
 
@@ -264,7 +294,7 @@ def run(
             _fail_input(f"--packets-flows = {packets_flows!r}: must be flow ids separated by commas, e.g. 0,2")
         if not flows or any(f < 0 for f in flows):
             _fail_input(f"--packets-flows = {packets_flows!r}: must be flow ids separated by commas, e.g. 0,2")
-    from schedlab.api import Results, run_into
+    from schedlab.api import load_summary, run_into
     from schedlab.api import validate as validate_scenario
     from schedlab.scenario import ScenarioError
 
@@ -273,6 +303,11 @@ def run(
         # The same checks as `validate`, [sweep] and [report] included; the list of flows only
         # when --packets-flows needs it (with 10^6 flows it is 125 MB of JSON).
         info = validate_scenario(s, flows=flows is not None)
+        if not no_memory_check:
+            from schedlab import memory
+
+            estimate = info["memory_estimate"]
+            memory.check(estimate["total_bytes"], str(scenario), memory.describe(estimate))
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))
         return
@@ -295,7 +330,7 @@ def run(
         from schedlab.sweep import progress_printer
 
         with _interruptible():
-            summary = run_into(s, out_dir, progress=progress_printer(label="replications"), force=force)
+            run_into(s, out_dir, progress=progress_printer(label="replications"), force=force)
             if packets is not None:
                 from schedlab import _core
 
@@ -310,14 +345,12 @@ def run(
 
         err.print(f"report: {write_report(out_dir)}")
     if as_json:
-        print(json.dumps(summary, indent=2))
+        # The file as written, a block at a time (a million flows make gigabytes of it).
+        with open(out_dir / "summary.json") as written:
+            shutil.copyfileobj(written, sys.stdout)
     else:
-        results = Results.load(out_dir)
-        _print_sim_flows(
-            f"{s.name}: {results.summary['run'].get('replications', 1)} replication(s) -> {out_dir}",
-            results,
-            show_all,
-        )
+        head, flows = load_summary(out_dir, SIM_FLOW_COLUMNS)
+        _print_sim_flows(f"{s.name}: {head['run'].get('replications', 1)} replication(s) -> {out_dir}", flows, show_all)
 
 
 @app.command()
@@ -341,13 +374,20 @@ def sweep(
         help="Run the points on real packets (as `schedlab measure`, one after another; root); "
         "the simulation of the same sweep goes to OUT/simulation for the side-by-side report.",
     ),
+    no_memory_check: bool = typer.Option(
+        False,
+        "--no-memory-check",
+        help="Run even when the memory estimate exceeds the available memory (else refused, exit 2).",
+    ),
 ) -> None:
     """Run every point of a scenario's sweep table times every replication, in parallel.
 
     --out must be empty or hold results of the same scenario (run-info.json has its
     fingerprint); --force clears it; --resume reuses the points whose fingerprint matches.
     --measure runs the points on real packets one after another (network namespaces, root)
-    and the simulation beside them, for a report with both side by side.
+    and the simulation beside them, for a report with both side by side. A sweep whose local
+    workers would together need more memory than is available is refused unless
+    --no-memory-check.
 
     Example: schedlab sweep experiments/thesis/fig5_1_5_2_exponential.toml --out out/fig5_1 --report
     """
@@ -378,6 +418,7 @@ def sweep(
                 progress=progress_printer(),
                 force=force,
                 measure=measure,
+                memory_check=not no_memory_check,
             )
     except (schedlab.InputError, ScenarioError) as e:
         _fail_input(str(e))

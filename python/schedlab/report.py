@@ -12,7 +12,6 @@ same results give the same bytes.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import math
@@ -41,9 +40,6 @@ class Figure:
     title: str
     png: Path
     svg: Path
-
-    def data_uri(self) -> str:
-        return "data:image/png;base64," + base64.b64encode(self.png.read_bytes()).decode()
 
     def inline_svg(self) -> str:
         """The SVG markup to place in the page (without its XML prologue): it scales to the
@@ -291,13 +287,18 @@ def _names(flows: pd.DataFrame) -> list[str]:
 
 
 def run_figures(
-    out_dir: Path, summary: dict, prefix: str = "", title_suffix: str = "", figures_dir: Path | None = None
+    out_dir: Path,
+    summary: dict,
+    flows: pd.DataFrame,
+    prefix: str = "",
+    title_suffix: str = "",
+    figures_dir: Path | None = None,
 ) -> list[Figure]:
-    """Figures of one run (see the module docs), into ``figures_dir`` (default ``out_dir/figures``).
+    """Figures of one run (see the module docs), into ``figures_dir`` (default ``out_dir/figures``),
+    from its ``summary.json`` head and per-flow table (see :func:`load_run`).
     With more than :data:`MANY_FLOWS` flows they show distributions across flows."""
     figures_dir = figures_dir or out_dir / "figures"
     figures: list[Figure] = []
-    flows = pd.DataFrame(summary.get("flows", []))
     many = len(flows) > MANY_FLOWS
     timeseries = out_dir / "timeseries.csv"
     if timeseries.exists():
@@ -406,6 +407,37 @@ MAIN_COLUMNS = (
 )
 
 
+#: The per-flow keys of ``summary.json`` the report reads: its figures' and its tables' (a
+#: million-flow summary is gigabytes; these columns are tens of MB).
+REPORT_FLOW_COLUMNS = [*MAIN_COLUMNS, "delay_p50_s"]
+
+#: With more flows than this, the per-flow table shows the flows with the largest mean delay.
+TABLE_FLOWS = 50
+
+
+def load_run(out_dir: Path) -> tuple[dict, pd.DataFrame]:
+    """A run folder's ``summary.json`` without its flows array, and the columns of
+    :data:`REPORT_FLOW_COLUMNS` per flow, read a row at a time."""
+    from schedlab.api import load_summary
+
+    return load_summary(out_dir, REPORT_FLOW_COLUMNS)
+
+
+def flow_table_section(flows: pd.DataFrame) -> tuple[str, str]:
+    """The per-flow table: every flow, or with more than :data:`TABLE_FLOWS` the
+    :data:`TABLE_FLOWS` with the largest mean delay (the rest are in the figures' distributions
+    and in the files)."""
+    if len(flows) <= TABLE_FLOWS:
+        return "Per-flow results (every metric in summary.json and flows.csv)", _table_html(flows)
+    delay = pd.to_numeric(flows["delay_mean_s"], errors="coerce").fillna(-1.0)
+    top = flows.loc[delay.nlargest(TABLE_FLOWS).index]
+    title = (
+        f"The {TABLE_FLOWS} flows with the largest mean delay, of {len(flows):,}"
+        " (every flow and metric in summary.json and flows.csv)"
+    )
+    return title, _table_html(top)
+
+
 def _table_html(frame: pd.DataFrame, leading: list[str] | None = None, max_rows: int = 500) -> str:
     """A compact HTML table: the leading (swept) columns, then the main per-flow metrics."""
     if frame.empty:
@@ -442,10 +474,11 @@ def write_report(out_dir: str | Path) -> Path:
         title, description = _title(scenario_data, meta.get("name"))
         figures = sweep_figures(out_dir, meta, table)
         for rep in sorted((out_dir / "representative").glob("*/summary.json")):
-            summary = json.loads(rep.read_text())
+            summary, flows = load_run(rep.parent)
             figures += run_figures(
                 rep.parent,
                 summary,
+                flows,
                 prefix=f"{rep.parent.name}_",
                 title_suffix=f" ({rep.parent.name})",
                 figures_dir=out_dir / "figures",
@@ -473,15 +506,14 @@ def write_report(out_dir: str | Path) -> Path:
         if meta.get("failures"):
             sections.append(("Failed points", _table_html(pd.DataFrame(meta["failures"]))))
     elif (out_dir / "summary.json").exists():
-        summary = json.loads((out_dir / "summary.json").read_text())
+        summary, flows = load_run(out_dir)
         scenario_field = summary.get("scenario", "")
         scenario_text = scenario_field if isinstance(scenario_field, str) else json.dumps(scenario_field, indent=2)
         scenario_data = scenario_field if isinstance(scenario_field, dict) else {}
         title, description = _title(scenario_data, summary.get("run", {}).get("name"))
-        figures = run_figures(out_dir, summary)
+        figures = run_figures(out_dir, summary, flows)
         meta_items = summary.get("metadata", summary.get("run", {}))
-        flows = pd.DataFrame(summary.get("flows", []))
-        sections.append(("Per-flow results (every metric in summary.json and flows.csv)", _table_html(flows)))
+        sections.append(flow_table_section(flows))
     else:
         raise FileNotFoundError(f"{out_dir}: neither sweep.json nor summary.json (run `schedlab run` or `sweep` first)")
     env = Environment(loader=PackageLoader("schedlab", "templates"), autoescape=select_autoescape(["html"]))

@@ -38,7 +38,7 @@ from typing import Any
 
 import pandas as pd
 
-from schedlab import outputs
+from schedlab import memory, outputs
 from schedlab.interrupts import stop_children, worker_signals
 from schedlab.scenario import Scenario
 from schedlab.stats import mean_ci95
@@ -107,6 +107,7 @@ def run_sweep(
     representative: bool = True,
     force: bool = False,
     measure: bool = False,
+    memory_check: bool = True,
 ) -> SweepResult:
     """Run every point × replication of ``scenario``; see the module docs for the outputs.
     ``dask`` is a scheduler address (``tcp://host:port``) or None for local processes. A
@@ -118,7 +119,12 @@ def run_sweep(
     ``force`` clears it first; ``resume`` reuses the point files whose fingerprint matches.
 
     ``measure`` runs the tasks on real packets instead, sequentially (see the module docs);
-    every point is checked for it before the first namespace is built."""
+    every point is checked for it before the first namespace is built.
+
+    With ``memory_check`` (local workers only), a sweep whose workers would together need more
+    memory than is available — each runs one replication of a point at a time; the largest
+    point's estimate times the workers — is refused before anything is written
+    (:mod:`schedlab.memory`)."""
     from schedlab.api import validate_point
     from schedlab.scenario import ScenarioError
 
@@ -130,10 +136,24 @@ def run_sweep(
     # Validate every point up front: a bad sweep fails before any work is done.
     validate_report(scenario.data)
     texts = {}
+    largest = None
     for point in points:
-        texts[point.index] = validate_point(point)
+        texts[point.index], declared = validate_point(point)
+        estimate = declared["memory_estimate"]
+        if largest is None or estimate["fixed_bytes"] + estimate["per_replication_bytes"] > sum(
+            largest[k] for k in ("fixed_bytes", "per_replication_bytes")
+        ):
+            largest = estimate
     if measure and dask:
         raise ScenarioError(f"--measure and --dask {dask}: measured points run on this host, one after another")
+    if memory_check and not dask and not measure and largest is not None:
+        parallel = min(workers or os.cpu_count() or 1, len(points) * max(scenario.replications, 1))
+        task = largest["fixed_bytes"] + largest["per_replication_bytes"]
+        memory.check(
+            parallel * task,
+            f"sweep {scenario.name}",
+            f"{parallel} worker(s) x {memory.gigabytes(task)}, the largest point's one replication",
+        )
     # A measured result is never taken for a simulated one (or the other way round).
     method = {"method": "measurement"} if measure else {}
     determined = outputs.determinants(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from schedlab.api import run
-from schedlab.report import write_report
+from schedlab.report import TABLE_FLOWS, write_report
 from schedlab.scenario import Scenario
 from schedlab.sweep import run_sweep
 
@@ -167,6 +167,9 @@ def test_report_of_1000_flows_is_readable_in_chromium(tmp_path):
     page = (out / "report.html").read_text()
     assert "1,000 Poisson flows through one DRR link" in page
     assert "None" not in page
+    # A table of the worst flows, not 1,000 rows.
+    assert f"The {TABLE_FLOWS} flows with the largest mean delay, of 1,000" in page
+    assert page.count("<tr>") <= TABLE_FLOWS + 5
 
 
 def test_report_renders_every_figure_in_chromium(tmp_path):

@@ -8,13 +8,14 @@
 //! appearance), the class is the rule's class or the DSCP, the size is the IP length, and the
 //! arrival time is the capture timestamp relative to the first packet. Frames the gateway
 //! would not schedule (not IP, malformed, a new 5-tuple beyond `max_flows`) are skipped and
-//! counted in [`PcapTrace`].
+//! counted in [`PcapTrace`]. The replay streams ([`replay_pcap_files_watched`]): frames are
+//! read one at a time ([`CaptureFrames`]), twice, and memory does not depend on the capture's
+//! length.
 //!
 //! Choices: only Ethernet captures (link type 1) are read; pcapng timestamps follow each
 //! interface's `if_tsresol` (default microseconds), which `pcap-file` 2.0 leaves to the caller;
 //! a timestamp earlier than the previous packet's is an error naming the packet.
 
-use std::collections::HashMap;
 use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +40,8 @@ pub struct PcapTrace {
     pub skipped_malformed: u64,
     /// New 5-tuples beyond `max_flows`.
     pub skipped_flow_table_full: u64,
+    /// Frames that became packets of the trace.
+    pub packets: u64,
 }
 
 /// A pcap file (little-endian, Ethernet, nanosecond timestamps) of the frames the gateway transmits:
@@ -125,94 +128,286 @@ fn error(path: &Path, message: impl Into<String>) -> InputError {
     }
 }
 
-/// Reads `path` (pcap or pcapng, told apart by the first four bytes) into a trace.
-pub fn read_pcap(path: &Path, classifier: &mut Classifier) -> Result<PcapTrace, InputError> {
-    let mut file = std::fs::File::open(path).map_err(|e| error(path, e.to_string()))?;
-    let mut magic = [0u8; 4];
-    file.read_exact(&mut magic)
-        .map_err(|_| error(path, "too short for a pcap or pcapng file"))?;
-    let file = std::fs::File::open(path).map_err(|e| error(path, e.to_string()))?;
-    let reader = std::io::BufReader::new(file);
-    let mut frames: Vec<(TimeNs, Vec<u8>)> = Vec::new();
-    if magic == [0x0a, 0x0d, 0x0d, 0x0a] {
-        let mut reader =
-            PcapNgReader::new(reader).map_err(|e| error(path, format!("not a pcapng file: {e}")))?;
-        // Per interface: (link type, timestamp units per second).
-        let mut interfaces: Vec<(DataLink, u128)> = Vec::new();
-        let mut number = 0u64;
-        while let Some(block) = reader.next_block() {
-            let block = block.map_err(|e| error(path, format!("block after packet {number}: {e}")))?;
-            match block {
-                Block::SectionHeader(_) => interfaces.clear(),
-                Block::InterfaceDescription(idb) => {
-                    let mut units = 1_000_000u128;
-                    for option in &idb.options {
-                        if let InterfaceDescriptionOption::IfTsResol(r) = option {
-                            units = if r & 0x80 == 0 {
-                                10u128.pow((*r as u32).min(30))
-                            } else {
-                                1u128 << (r & 0x7f).min(100)
-                            };
+/// The frames of a capture in file order, read one at a time: `(timestamp ns, frame bytes)`.
+/// pcap and pcapng are told apart by the first four bytes.
+pub struct CaptureFrames {
+    path: PathBuf,
+    format: CaptureFormat,
+    /// Frames read so far (for error messages: "packet N").
+    number: u64,
+    /// Bytes of the file read so far, counted from the records (for progress).
+    pub bytes_read: u64,
+}
+
+enum CaptureFormat {
+    Pcap(PcapReader<std::io::BufReader<std::fs::File>>),
+    /// The reader and, per interface of the current section, (link type, timestamp units
+    /// per second).
+    PcapNg(
+        Box<PcapNgReader<std::io::BufReader<std::fs::File>>>,
+        Vec<(DataLink, u128)>,
+    ),
+}
+
+impl CaptureFrames {
+    /// Opens `path`, reading its header.
+    pub fn open(path: &Path) -> Result<CaptureFrames, InputError> {
+        let mut file = std::fs::File::open(path).map_err(|e| error(path, e.to_string()))?;
+        let mut magic = [0u8; 4];
+        file.read_exact(&mut magic)
+            .map_err(|_| error(path, "too short for a pcap or pcapng file"))?;
+        let file = std::fs::File::open(path).map_err(|e| error(path, e.to_string()))?;
+        let reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let format = if magic == [0x0a, 0x0d, 0x0d, 0x0a] {
+            let reader =
+                PcapNgReader::new(reader).map_err(|e| error(path, format!("not a pcapng file: {e}")))?;
+            CaptureFormat::PcapNg(Box::new(reader), Vec::new())
+        } else {
+            let reader = PcapReader::new(reader)
+                .map_err(|e| error(path, format!("not a pcap or pcapng file: {e}")))?;
+            let link = reader.header().datalink;
+            if link != DataLink::ETHERNET {
+                return Err(error(
+                    path,
+                    format!("link type {link:?}; only Ethernet captures are read"),
+                ));
+            }
+            CaptureFormat::Pcap(reader)
+        };
+        Ok(CaptureFrames {
+            path: path.to_path_buf(),
+            format,
+            number: 0,
+            bytes_read: 0,
+        })
+    }
+}
+
+impl Iterator for CaptureFrames {
+    type Item = Result<(TimeNs, Vec<u8>), InputError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let path = &self.path;
+        match &mut self.format {
+            CaptureFormat::Pcap(reader) => {
+                let packet = reader.next_packet()?;
+                self.number += 1;
+                let number = self.number;
+                Some(
+                    packet
+                        .map(|packet| {
+                            // The record header is 16 bytes.
+                            self.bytes_read += 16 + packet.data.len() as u64;
+                            (packet.timestamp.as_nanos() as TimeNs, packet.data.into_owned())
+                        })
+                        .map_err(|e| error(path, format!("packet {number}: {e}"))),
+                )
+            }
+            CaptureFormat::PcapNg(reader, interfaces) => {
+                loop {
+                    let block = match reader.next_block()? {
+                        Ok(block) => block,
+                        Err(e) => {
+                            return Some(Err(error(
+                                path,
+                                format!("block after packet {}: {e}", self.number),
+                            )))
                         }
-                    }
-                    interfaces.push((idb.linktype, units));
-                }
-                Block::EnhancedPacket(epb) => {
-                    number += 1;
-                    let Some(&(link, units)) = interfaces.get(epb.interface_id as usize) else {
-                        return Err(error(
-                            path,
-                            format!("packet {number}: unknown interface {}", epb.interface_id),
-                        ));
                     };
-                    if link != DataLink::ETHERNET {
-                        return Err(error(
-                            path,
-                            format!("packet {number}: link type {link:?}; only Ethernet captures are read"),
-                        ));
+                    match block {
+                        Block::SectionHeader(_) => interfaces.clear(),
+                        Block::InterfaceDescription(idb) => {
+                            let mut units = 1_000_000u128;
+                            for option in &idb.options {
+                                if let InterfaceDescriptionOption::IfTsResol(r) = option {
+                                    units = if r & 0x80 == 0 {
+                                        10u128.pow((*r as u32).min(30))
+                                    } else {
+                                        1u128 << (r & 0x7f).min(100)
+                                    };
+                                }
+                            }
+                            interfaces.push((idb.linktype, units));
+                        }
+                        Block::EnhancedPacket(epb) => {
+                            self.number += 1;
+                            let number = self.number;
+                            let Some(&(link, units)) = interfaces.get(epb.interface_id as usize) else {
+                                return Some(Err(error(
+                                    path,
+                                    format!("packet {number}: unknown interface {}", epb.interface_id),
+                                )));
+                            };
+                            if link != DataLink::ETHERNET {
+                                return Some(Err(error(
+                                path,
+                                format!("packet {number}: link type {link:?}; only Ethernet captures are read"),
+                            )));
+                            }
+                            // An enhanced packet block is 32 bytes and its padded data.
+                            self.bytes_read += 32 + epb.data.len().next_multiple_of(4) as u64;
+                            let ns = epb.timestamp.as_nanos() * 1_000_000_000 / units;
+                            return Some(Ok((ns as TimeNs, epb.data.into_owned())));
+                        }
+                        _ => {}
                     }
-                    let raw = epb.timestamp.as_nanos();
-                    let ns = raw * 1_000_000_000 / units;
-                    frames.push((ns as TimeNs, epb.data.into_owned()));
                 }
-                _ => {}
             }
         }
-    } else {
-        let mut reader =
-            PcapReader::new(reader).map_err(|e| error(path, format!("not a pcap or pcapng file: {e}")))?;
-        let link = reader.header().datalink;
-        if link != DataLink::ETHERNET {
-            return Err(error(
-                path,
-                format!("link type {link:?}; only Ethernet captures are read"),
-            ));
-        }
-        let mut number = 0u64;
-        while let Some(packet) = reader.next_packet() {
-            number += 1;
-            let packet = packet.map_err(|e| error(path, format!("packet {number}: {e}")))?;
-            frames.push((packet.timestamp.as_nanos() as TimeNs, packet.data.into_owned()));
+    }
+}
+
+/// Turns frames into trace packets one at a time: checks their timestamps, classifies them
+/// (as the gateway would) and numbers their flows in order of first appearance.
+struct FrameLabeler<'c> {
+    classifier: &'c mut Classifier,
+    read: PcapTrace,
+    origin: Option<TimeNs>,
+    previous: TimeNs,
+    frames: u64,
+}
+
+impl<'c> FrameLabeler<'c> {
+    fn new(classifier: &'c mut Classifier) -> FrameLabeler<'c> {
+        FrameLabeler {
+            classifier,
+            read: PcapTrace::default(),
+            origin: None,
+            previous: 0,
+            frames: 0,
         }
     }
-    to_trace(path, &frames, classifier)
+
+    /// The packet descriptor of a frame (id = packets accepted before it), or `None` for a
+    /// frame the gateway would skip.
+    fn packet(&mut self, path: &Path, time: TimeNs, frame: &[u8]) -> Result<Option<Packet>, InputError> {
+        self.frames += 1;
+        let origin = *self.origin.get_or_insert(time);
+        if time < self.previous {
+            return Err(error(
+                path,
+                format!(
+                    "packet {}: its timestamp is earlier than the previous packet's",
+                    self.frames
+                ),
+            ));
+        }
+        self.previous = time;
+        let packet = match parse_frame(frame) {
+            Frame::Ip(p) => p,
+            Frame::NonIp => {
+                self.read.skipped_not_ip += 1;
+                return Ok(None);
+            }
+            Frame::Malformed(_) => {
+                self.read.skipped_malformed += 1;
+                return Ok(None);
+            }
+        };
+        let Ok((flow, class)) = self.classifier.classify(&packet) else {
+            self.read.skipped_flow_table_full += 1;
+            return Ok(None);
+        };
+        let trace = &mut self.read.trace;
+        let id = trace.id_of(flow as u64).unwrap_or_else(|| {
+            trace.labels.push(flow as u64);
+            let id = (trace.labels.len() - 1) as FlowId;
+            trace.ids.insert(flow as u64, id);
+            id
+        });
+        let mut descriptor = Packet::new(self.read.packets, id, packet.ip_length, time - origin);
+        descriptor.class = class;
+        self.read.packets += 1;
+        Ok(Some(descriptor))
+    }
+}
+
+/// Reads `path` (pcap or pcapng, told apart by the first four bytes) into a trace held in
+/// memory (the replay itself streams: [`replay_pcap_files_watched`]).
+pub fn read_pcap(path: &Path, classifier: &mut Classifier) -> Result<PcapTrace, InputError> {
+    let mut labeler = FrameLabeler::new(classifier);
+    let mut packets = Vec::new();
+    for frame in CaptureFrames::open(path)? {
+        let (time, frame) = frame?;
+        packets.extend(labeler.packet(path, time, &frame)?);
+    }
+    let mut read = labeler.read;
+    read.trace.packets = packets;
+    Ok(read)
 }
 
 /// `schedlab replay` with a capture: reads the configuration (its `[gateway]` rules classify
-/// the capture), the capture, replays, writes the departure CSV.
-pub fn replay_pcap_files(
+/// the capture) and the capture, replays, writes the departure CSV; streamed as the CSV replay
+/// is ([`schedlab_sim::replay_files_watched`]):
+/// the capture is read twice, once for its flows (which the scheduler's flow table needs before
+/// the first packet), once to replay it, a frame at a time, writing each departure row once it
+/// and every earlier packet are resolved; memory does not depend on the capture's length. The
+/// returned trace holds the flow labels only. `watch` gets the percentage done (by bytes of
+/// capture read: the first reading is the first 30 %) every [`WATCH_FRAMES`] frames; when it
+/// returns false the replay stops with [`InputError::Interrupted`] and leaves no departure file.
+pub fn replay_pcap_files_watched(
     config_path: &Path,
     trace_path: &Path,
     out_path: &Path,
+    watch: &mut dyn FnMut(schedlab_sim::Progress) -> bool,
 ) -> Result<(schedlab_sim::Replay, PcapTrace), InputError> {
+    const LABELS_SHARE: f64 = 0.3;
     let text = std::fs::read_to_string(config_path).map_err(|e| error(config_path, e.to_string()))?;
     let config = schedlab_sim::ReplayConfig::parse(&text, &config_path.display().to_string())?;
+    let size = std::fs::metadata(trace_path).map(|m| m.len()).unwrap_or(0).max(1) as f64;
+    let watch = std::cell::RefCell::new(watch);
+    let progress = |share: (f64, f64), read: u64| {
+        let done = 100.0 * (share.0 + share.1 * (read as f64 / size).clamp(0.0, 0.999));
+        (watch.borrow_mut())(schedlab_sim::Progress {
+            done: done.min(99.9),
+            total: 100.0,
+        })
+    };
+    // First reading: every frame checked and classified; the flows in order of first appearance.
     let (_, _, mut classifier) = crate::gateway::build(&config)?;
-    let read = read_pcap(trace_path, &mut classifier)?;
-    let result = schedlab_sim::replay(&config, &read.trace)?;
-    schedlab_sim::replay::write_departures(&result.rows, out_path)?;
-    Ok((result, read))
+    let mut labeler = FrameLabeler::new(&mut classifier);
+    let mut frames = CaptureFrames::open(trace_path)?;
+    while let Some(frame) = frames.next() {
+        let (time, frame) = frame?;
+        labeler.packet(trace_path, time, &frame)?;
+        if labeler.frames.is_multiple_of(WATCH_FRAMES) && !progress((0.0, LABELS_SHARE), frames.bytes_read) {
+            return Err(InputError::Interrupted);
+        }
+    }
+    let read = labeler.read;
+    // Second reading: the same frames through a new classifier give the same flows in the same
+    // order; the replay writes each row as it is resolved.
+    let (_, _, mut classifier) = crate::gateway::build(&config)?;
+    let mut labeler = FrameLabeler::new(&mut classifier);
+    let mut frames = CaptureFrames::open(trace_path)?;
+    let packets = std::iter::from_fn(|| loop {
+        let (time, frame) = match frames.next()? {
+            Ok(frame) => frame,
+            Err(e) => return Some(Err(e)),
+        };
+        let packet = labeler.packet(trace_path, time, &frame);
+        if labeler.frames.is_multiple_of(WATCH_FRAMES)
+            && !progress((LABELS_SHARE, 1.0 - LABELS_SHARE), frames.bytes_read)
+        {
+            return Some(Err(InputError::Interrupted));
+        }
+        match packet {
+            Ok(Some(packet)) => return Some(Ok(packet)),
+            Ok(None) => continue,
+            Err(e) => return Some(Err(e)),
+        }
+    });
+    let replay =
+        schedlab_sim::replay::replay_to_file(&config, &read.trace, packets, out_path, &mut |_| true)?;
+    (watch.borrow_mut())(schedlab_sim::Progress {
+        done: 100.0,
+        total: 100.0,
+    });
+    Ok((replay, read))
 }
+
+/// Frames read between two calls of the watcher of [`replay_pcap_files_watched`].
+pub const WATCH_FRAMES: u64 = 1 << 14;
 
 /// Whether `path` names a capture (`.pcap`, `.pcapng`, `.cap`) rather than a trace CSV.
 pub fn is_capture(path: &Path) -> bool {
@@ -223,55 +418,6 @@ pub fn is_capture(path: &Path) -> bool {
             .as_deref(),
         Some("pcap" | "pcapng" | "cap")
     )
-}
-
-fn to_trace(
-    path: &Path,
-    frames: &[(TimeNs, Vec<u8>)],
-    classifier: &mut Classifier,
-) -> Result<PcapTrace, InputError> {
-    let mut result = PcapTrace::default();
-    let origin = frames.first().map_or(0, |f| f.0);
-    let mut previous = origin;
-    let mut ids: HashMap<u64, FlowId> = HashMap::new();
-    for (index, (time, frame)) in frames.iter().enumerate() {
-        if *time < previous {
-            return Err(error(
-                path,
-                format!(
-                    "packet {}: its timestamp is earlier than the previous packet's",
-                    index + 1
-                ),
-            ));
-        }
-        previous = *time;
-        let packet = match parse_frame(frame) {
-            Frame::Ip(p) => p,
-            Frame::NonIp => {
-                result.skipped_not_ip += 1;
-                continue;
-            }
-            Frame::Malformed(_) => {
-                result.skipped_malformed += 1;
-                continue;
-            }
-        };
-        let Ok((flow, class)) = classifier.classify(&packet) else {
-            result.skipped_flow_table_full += 1;
-            continue;
-        };
-        let label = flow as u64;
-        let trace = &mut result.trace;
-        let id = *ids.entry(label).or_insert_with(|| {
-            trace.labels.push(label);
-            (trace.labels.len() - 1) as FlowId
-        });
-        let mut descriptor = Packet::new(trace.packets.len() as u64, id, packet.ip_length, time - origin);
-        descriptor.class = class;
-        trace.packets.push(descriptor);
-    }
-    result.trace.ids = ids;
-    Ok(result)
 }
 
 #[cfg(test)]
@@ -388,6 +534,90 @@ mod tests {
             summary,
             vec![(0, 500, 0), (1, 1000, 1_000_000_004), (0, 100, 1_000_000_005)]
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A capture of 40,000 frames from 30 5-tuples (and non-IP frames between them) through
+    /// a small DRR buffer: the streamed replay writes the same departure file, byte for byte,
+    /// as the replay of the capture read whole, drops and reordering included; a watcher that
+    /// says stop leaves no file.
+    #[test]
+    fn the_streamed_capture_replay_equals_the_in_memory_one() {
+        let dir = std::env::temp_dir().join(format!("schedlab-pcap-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("c.toml");
+        std::fs::write(
+            &config,
+            "[link]\nrate = \"10Mbit\"\n[scheduler]\nkind = \"drr\"\nquantum = 600\nbuffer = \"20KB\"\n\
+             [gateway]\n[[gateway.rule]]\nflow = 7\nsource_port = 5001\n",
+        )
+        .unwrap();
+        let path = dir.join("t.pcap");
+        {
+            let file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+            let mut writer = PcapWriter::with_header(file, PcapHeader::default()).unwrap();
+            let mut state = 12345u64;
+            let mut micros = 0u64;
+            for i in 0..40_000u64 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                micros += (state >> 60) * 30;
+                let frame = if i % 997 == 0 {
+                    vec![0u8; 20]
+                } else {
+                    udp(
+                        5000 + ((state >> 33) % 30) as u16,
+                        100 + ((state >> 40) % 1300) as usize,
+                    )
+                };
+                let packet = PcapPacket::new(Duration::from_micros(micros), frame.len() as u32, &frame);
+                writer.write_packet(&packet).unwrap();
+            }
+        }
+        let text = std::fs::read_to_string(&config).unwrap();
+        let parsed = schedlab_sim::ReplayConfig::parse(&text, "c.toml").unwrap();
+        let (_, _, mut classifier) = crate::gateway::build(&parsed).unwrap();
+        let whole = read_pcap(&path, &mut classifier).unwrap();
+        let in_memory = schedlab_sim::replay(&parsed, &whole.trace).unwrap();
+        let memory_file = dir.join("memory.csv");
+        schedlab_sim::replay::write_departures(&in_memory.rows, &memory_file).unwrap();
+        let streamed_file = dir.join("streamed.csv");
+        let mut calls = 0;
+        let (streamed, read) = replay_pcap_files_watched(&config, &path, &streamed_file, &mut |_| {
+            calls += 1;
+            true
+        })
+        .unwrap();
+        assert!(calls >= 3, "the watcher is called while reading: {calls}");
+        let dropped: u64 = in_memory.flows.iter().map(|f| f.dropped).sum();
+        assert!(
+            dropped > 0 && in_memory.flows.len() == 30,
+            "drops and 30 flows: {dropped}"
+        );
+        assert_eq!(
+            std::fs::read(&streamed_file).unwrap(),
+            std::fs::read(&memory_file).unwrap()
+        );
+        assert_eq!(streamed.flows, in_memory.flows);
+        assert_eq!(streamed.discipline_counters, in_memory.discipline_counters);
+        assert!(streamed.rows.is_empty() && read.trace.packets.is_empty());
+        assert_eq!(read.trace.labels, whole.trace.labels);
+        assert_eq!(
+            (read.skipped_not_ip + read.skipped_malformed, read.packets),
+            (41, 39_959)
+        );
+        // Stopped in the second reading: no departure file, not even a partial one.
+        let stopped_file = dir.join("stopped.csv");
+        let mut polls = 0;
+        let e = replay_pcap_files_watched(&config, &path, &stopped_file, &mut |p| {
+            polls += 1;
+            p.done < 50.0
+        })
+        .unwrap_err();
+        assert_eq!(e, InputError::Interrupted);
+        assert!(polls > 1);
+        assert!(!stopped_file.exists() && !dir.join("stopped.csv.partial").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -51,7 +51,8 @@ fn replay<'py>(
     let mut watcher = SignalWatcher::new(progress);
     let outcome = py.detach(|| {
         if schedlab_gateway::pcap::is_capture(&trace) {
-            schedlab_gateway::pcap::replay_pcap_files(&config, &trace, &out).map(|(r, p)| (r, Some(p)))
+            schedlab_gateway::pcap::replay_pcap_files_watched(&config, &trace, &out, &mut |p| watcher.poll(p))
+                .map(|(r, p)| (r, Some(p)))
         } else {
             schedlab_sim::replay_files_watched(&config, &trace, &out, &mut |p| watcher.poll(p))
                 .map(|r| (r, None))
@@ -112,12 +113,15 @@ fn validate_scenario(
         .map_err(|e| scenario_error(e, file.as_deref(), &text))?;
     let mut described = scenario.describe_flows(flows);
     described["flow_count"] = scenario.sources.len().into();
+    described["memory_estimate"] = schedlab_sim::memory::estimate(&scenario).to_json();
     Ok(described.to_string())
 }
 
 /// Runs a scenario and returns `{"summary": <summary.json>, "timing": <wall-clock facts>}` as
 /// a JSON string (the timing is kept out of the result files); writes every output table to
-/// `out_dir` when given. `replication` runs only that replication (0-based), with the same
+/// `out_dir` when given. With `flows=False` the summary has `flow_count` in place of its
+/// per-flow arrays (`flows`, `tcp_flows`), which with many flows are read from the written
+/// `summary.json` by `read_summary` instead. `replication` runs only that replication (0-based), with the same
 /// random streams as in a full run. The GIL is released while the simulation runs.
 /// `progress`, when given, is called as `progress(done, total)`: with whole numbers before
 /// the first replication and after each one, and with a fraction (replications done plus the
@@ -127,7 +131,8 @@ fn validate_scenario(
 /// checks for them every few thousand events (`schedlab_sim::watch`), stops, writes nothing
 /// and re-raises the handler's exception (`KeyboardInterrupt` for Ctrl-C).
 #[pyfunction]
-#[pyo3(signature = (text, base_dir, out_dir=None, replication=None, file=None, progress=None))]
+#[pyo3(signature = (text, base_dir, out_dir=None, replication=None, file=None, progress=None, flows=true))]
+#[allow(clippy::too_many_arguments)]
 fn run_scenario(
     py: Python<'_>,
     text: String,
@@ -136,6 +141,7 @@ fn run_scenario(
     replication: Option<u32>,
     file: Option<String>,
     progress: Option<Py<PyAny>>,
+    flows: bool,
 ) -> PyResult<String> {
     let mut watcher = SignalWatcher::new(progress);
     let results = py.detach(|| {
@@ -150,7 +156,28 @@ fn run_scenario(
     if let Some(dir) = out_dir {
         py.detach(|| write_results(&results, &dir)).map_err(input_error)?;
     }
-    Ok(serde_json::json!({ "summary": results.summary(), "timing": results.timing() }).to_string())
+    let summary = if flows {
+        results.summary()
+    } else {
+        results.summary_without_flows()
+    };
+    Ok(serde_json::json!({ "summary": summary, "timing": results.timing() }).to_string())
+}
+
+/// Reads a `summary.json` a flow row at a time and returns, as a JSON string,
+/// `{"head": <the document without flows, with flow_count>, "flows": {key: [value per flow]}}`
+/// with only the per-flow keys in `columns` (all when None; a key no row has is left out): the
+/// whole document of a million-flow run is gigabytes, a few columns are megabytes.
+#[pyfunction]
+#[pyo3(signature = (path, columns=None))]
+fn read_summary(py: Python<'_>, path: PathBuf, columns: Option<Vec<String>>) -> PyResult<String> {
+    py.detach(|| {
+        let file = std::fs::File::open(&path).map_err(|e| e.to_string())?;
+        let read = schedlab_sim::results::read_summary_columns(file, columns.as_deref())
+            .map_err(|e| e.to_string())?;
+        Ok(serde_json::json!({ "head": read.head, "flows": read.flows }).to_string())
+    })
+    .map_err(|message: String| PyInputError::new_err(format!("{}: {message}", path.display())))
 }
 
 /// Runs replication 0 of a scenario again keeping a row per measured packet of `flows` (every
@@ -605,6 +632,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(run_keys, m)?)?;
     m.add_function(wrap_pyfunction!(write_packets, m)?)?;
+    m.add_function(wrap_pyfunction!(read_summary, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration_s, m)?)?;

@@ -32,8 +32,8 @@
 //! assert!(flows[0]["received"].as_u64().unwrap() > 900);
 //! ```
 //!
-//! Determinism: the same scenario and seed give the same results, bit for bit, apart from
-//! wall-clock times ([`results::VOLATILE_KEYS`]); every (replication, source) pair draws from
+//! Determinism: the same scenario and seed give the same results, bit for bit (wall-clock
+//! times are kept apart, in [`SimResults::timing`]); every (replication, source) pair draws from
 //! its own random stream, so adding a source does not change the others' packets.
 #![deny(missing_docs)]
 
@@ -45,6 +45,7 @@ pub mod engine;
 pub mod error;
 mod event_queue;
 pub mod lateness;
+pub mod memory;
 pub mod packet_log;
 pub mod replay;
 pub mod results;

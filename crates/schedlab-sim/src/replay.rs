@@ -612,32 +612,58 @@ pub fn replay_files_watched(
     // Second reading: the replay, each row written once it and every earlier one are done.
     let poll = |read| progress((LABELS_SHARE, 1.0 - LABELS_SHARE), read);
     let mut reader = WatchedRead::new(open()?, &poll);
-    let mut trace_error = None;
-    let mut file = DepartureFile::create(out_path)?;
     let result = {
         let rows = TraceRows::new(&mut reader, &name)?;
         let packets = rows.enumerate().map_while(|(index, row)| match row {
-            Ok(row) => Some(row.packet(index as u64, labels.id_of(row.label)?)),
-            Err(e) => {
-                trace_error = Some(e);
-                None
-            }
+            Ok(row) => Some(Ok(row.packet(index as u64, labels.id_of(row.label)?))),
+            Err(e) => Some(Err(e.into())),
         });
-        let mut departures = Departures::new(labels.labels.clone(), |row: &ReplayRow| file.write(row));
-        drive(&config, &labels, packets, &mut departures, &mut |_| true)
+        replay_to_file(&config, &labels, packets, out_path, &mut |_| true)
     };
     if reader.stopped {
         return Err(InputError::Interrupted);
     }
-    if let Some(e) = trace_error {
-        return Err(e.into());
-    }
     let replay = result?;
-    file.finish()?;
     (watch.borrow_mut())(Progress {
         done: 100.0,
         total: 100.0,
     });
+    Ok(replay)
+}
+
+/// Replays `packets` — packet ids numbered from 0 in input order, flows the ids of `labels`
+/// (whose labels only are read; see [`Trace::flow_id`]) — under `config` and writes each
+/// departure row to `out_path` as soon as it and every earlier packet are resolved (the file
+/// is `<out_path>.partial` until complete). The first `Err` of `packets` stops the replay and
+/// is returned, leaving no departure file; so does `watch(packets enqueued)` returning false
+/// (every [`schedlab_core::link::WATCH_EVERY`] packets), with [`InputError::Interrupted`].
+/// Memory does not depend on the number of packets (see the module documentation); used by
+/// the CSV reader here and by the pcap reader of `schedlab-gateway`.
+pub fn replay_to_file(
+    config: &ReplayConfig,
+    labels: &Trace,
+    packets: impl Iterator<Item = Result<schedlab_core::Packet, InputError>>,
+    out_path: &Path,
+    watch: &mut dyn FnMut(usize) -> bool,
+) -> Result<Replay, InputError> {
+    let mut file = DepartureFile::create(out_path)?;
+    let mut packet_error = None;
+    let packets = packets.map_while(|packet| match packet {
+        Ok(packet) => Some(packet),
+        Err(e) => {
+            packet_error = Some(e);
+            None
+        }
+    });
+    let result = {
+        let mut departures = Departures::new(labels.labels.clone(), |row: &ReplayRow| file.write(row));
+        drive(config, labels, packets, &mut departures, watch)
+    };
+    if let Some(e) = packet_error {
+        return Err(e);
+    }
+    let replay = result?;
+    file.finish()?;
     Ok(replay)
 }
 

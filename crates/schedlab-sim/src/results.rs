@@ -11,7 +11,6 @@
 //!   `throughput_bps` → `throughput_ci95_bps`);
 //! * maxima ([`Cell::Max`]) take the largest value over replications.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -656,6 +655,9 @@ pub fn reduce(
     }
 }
 
+/// Picks one table of a replication's results.
+type TableOf = fn(&ReplicationResult) -> &Vec<Row>;
+
 /// Everything a run produced.
 #[derive(Clone, Debug)]
 pub struct SimResults {
@@ -721,10 +723,6 @@ fn toml_to_json(value: &toml::Value) -> Value {
 /// The smallest rise of `delay_cdf.csv`'s CDF between two of its points (the last bucket is
 /// always written).
 pub const DELAY_CDF_STEP: f64 = 0.005;
-
-/// The wall-clock keys of [`SimResults::timing`], which change from one run to the next even
-/// with the same seed; `summary.json` and `replications.csv` no longer carry them.
-pub const VOLATILE_KEYS: &[&str] = &["wall_time_s", "events_per_s", "packets_per_s"];
 
 impl SimResults {
     /// The number of replications.
@@ -825,8 +823,8 @@ impl SimResults {
             .collect()
     }
 
-    /// The wall-clock facts of the run, [`VOLATILE_KEYS`] and each replication's
-    /// `wall_time_s`: they differ from one run to the next with the same seed, so they are kept
+    /// The wall-clock facts of the run (`wall_time_s`, `events_per_s`, `packets_per_s`) and
+    /// each replication's `wall_time_s`: they differ from one run to the next with the same seed, so they are kept
     /// out of `summary.json` and `replications.csv` (the Python front records them in the
     /// output folder's `run-info.json`).
     pub fn timing(&self) -> Value {
@@ -851,8 +849,41 @@ impl SimResults {
     }
 
     /// The whole `summary.json` document: only what the scenario and seed determine (the
-    /// wall-clock facts are in [`SimResults::timing`]).
+    /// wall-clock facts are in [`SimResults::timing`]). With many flows prefer
+    /// [`SimResults::write_summary`], which writes the same text without building the per-flow
+    /// rows as one tree.
     pub fn summary(&self) -> Value {
+        let mut summary = self.summary_head();
+        for (key, table) in Self::STREAMED_TABLES {
+            if let Some(slot) = summary.get_mut(key) {
+                *slot = Value::Array(self.reduce_table(table).into_iter().map(Value::Object).collect());
+            }
+        }
+        summary
+    }
+
+    /// `summary.json` without its per-flow arrays (`flows`, and `tcp_flows` with TCP sources)
+    /// and with `flow_count` (the number of flows) in their place: what a caller needs when the
+    /// rows themselves are in the written file.
+    pub fn summary_without_flows(&self) -> Value {
+        let mut summary = self.summary_head();
+        if let Some(object) = summary.as_object_mut() {
+            for (key, _) in Self::STREAMED_TABLES {
+                object.shift_remove(key);
+            }
+            object.insert("flow_count".into(), json!(self.scenario.sources.len()));
+        }
+        summary
+    }
+
+    /// The per-flow arrays of `summary.json` (one element per flow, so up to millions): the
+    /// summary's head holds a `null` in their place, and they are reduced and written a row at
+    /// a time.
+    const STREAMED_TABLES: [(&'static str, TableOf); 2] =
+        [("flows", |r| &r.flows), ("tcp_flows", |r| &r.tcp_flows)];
+
+    /// `summary.json` with `null` in place of the per-flow arrays (see `STREAMED_TABLES`).
+    fn summary_head(&self) -> Value {
         let run = &self.scenario.run;
         let events: u64 = self.replications.iter().map(|r| r.events).sum();
         let packets: u64 = self.replications.iter().map(|r| r.packets).sum();
@@ -888,7 +919,7 @@ impl SimResults {
                 "events": events,
                 "packets": packets,
             },
-            "flows": self.flow_summaries(),
+            "flows": Value::Null,
             "classes": self.class_summaries(),
             "links": self.link_summaries(),
             "link_classes": self.link_class_summaries(),
@@ -908,14 +939,22 @@ impl SimResults {
         }
         // Present only with TCP sources, so open-loop summaries keep their shape.
         if self.scenario.sources.iter().any(|s| s.transport.is_some()) {
-            summary["tcp_flows"] = Value::Array(
-                self.reduce_table(|r| &r.tcp_flows)
-                    .into_iter()
-                    .map(Value::Object)
-                    .collect(),
-            );
+            summary["tcp_flows"] = Value::Null;
         }
         summary
+    }
+
+    /// Writes `summary.json` (the text of [`SimResults::summary`], pretty-printed, with a final
+    /// newline) to `out`, reducing and writing the per-flow rows one at a time: its memory does
+    /// not grow with the number of flows.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let document = StreamedSummary {
+            results: self,
+            head: self.summary_head(),
+        };
+        let mut serializer = serde_json::Serializer::pretty(&mut *out);
+        serde::Serialize::serialize(&document, &mut serializer).map_err(std::io::Error::other)?;
+        out.write_all(b"\n")
     }
 
     /// Writes `summary.json`, `flows.csv`, `classes.csv`, `links.csv`, `link_classes.csv`,
@@ -927,38 +966,46 @@ impl SimResults {
     pub fn write(&self, out_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         std::fs::create_dir_all(out_dir)?;
         let mut written = Vec::new();
-        let mut put = |name: &str, text: String| -> std::io::Result<()> {
+        // Each table is written as it is produced (no whole-file string: with a million flows
+        // `timeseries.csv` alone is hundreds of MB).
+        let mut put = |name: &str, fill: &dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>| {
             let path = out_dir.join(name);
-            let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
-            file.write_all(text.as_bytes())?;
+            let mut file = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&path)?);
+            fill(&mut file)?;
             file.flush()?;
             written.push(path);
-            Ok(())
+            Ok::<(), std::io::Error>(())
         };
-        let summary = serde_json::to_string_pretty(&self.summary()).map_err(std::io::Error::other)?;
-        put("summary.json", summary + "\n")?;
-        put("flows.csv", self.table_csv(|r| &r.flows))?;
-        put("classes.csv", self.table_csv(|r| &r.classes))?;
-        put("links.csv", self.table_csv(|r| &r.links))?;
-        put("link_classes.csv", self.table_csv(|r| &r.link_classes))?;
-        put("discipline_counters.csv", self.counters_csv())?;
-        put("timeseries.csv", self.flow_series_csv())?;
-        put("link_timeseries.csv", self.link_series_csv())?;
-        put("link_class_timeseries.csv", self.link_class_series_csv())?;
-        put("delay_cdf.csv", self.delay_cdf_csv())?;
-        put("replications.csv", self.replications_csv())?;
+        put("summary.json", &|out| self.write_summary(out))?;
+        put("flows.csv", &|out| self.table_csv(out, |r| &r.flows))?;
+        put("classes.csv", &|out| self.table_csv(out, |r| &r.classes))?;
+        put("links.csv", &|out| self.table_csv(out, |r| &r.links))?;
+        put("link_classes.csv", &|out| {
+            self.table_csv(out, |r| &r.link_classes)
+        })?;
+        put("discipline_counters.csv", &|out| self.counters_csv(out))?;
+        put("timeseries.csv", &|out| self.flow_series_csv(out))?;
+        put("link_timeseries.csv", &|out| self.link_series_csv(out))?;
+        put("link_class_timeseries.csv", &|out| {
+            self.link_class_series_csv(out)
+        })?;
+        put("delay_cdf.csv", &|out| self.delay_cdf_csv(out))?;
+        put("replications.csv", &|out| self.replications_csv(out))?;
         if self.scenario.links.iter().any(|l| l.conditioner.is_some()) {
-            put("meters.csv", self.table_csv(|r| &r.meters))?;
+            put("meters.csv", &|out| self.table_csv(out, |r| &r.meters))?;
         }
         if self.scenario.sources.iter().any(|s| s.transport.is_some()) {
-            put("tcp_flows.csv", self.table_csv(|r| &r.tcp_flows))?;
-            put("tcp_timeseries.csv", self.tcp_series_csv())?;
+            put("tcp_flows.csv", &|out| self.table_csv(out, |r| &r.tcp_flows))?;
+            put("tcp_timeseries.csv", &|out| self.tcp_series_csv(out))?;
         }
         Ok(written)
     }
 
-    fn table_csv(&self, table: impl Fn(&ReplicationResult) -> &Vec<Row>) -> String {
-        let mut out = String::new();
+    fn table_csv(
+        &self,
+        out: &mut dyn std::io::Write,
+        table: impl Fn(&ReplicationResult) -> &Vec<Row>,
+    ) -> std::io::Result<()> {
         let header = self
             .replications
             .iter()
@@ -966,20 +1013,19 @@ impl SimResults {
             .next()
             .map(|row| row.iter().map(|(n, _)| *n).collect::<Vec<_>>());
         if let Some(columns) = header {
-            let _ = writeln!(out, "replication,{}", columns.join(","));
+            writeln!(out, "replication,{}", columns.join(","))?;
         }
         for replication in &self.replications {
             for row in table(replication) {
                 let cells: Vec<String> = row.iter().map(|(_, c)| c.csv()).collect();
-                let _ = writeln!(out, "{},{}", replication.replication, cells.join(","));
+                writeln!(out, "{},{}", replication.replication, cells.join(","))?;
             }
         }
-        out
+        Ok(())
     }
 
-    fn tcp_series_csv(&self) -> String {
-        let mut out =
-            String::from("replication,flow,name,time_s,cwnd_bytes,ssthresh_bytes,srtt_s,rto_s,flight_bytes,delivered_bytes\n");
+    fn tcp_series_csv(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "replication,flow,name,time_s,cwnd_bytes,ssthresh_bytes,srtt_s,rto_s,flight_bytes,delivered_bytes")?;
         let tcp_sources: Vec<_> = self
             .scenario
             .sources
@@ -999,7 +1045,7 @@ impl SimResults {
                     } else {
                         seconds(sample.srtt).to_string()
                     };
-                    let _ = writeln!(
+                    writeln!(
                         out,
                         "{},{},{},{},{},{},{},{},{},{}",
                         replication.replication,
@@ -1012,19 +1058,19 @@ impl SimResults {
                         seconds(sample.rto),
                         sample.flight,
                         sample.delivered
-                    );
+                    )?;
                 }
             }
         }
-        out
+        Ok(())
     }
 
-    fn counters_csv(&self) -> String {
-        let mut out = String::from("replication,link,name,counter,value\n");
+    fn counters_csv(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "replication,link,name,counter,value")?;
         for replication in &self.replications {
             for (index, counters) in replication.discipline_counters.iter().enumerate() {
                 for (counter, value) in counters {
-                    let _ = writeln!(
+                    writeln!(
                         out,
                         "{},{},{},{},{}",
                         replication.replication,
@@ -1032,18 +1078,19 @@ impl SimResults {
                         csv_text(&self.scenario.links[index].name),
                         counter,
                         value
-                    );
+                    )?;
                 }
             }
         }
-        out
+        Ok(())
     }
 
-    fn flow_series_csv(&self) -> String {
+    fn flow_series_csv(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         let bin = self.scenario.run.bin;
-        let mut out = String::from(
-            "replication,flow,name,time_s,bin_end_s,received_packets,received_bytes,throughput_bps\n",
-        );
+        writeln!(
+            out,
+            "replication,flow,name,time_s,bin_end_s,received_packets,received_bytes,throughput_bps"
+        )?;
         for replication in &self.replications {
             let bins = replication
                 .flow_series
@@ -1055,7 +1102,7 @@ impl SimResults {
                 for k in 0..bins {
                     let bytes = series.bytes.get(k).copied().unwrap_or(0);
                     let packets = series.packets.get(k).copied().unwrap_or(0);
-                    let _ = writeln!(
+                    writeln!(
                         out,
                         "{},{},{},{},{},{},{},{}",
                         replication.replication,
@@ -1066,50 +1113,51 @@ impl SimResults {
                         packets,
                         bytes,
                         bytes as f64 * 8.0 / seconds(bin)
-                    );
+                    )?;
                 }
             }
         }
-        out
+        Ok(())
     }
 
-    fn link_series_csv(&self) -> String {
+    fn link_series_csv(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         let bin = self.scenario.run.bin;
-        let mut out = String::new();
         let mut header = false;
         for replication in &self.replications {
             for bins in &replication.link_series {
                 for (k, row) in bins.iter().enumerate() {
                     if !header {
                         let names: Vec<&str> = row.iter().map(|(n, _)| *n).collect();
-                        let _ = writeln!(out, "replication,bin_start_s,bin_end_s,{}", names.join(","));
+                        writeln!(out, "replication,bin_start_s,bin_end_s,{}", names.join(","))?;
                         header = true;
                     }
                     let cells: Vec<String> = row.iter().map(|(_, c)| c.csv()).collect();
-                    let _ = writeln!(
+                    writeln!(
                         out,
                         "{},{},{},{}",
                         replication.replication,
                         seconds(k as u64 * bin),
                         seconds((k as u64 + 1) * bin),
                         cells.join(",")
-                    );
+                    )?;
                 }
             }
         }
         if !header {
-            out.push_str("replication,bin_start_s,bin_end_s,link,name,rate_bps,utilisation,throughput_bps,queue_mean_packets,queue_mean_bytes\n");
+            writeln!(out, "replication,bin_start_s,bin_end_s,link,name,rate_bps,utilisation,throughput_bps,queue_mean_packets,queue_mean_bytes")?;
         }
-        out
+        Ok(())
     }
 
     /// `link_class_timeseries.csv`: per replication, link, bin and class, the class's share of
     /// the bin's time at the link (GCU over time); classes that never used the link are left
     /// out.
-    fn link_class_series_csv(&self) -> String {
+    fn link_class_series_csv(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         let bin = self.scenario.run.bin;
-        let mut out =
-            String::from("replication,bin_start_s,bin_end_s,link,name,class,class_name,utilisation\n");
+        writeln!(
+            out,
+            "replication,bin_start_s,bin_end_s,link,name,class,class_name,utilisation"
+        )?;
         for replication in &self.replications {
             for (index, bins) in replication.link_class_series.iter().enumerate() {
                 let name = csv_text(&self.scenario.links[index].name);
@@ -1120,22 +1168,22 @@ impl SimResults {
                             .class_name(class as u8)
                             .map(csv_text)
                             .unwrap_or_default();
-                        let _ = writeln!(
+                        writeln!(
                             out,
                             "{},{},{},{index},{name},{class},{class_name},{share}",
                             replication.replication,
                             seconds(k as u64 * bin),
                             seconds((k as u64 + 1) * bin),
-                        );
+                        )?;
                     }
                 }
             }
         }
-        out
+        Ok(())
     }
 
-    fn delay_cdf_csv(&self) -> String {
-        let mut out = String::from("flow,name,delay_s,cdf\n");
+    fn delay_cdf_csv(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "flow,name,delay_s,cdf")?;
         for (source, compact) in self.scenario.sources.iter().zip(&self.delay_histograms) {
             if compact.is_empty() {
                 continue;
@@ -1153,24 +1201,26 @@ impl SimResults {
                     continue;
                 }
                 last_written = cdf;
-                let _ = writeln!(
+                writeln!(
                     out,
                     "{},{},{},{}",
                     source.flow,
                     csv_text(&source.name),
                     seconds(histogram.highest_equivalent(v.value_iterated_to())),
                     cdf
-                );
+                )?;
             }
         }
-        out
+        Ok(())
     }
 
-    fn replications_csv(&self) -> String {
-        let mut out =
-            String::from("replication,window_start_s,window_end_s,last_event_s,events,packets,jain_index\n");
+    fn replications_csv(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "replication,window_start_s,window_end_s,last_event_s,events,packets,jain_index"
+        )?;
         for r in &self.replications {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{},{},{},{},{},{},{}",
                 r.replication,
@@ -1180,9 +1230,165 @@ impl SimResults {
                 r.events,
                 r.packets,
                 r.jain_index.map(|j| j.to_string()).unwrap_or_default()
-            );
+            )?;
         }
-        out
+        Ok(())
+    }
+}
+
+/// A `summary.json` read without holding its `flows` array: the rest of the document, with
+/// `flow_count` in place of `flows`, and the chosen per-flow keys that some row has as columns
+/// (one value per flow, `null` where a flow's row lacks the key), in the order the rows name
+/// them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryColumns {
+    /// Everything but `flows`, plus `flow_count`.
+    pub head: Map<String, Value>,
+    /// Per chosen key, its value for every flow in order.
+    pub flows: Map<String, Value>,
+}
+
+/// Reads `summary.json` from `reader` row by row (see [`SummaryColumns`]), keeping only the
+/// keys in `columns` (every key when `None`): with a million flows the document is gigabytes
+/// of text, while ten columns are tens of MB.
+pub fn read_summary_columns(
+    reader: impl std::io::Read,
+    columns: Option<&[String]>,
+) -> serde_json::Result<SummaryColumns> {
+    use serde::de::DeserializeSeed;
+    let mut deserializer =
+        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, reader));
+    let read = SummaryVisitor {
+        columns: FlowColumns { columns },
+    }
+    .deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(read)
+}
+
+struct SummaryVisitor<'c> {
+    columns: FlowColumns<'c>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for SummaryVisitor<'_> {
+    type Value = SummaryColumns;
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<SummaryColumns, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for SummaryVisitor<'_> {
+    type Value = SummaryColumns;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a summary.json object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<SummaryColumns, A::Error> {
+        let mut head = Map::new();
+        let mut flows = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "flows" {
+                let columns = map.next_value_seed(self.columns)?;
+                head.insert("flow_count".into(), json!(columns.0));
+                flows = columns.1;
+            } else {
+                let value: Value = map.next_value()?;
+                head.insert(key, value);
+            }
+        }
+        Ok(SummaryColumns { head, flows })
+    }
+}
+
+/// The `flows` array read one row at a time into columns: (row count, columns).
+#[derive(Clone, Copy)]
+struct FlowColumns<'c> {
+    columns: Option<&'c [String]>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for FlowColumns<'_> {
+    type Value = (usize, Map<String, Value>);
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FlowColumns<'_> {
+    type Value = (usize, Map<String, Value>);
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of flow rows")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut columns: Map<String, Value> = Map::new();
+        let mut rows = 0;
+        while let Some(mut row) = seq.next_element::<Map<String, Value>>()? {
+            for key in row.keys() {
+                let kept = self.columns.is_none_or(|wanted| wanted.contains(key));
+                if kept && !columns.contains_key(key) {
+                    columns.insert(key.clone(), Value::Array(vec![Value::Null; rows]));
+                }
+            }
+            for (name, column) in columns.iter_mut() {
+                if let Value::Array(values) = column {
+                    values.push(row.swap_remove(name).unwrap_or(Value::Null));
+                }
+            }
+            rows += 1;
+        }
+        Ok((rows, columns))
+    }
+}
+
+/// `summary.json` written from its head (see `SimResults::summary_head`), with the per-flow
+/// arrays reduced and serialized one row at a time where the head holds `null`.
+struct StreamedSummary<'r> {
+    results: &'r SimResults,
+    head: Value,
+}
+
+impl serde::Serialize for StreamedSummary<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(head) = &self.head else {
+            return self.head.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(Some(head.len()))?;
+        for (key, value) in head {
+            match SimResults::STREAMED_TABLES.iter().find(|(name, _)| name == key) {
+                Some((_, table)) => map.serialize_entry(
+                    key,
+                    &StreamedRows {
+                        results: self.results,
+                        table: *table,
+                    },
+                )?,
+                None => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// One per-flow array of `summary.json`: row `i` reduced over the replications when it is
+/// written.
+struct StreamedRows<'r> {
+    results: &'r SimResults,
+    table: TableOf,
+}
+
+impl serde::Serialize for StreamedRows<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let replications = &self.results.replications;
+        let count = replications.first().map_or(0, |r| (self.table)(r).len());
+        let mut seq = serializer.serialize_seq(Some(count))?;
+        for i in 0..count {
+            let rows: Vec<&Row> = replications
+                .iter()
+                .filter_map(|r| (self.table)(r).get(i))
+                .collect();
+            seq.serialize_element(&reduce_rows(&rows, self.results.method()))?;
+        }
+        seq.end()
     }
 }
 

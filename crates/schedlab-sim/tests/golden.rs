@@ -1,5 +1,5 @@
 //! Golden-file tests: fixed-seed scenarios whose every output table must stay byte-identical
-//! (apart from wall-clock keys, `results::VOLATILE_KEYS`) when the engine is changed for speed.
+//! when the engine is changed for speed (no result file holds a wall-clock time).
 //!
 //! Each `tests/golden/<name>/scenario.toml` is run and its written tables are compared with
 //! `tests/golden/<name>/expected/`. The expected files were written by the engine before the
@@ -10,48 +10,12 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlab_sim::results::VOLATILE_KEYS;
 use schedlab_sim::run_scenario_text;
-use serde_json::Value;
 
 fn golden_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(name)
-}
-
-/// `summary.json` without the volatile keys (they sit in its `run` object).
-fn stable_summary(text: &str) -> String {
-    let mut v: Value = serde_json::from_str(text).expect("summary.json parses");
-    if let Some(run) = v.get_mut("run").and_then(Value::as_object_mut) {
-        for key in VOLATILE_KEYS {
-            run.remove(*key);
-        }
-    }
-    serde_json::to_string_pretty(&v).expect("serialises") + "\n"
-}
-
-/// A CSV table without the columns named in `VOLATILE_KEYS`.
-fn stable_csv(text: &str) -> String {
-    let mut lines = text.lines();
-    let Some(header) = lines.next() else {
-        return String::new();
-    };
-    let keep: Vec<bool> = header.split(',').map(|c| !VOLATILE_KEYS.contains(&c)).collect();
-    let filter = |line: &str| {
-        line.split(',')
-            .zip(&keep)
-            .filter(|(_, k)| **k)
-            .map(|(c, _)| c)
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    let mut out = filter(header) + "\n";
-    for line in lines {
-        out += &filter(line);
-        out += "\n";
-    }
-    out
 }
 
 fn check(name: &str) {
@@ -60,6 +24,13 @@ fn check(name: &str) {
     let results = run_scenario_text(&text, &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let out = std::env::temp_dir().join(format!("schedlab-golden-{name}-{}", std::process::id()));
     let written = results.write(&out).unwrap();
+    // The streamed summary.json is the text of the in-memory document, byte for byte.
+    let streamed = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert_eq!(
+        streamed,
+        serde_json::to_string_pretty(&results.summary()).unwrap() + "\n",
+        "{name}: the streamed summary.json differs from SimResults::summary()"
+    );
     let expected_dir = dir.join("expected");
     let bless = std::env::var_os("SCHEDLAB_BLESS").is_some();
     if bless {
@@ -68,12 +39,7 @@ fn check(name: &str) {
     let mut differing = Vec::new();
     for path in &written {
         let file = path.file_name().unwrap().to_str().unwrap().to_owned();
-        let raw = std::fs::read_to_string(path).unwrap();
-        let actual = if file.ends_with(".json") {
-            stable_summary(&raw)
-        } else {
-            stable_csv(&raw)
-        };
+        let actual = std::fs::read_to_string(path).unwrap();
         let expected_path = expected_dir.join(&file);
         if bless {
             std::fs::write(&expected_path, &actual).unwrap();
