@@ -60,10 +60,12 @@ pub const TRAFFIC_MODELS: &[ModelInfo] = &[
     },
     ModelInfo {
         id: "on_off",
-        summary: "exponential on/off: sends at the peak rate while on, silent while off",
+        summary: "on/off: sends at the peak rate while on, silent while off; exponential periods (mean_on, mean_off) or fixed ones (on_packets, off: paper 003's burst source, starting on at the source's start)",
         params: &[
-            p("mean_on", "duration", "required", "mean on period"),
-            p("mean_off", "duration", "required", "mean off period"),
+            p("mean_on", "duration", "required unless on_packets", "mean on period (exponential)"),
+            p("mean_off", "duration", "required unless off", "mean off period (exponential)"),
+            p("on_packets", "packets", "with off", "fixed number of packets in every on period"),
+            p("off", "duration", "with on_packets", "fixed length of every off period"),
             RATE_PPS,
             RATE,
         ],
