@@ -29,9 +29,11 @@ page), ``check`` and its keys, and optionally ``explanation`` (why ours differs,
 any verdict other than ``match``) or ``needs`` (the claim is ``not_expressible`` until a
 missing component exists, while the result's other claims are checked). A *selection* is a table
 ``{ metric = "…", flow = 0 | flows = [..] | class = 1, where = {key = value}, x = value,
-aggregate = "sum" | "mean" }``, or ``{ table = "links", link = 2, metric = "lc_service", … }``
+aggregate = "sum" | "mean", minus = { selection } }``, or ``{ table = "links", link = 2, metric = "lc_service", … }``
 for a link's columns (utilisation, the discipline's counters); it is evaluated per replication and then averaged with a 95%
-confidence interval, so that derived values (shares, ratios) get an honest interval. Checks:
+confidence interval, so that derived values (shares, ratios) get an honest interval. ``minus``
+subtracts another selection replication by replication (it inherits ``x``): a difference of two
+runs, such as paper 003's jitter increase (with the competing classes minus class 1 alone). Checks:
 
 ``compare``
     ``ours`` (a selection, times ``scale``) against ``paper`` (a key of paper_values.csv):
@@ -123,7 +125,7 @@ _CLAIM_KEYS = {
     "targets_bps",
     "upper_bound",
 }
-_SELECTION_KEYS = {"metric", "table", "flow", "flows", "class", "link", "where", "x", "aggregate"}
+_SELECTION_KEYS = {"metric", "table", "flow", "flows", "class", "link", "where", "x", "aggregate", "minus"}
 
 
 class ReproduceError(ValueError):
@@ -234,6 +236,8 @@ def _check_selection(selection, where: str) -> None:
         raise ReproduceError(f"{where}.table = {selection['table']!r}: use flows, links or series")
     if selection.get("aggregate", "sum") not in ("sum", "mean"):
         raise ReproduceError(f"{where}.aggregate = {selection['aggregate']!r}: use sum or mean")
+    if "minus" in selection:
+        _check_selection(selection["minus"], f"{where}.minus")
 
 
 def _check_claim(claim: dict, values: dict, where: str) -> None:
@@ -497,7 +501,17 @@ def _selection_values(replications, selection: dict, x_key: str | None) -> pd.Se
     if frame.empty:
         raise ReproduceError(f"selection {selection!r}: selects no rows")
     grouped = frame.groupby("replication")[metric]
-    return grouped.mean() if selection.get("aggregate", "sum") == "mean" else grouped.sum(min_count=1)
+    values = grouped.mean() if selection.get("aggregate", "sum") == "mean" else grouped.sum(min_count=1)
+    if "minus" in selection:
+        # A difference of two runs, replication by replication (paper 003's jitter increase:
+        # with the competing traffic minus alone); the minus selection inherits x.
+        minus = selection["minus"]
+        if "x" in selection and "x" not in minus:
+            minus = {**minus, "x": selection["x"]}
+        values = values - _selection_values(replications, minus, x_key)
+        if values.isna().all():
+            raise ReproduceError(f"selection {selection!r}: its minus selection shares no replication with it")
+    return values
 
 
 def _stat(values: pd.Series, statistic: str = "mean") -> dict:

@@ -54,7 +54,9 @@ def test_every_registered_scenario_validates():
 
             for _values, scenario in result.generated(quick=True):
                 short = rp._shortened(scenario, result, quick=True)
-                assert short.get("run.packets") < scenario.get("run.packets"), result.id
+                assert result.quick, result.id
+                for key, value in result.quick.items():
+                    assert short.get(key) == value != scenario.get(key), (result.id, key)
                 for point in short.points():
                     validate_point(point)
             continue
@@ -279,6 +281,41 @@ def test_sum_over_flows_and_classes():
     assert mean.tolist() == pytest.approx([0.99 * 5.5, 5.5, 1.01 * 5.5])
     by_class = rp._selection_values(frame, {"metric": "delay", "class": 1, "x": 5}, X)
     assert by_class.tolist() == pytest.approx([9.9, 10.0, 10.1])
+
+
+def test_minus_subtracts_another_selection_per_replication_and_inherits_x():
+    frame = _replications()
+    difference = {"metric": "delay", "flow": 1, "x": 10, "minus": {"metric": "delay", "flow": 0}}
+    values = rp._selection_values(frame, difference, X)
+    assert values.tolist() == pytest.approx([9 * 1.99, 18.0, 9 * 2.01])
+    along_x = {key: value for key, value in difference.items() if key != "x"}
+    claim = _claim(check="shape", ours=along_x, shape="increasing")
+    out = rp.evaluate_claim(claim, frame, X, VALUES)
+    assert out["verdict"] == "match" and out["ours"]["values"] == pytest.approx([9.0, 18.0, 27.0])
+    rp._check_selection(difference, "ours")
+    with pytest.raises(rp.ReproduceError, match="ours.minus"):
+        rp._check_selection({**difference, "minus": {"flow": 0}}, "ours")
+
+
+def test_jitter_generator_runs_class_1_alone_and_swaps_ewrr_for_drr():
+    """Paper 003's table 1 / figure 17 (experiments/ewrr/jitter.py): the alone runs keep the
+    router and class 1's packets and move every other source off it; DRR gets quantum L."""
+    (fig17,) = [r for r in rp.load_paper("ewrr", rp.experiments_dir() / "ewrr").results if r.id == "fig17"]
+    (tab1,) = [r for r in rp.load_paper("ewrr", rp.experiments_dir() / "ewrr").results if r.id == "tab1"]
+    runs = dict((tuple(sorted(v.items())), s) for v, s in tab1.generated(quick=False))
+    assert len(runs) == 4
+    drr = runs[(("scheduler", "drr"), ("traffic", "competing"))]
+    node = drr.get("link[0].scheduler.classes[0]")
+    assert node["kind"] == "drr" and all(c["params"] == {"quantum": 512} for c in node["classes"])
+    alone = runs[(("scheduler", "ewrr"), ("traffic", "alone"))]
+    assert alone.get("source[0].path") == ["out"]
+    assert [alone.get(f"source[{i}].path") for i in range(1, 5)] == [["elsewhere"]] * 4
+    assert alone.get("link[0].scheduler.classes[0].classes[0].params.max_weight_bytes") == 512
+    assert alone.sweep.x == "source[0].arrivals.on_packets" and not alone.sweep.grid
+    assert len(alone.points()) == 3
+    figure = fig17.generated(quick=False)
+    assert [v["traffic"] for v, _ in figure] == ["competing", "alone"]
+    assert all(len(s.points()) == 24 for _, s in figure)
 
 
 def test_below_order_and_shape():

@@ -60,10 +60,12 @@ pub const TRAFFIC_MODELS: &[ModelInfo] = &[
     },
     ModelInfo {
         id: "on_off",
-        summary: "exponential on/off: sends at the peak rate while on, silent while off",
+        summary: "on/off: sends at the peak rate while on, silent while off; exponential periods (mean_on, mean_off) or fixed ones (on_packets, off: paper 003's burst source, starting on at the source's start)",
         params: &[
-            p("mean_on", "duration", "required", "mean on period"),
-            p("mean_off", "duration", "required", "mean off period"),
+            p("mean_on", "duration", "required (exponential form)", "mean on period"),
+            p("mean_off", "duration", "required (exponential form)", "mean off period"),
+            p("on_packets", "packets", "required (fixed form)", "packets in every on period"),
+            p("off", "duration", "required (fixed form)", "length of every off period"),
             RATE_PPS,
             RATE,
         ],

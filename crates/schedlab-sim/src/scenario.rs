@@ -371,6 +371,7 @@ pub fn model_name(model: &ArrivalModel) -> &'static str {
             ..
         } => "on_off",
         ArrivalModel::OnOff { .. } => "pareto_on_off",
+        ArrivalModel::PeriodicOnOff { .. } => "on_off",
         ArrivalModel::Mmpp { .. } => "mmpp",
         ArrivalModel::Mpeg(_) => "mpeg",
         ArrivalModel::Trace { .. } => "trace",
@@ -1187,6 +1188,41 @@ fn parse_arrivals(table: &toml::Table, path: &str, base_dir: &Path) -> Result<Ar
                     rate_pps: required(rate_pps, &r, "rate_pps", "mean packets per second")?,
                 },
                 &["model", "rate_pps"],
+            )
+        }
+        "on_off" if r.has("on_packets") || r.has("off") => {
+            let on_packets = r.integer("on_packets", 1, u32::MAX as i64)?;
+            let on_packets = required(
+                on_packets.map(|n| n as u32),
+                &r,
+                "on_packets",
+                "with off, the number of packets in every On period, e.g. 20",
+            )?;
+            let off_ns = match r.duration("off")? {
+                Some(0) => return Err(r.error("off", "must be longer than zero")),
+                Some(d) => d,
+                None => {
+                    return Err(r.error(
+                        "off",
+                        "is required with on_packets: the length of every Off period, e.g. \"40ms\"",
+                    ))
+                }
+            };
+            for key in ["mean_on", "mean_off"] {
+                if r.has(key) {
+                    return Err(r.error(
+                        key,
+                        "cannot be combined with on_packets/off (fixed periods); give mean_on and mean_off or on_packets and off",
+                    ));
+                }
+            }
+            (
+                ArrivalModel::PeriodicOnOff {
+                    on_packets,
+                    off_ns,
+                    spacing: spacing(&mut r)?,
+                },
+                &["model", "on_packets", "off", "rate_pps", "rate"],
             )
         }
         "on_off" => {

@@ -10,7 +10,10 @@
 //!   own serialisation time at `rate` bit/s;
 //! * `poisson` — exponential inter-arrival times with mean `1/rate_pps`;
 //! * `on_off` — exponential on/off (Zhang's thesis §4.4.4): during On, packets at the peak
-//!   rate; On and Off durations exponential with means `mean_on`, `mean_off`;
+//!   rate; On and Off durations exponential with means `mean_on`, `mean_off`. With `on_packets`
+//!   and `off` instead, the periodic burst source of Yokota et al. (paper 003 §5.2, fig. 15):
+//!   every On period is exactly `on_packets` packets at the peak rate, every Off period exactly
+//!   `off` long, starting with an On period at the source's `start` ([`ArrivalModel::PeriodicOnOff`]);
 //! * `pareto_on_off` — the same with Pareto On and Off durations of shape `shape` (ns-2's
 //!   Application/Traffic/Pareto, as used by Bakiras et al. §5);
 //! * `mmpp` — Markov-modulated Poisson process: n states with Poisson rates `rates_pps` and
@@ -401,6 +404,19 @@ pub enum ArrivalModel {
         /// Packet spacing during On.
         spacing: Spacing,
     },
+    /// On/off with a fixed number of packets per On period and a fixed Off period (paper 003
+    /// §5.2, fig. 15): packets at `t0 + k·gap` for k < `on_packets`, the On period ends one gap
+    /// after its last packet, then `off_ns` of silence, then the next On period. The source
+    /// starts with an On period at its start (no random phase: shift it with the source's
+    /// `start`).
+    PeriodicOnOff {
+        /// Packets per On period (≥ 1).
+        on_packets: u32,
+        /// Length of every Off period, ns.
+        off_ns: TimeNs,
+        /// Packet spacing during On.
+        spacing: Spacing,
+    },
     /// Markov-modulated Poisson process.
     Mmpp {
         /// Poisson rate in each state, packets/s.
@@ -527,6 +543,15 @@ enum State {
         /// End of the current On period.
         on_end: f64,
     },
+    PeriodicOnOff {
+        on_packets: u32,
+        off_ns: f64,
+        spacing: Spacing,
+        /// Time of the next packet (fractional ns since start).
+        next: f64,
+        /// Packets of the current On period sent so far.
+        sent_in_on: u32,
+    },
     Mmpp {
         /// Per state: total outgoing rate + arrival rate (per ns), and cumulative transition
         /// probabilities to each state.
@@ -628,6 +653,17 @@ impl Generator {
                     on_end,
                 }
             }
+            ArrivalModel::PeriodicOnOff {
+                on_packets,
+                off_ns,
+                spacing,
+            } => State::PeriodicOnOff {
+                on_packets: *on_packets,
+                off_ns: *off_ns as f64,
+                spacing: *spacing,
+                next: 0.0,
+                sent_in_on: 0,
+            },
             ArrivalModel::Mmpp {
                 rates_pps,
                 transition_rates,
@@ -782,6 +818,23 @@ impl Generator {
                     let start_on = *on_end + off.sample(rng) * NS;
                     *on_end = start_on + on.sample(rng) * NS;
                     *next = start_on;
+                }
+                Some(emission(time, size))
+            }
+            State::PeriodicOnOff {
+                on_packets,
+                off_ns,
+                spacing,
+                next,
+                sent_in_on,
+            } => {
+                let size = draw_size(rng);
+                let time = at(*next);
+                *next += spacing.gap_ns(size);
+                *sent_in_on += 1;
+                if *sent_in_on == *on_packets {
+                    *sent_in_on = 0;
+                    *next += *off_ns;
                 }
                 Some(emission(time, size))
             }
@@ -965,6 +1018,50 @@ mod tests {
         assert_eq!(
             e.iter().map(|p| p.time).collect::<Vec<_>>(),
             vec![0, 500_000, 1_000_000]
+        );
+    }
+
+    #[test]
+    fn periodic_on_off_sends_fixed_bursts_at_hand_derived_times() {
+        // Paper 003's class 1, burst type 1 scaled down: 3 packets of 512 bytes per On period
+        // at 10 Mbit/s (gap 4096 bits / 10 Mbit/s = 409,600 ns), Off 5 x On = 6,144,000 ns.
+        // On k: packets at k·(3 + 15)·409,600 + j·409,600 for j = 0, 1, 2.
+        let bits = Rate::from_bits_per_second(10_000_000).unwrap();
+        let model = ArrivalModel::PeriodicOnOff {
+            on_packets: 3,
+            off_ns: 6_144_000,
+            spacing: Spacing::BitRate(bits),
+        };
+        let e = times(&model, Some(SizeDist::constant(512)), 7, 0);
+        assert_eq!(
+            e.iter().map(|p| p.time).collect::<Vec<_>>(),
+            vec![0, 409_600, 819_200, 7_372_800, 7_782_400, 8_192_000, 14_745_600]
+        );
+        assert!(e.iter().all(|p| p.size == 512));
+        // The complementary source (best effort in the Off periods): 15 packets per On
+        // period, Off = 3 gaps, started one class-1 On period (1,228,800 ns) later, fills the
+        // gaps exactly: together the two are one packet every 409,600 ns.
+        let complement = ArrivalModel::PeriodicOnOff {
+            on_packets: 15,
+            off_ns: 1_228_800,
+            spacing: Spacing::BitRate(bits),
+        };
+        let mut g = Generator::new(&complement, Some(SizeDist::constant(512)), 1_228_800, rng(1));
+        let mut both: Vec<u64> = e.iter().map(|p| p.time).collect();
+        both.extend((0..30).map_while(|_| g.next_packet()).map(|p| p.time));
+        both.sort_unstable();
+        let first_36: Vec<u64> = (0..36).map(|k| k * 409_600).collect();
+        assert_eq!(&both[..36], &first_36[..]);
+        // A packet rate works too: 1000 pkt/s, 2 per On, Off 10 ms → 0, 1, 12, 13 ms.
+        let model = ArrivalModel::PeriodicOnOff {
+            on_packets: 2,
+            off_ns: 10_000_000,
+            spacing: Spacing::PacketsPerSecond(1000.0),
+        };
+        let e = times(&model, Some(SizeDist::constant(100)), 4, 0);
+        assert_eq!(
+            e.iter().map(|p| p.time).collect::<Vec<_>>(),
+            vec![0, 1_000_000, 12_000_000, 13_000_000]
         );
     }
 

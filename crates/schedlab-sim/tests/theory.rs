@@ -482,6 +482,34 @@ fn bad_scenarios_name_the_key_and_value() {
             "link[0].scheduler.quantom = 1500",
         ),
         (
+            GOOD.replace(
+                "arrivals = { model = \"poisson\", rate_pps = 15 }",
+                "arrivals = { model = \"on_off\", on_packets = 0, off = \"40ms\", rate_pps = 15 }",
+            ),
+            "source[0].arrivals.on_packets = 0: must be",
+        ),
+        (
+            GOOD.replace(
+                "arrivals = { model = \"poisson\", rate_pps = 15 }",
+                "arrivals = { model = \"on_off\", on_packets = 20, rate_pps = 15 }",
+            ),
+            "source[0].arrivals.off = (missing): is required with on_packets",
+        ),
+        (
+            GOOD.replace(
+                "arrivals = { model = \"poisson\", rate_pps = 15 }",
+                "arrivals = { model = \"on_off\", on_packets = 20, off = \"40ms\", mean_on = \"1s\", rate_pps = 15 }",
+            ),
+            "source[0].arrivals.mean_on = \"1s\": cannot be combined with on_packets/off",
+        ),
+        (
+            GOOD.replace(
+                "arrivals = { model = \"poisson\", rate_pps = 15 }",
+                "arrivals = { model = \"on_off\", off = \"0s\", on_packets = 3, rate_pps = 15 }",
+            ),
+            "source[0].arrivals.off = \"0s\": must be longer than zero",
+        ),
+        (
             GOOD.replace("model = \"poisson\"", "model = \"poison\""),
             "source[0].arrivals.model = \"poison\": unknown arrival model",
         ),
