@@ -11,9 +11,14 @@ exact and slow start-ups cannot make the generator late. The sink stops
 logs of every replication are turned into the files of ``schedlab run`` by
 ``schedlab._core.write_measured``.
 
+TCP sources run as Linux TCP bulk transfers (:mod:`schedlab.tcpbulk`: a sender per source in
+the source namespace, the receivers in the sink namespace, started before the origin too);
+their samples become the ``tcp_flows`` of ``summary.json``.
+
 Layout of ``OUT``: ``summary.json`` … (as ``schedlab run``), ``measure.json`` (duplicates,
 reordering, achieved rates, gateway stats per replication), ``replication-N/{sent.csv,
-received.csv, gateway.json, gen.json}``.
+received.csv, gateway.json, gen.json}`` (and ``tcp_sent.csv``, ``tcp_received.csv`` with TCP
+sources).
 """
 
 from __future__ import annotations
@@ -70,15 +75,20 @@ def run_traffic(
     duration_s: float,
     replication: int = 0,
     destination: str = testbed.SINK_ADDRESS,
+    tcp: list[dict] | None = None,
 ) -> None:
     """Runs ``schedlab sink`` and ``schedlab gen`` for ``scenario`` in ``bed``; both start
     up, say they are ready, and only then get the shared origin (0.2 s ahead), so slow
     start-ups cannot make the generator late. Gen sends to ``destination`` (the sink's IPv4
     address, or :data:`schedlab.testbed.SINK_ADDRESS6` for IPv6). Leaves ``sent.csv``,
-    ``received.csv`` and ``gen.json`` in ``folder``."""
+    ``received.csv`` and ``gen.json`` in ``folder``. ``tcp``: the scenario's TCP sources
+    (:func:`tcp_sources`), run as Linux TCP bulk transfers (:mod:`schedlab.tcpbulk`) that
+    leave ``tcp_sent.csv`` and ``tcp_received.csv``."""
     sent, received, origin = folder / "sent.csv", folder / "received.csv", folder / "origin"
     sink_ready, gen_ready = folder / "sink.ready", folder / "gen.ready"
-    for stale in (sent, received, origin, sink_ready, gen_ready):
+    tcp_sent, tcp_received = folder / "tcp_sent.csv", folder / "tcp_received.csv"
+    sender_ready, receiver_ready = folder / "tcp_sender.ready", folder / "tcp_receiver.ready"
+    for stale in (sent, received, origin, sink_ready, gen_ready, tcp_sent, tcp_received, sender_ready, receiver_ready):
         stale.unlink(missing_ok=True)
     python = [sys.executable, "-m", "schedlab"]
     quiet = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
@@ -95,6 +105,25 @@ def run_traffic(
         + ["--log", str(sent), "--ready", str(gen_ready)],
         **quiet,
     )
+    tcp_processes = []
+    if tcp:
+        bulk = [sys.executable, "-m", "schedlab.tcpbulk"]
+        endpoints = json.dumps(tcp)
+        receiver = bed.spawn(
+            bed.sink,
+            [*bulk, "receive", endpoints, "--port", str(PORT), "--until", str(duration_s + DRAIN_S)]
+            + ["--origin-file", str(origin), "--log", str(tcp_received), "--ready", str(receiver_ready)],
+            **quiet,
+        )
+        _wait_for(receiver_ready, receiver, "the TCP receivers")
+        sender = bed.spawn(
+            bed.source,
+            [*bulk, "send", endpoints, "--destination", destination, "--port", str(PORT)]
+            + ["--origin-file", str(origin), "--log", str(tcp_sent), "--ready", str(sender_ready)],
+            **quiet,
+        )
+        _wait_for(sender_ready, sender, "the TCP senders")
+        tcp_processes = [(sender, "the TCP senders"), (receiver, "the TCP receivers")]
     _wait_for(sink_ready, sink, "schedlab sink")
     _wait_for(gen_ready, gen, "schedlab gen")
     partial = origin.with_suffix(".partial")
@@ -102,8 +131,10 @@ def run_traffic(
     partial.rename(origin)
     _finish(gen, "schedlab gen", LEAD_S + duration_s + 30)
     (folder / "gen.json").write_text(gen.stdout.read())
+    for process, what in tcp_processes:
+        _finish(process, what, LEAD_S + duration_s + DRAIN_S + 30)
     _finish(sink, "schedlab sink", LEAD_S + duration_s + DRAIN_S + 30)
-    for marker in (origin, sink_ready, gen_ready):
+    for marker in (origin, sink_ready, gen_ready, sender_ready, receiver_ready):
         marker.unlink(missing_ok=True)
 
 
@@ -123,16 +154,22 @@ def _replication(
             text=True,
         )
         _wait_for(stats, gateway, "the gateway")
-        run_traffic(bed, scenario, folder, duration_s, replication, destination)
+        run_traffic(bed, scenario, folder, duration_s, replication, destination, tcp_sources(scenario))
         gateway.send_signal(signal.SIGINT)
         _finish(gateway, "the gateway", 5)
     return (replication, str(folder / "sent.csv"), str(folder / "received.csv"), str(stats))
 
 
+def tcp_sources(scenario: Path) -> list[dict]:
+    """The TCP sources of a measurable ``scenario`` (``source``, ``flow``, ``port``,
+    ``start_s``, ``stop_s``, ``mss``, ``variant``): each runs as a Linux TCP bulk transfer."""
+    return json.loads(_core.check_measurable(str(scenario), PORT_BASE) or "[]")
+
+
 def check(scenario: Path) -> tuple[float, int]:
     """Checks, before any namespace is built, that ``scenario`` can be measured (valid; one
-    bottleneck; open-loop UDP sources, so a TCP source is refused here; no simulator-only link
-    keys; ``run.duration`` given); returns its duration in seconds and its replications."""
+    bottleneck; open-loop UDP sources or TCP bulk sources; no simulator-only link keys;
+    ``run.duration`` given); returns its duration in seconds and its replications."""
     declared = _declared(scenario)
     if hasattr(_core, "check_measurable"):
         _core.check_measurable(str(scenario), PORT_BASE)
@@ -159,7 +196,8 @@ def measure_replication(
 
 def measure_scenario(scenario: Path, out_dir: Path, progress: Callable[[str], None] = lambda _: None) -> dict:
     """Measures every replication of ``scenario`` into ``out_dir``; returns ``summary.json``.
-    Bad input (including a source that is not open-loop UDP) fails before anything is built."""
+    Bad input (including a TCP source that is not a bulk transfer) fails before anything is
+    built."""
     duration_s, replications = check(scenario)
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = []

@@ -179,7 +179,8 @@ def measure(
     Needs root (or CAP_NET_ADMIN). Creates schedlab-* namespaces joined by veth pairs (198.18.0.0/24
     inside them only), runs the sink, the gateway with the bottleneck link's scheduler, rate,
     buffer and propagation delay, and the generator, for the scenario's duration and each of
-    its replications; writes OUT/summary.json in the format of `schedlab run`, measure.json,
+    its replications (TCP bulk sources: Linux TCP senders in the source namespace, receivers
+    in the sink's); writes OUT/summary.json in the format of `schedlab run`, measure.json,
     and each replication's logs and gateway stats. Removes everything at the end, on error
     and on Ctrl-C.
 
@@ -205,7 +206,15 @@ def measure(
     except (_core.InputError, MeasureError) as e:
         _fail_input(str(e))
         return
+    tcp = {flow["flow"]: flow for flow in summary.get("tcp_flows", [])}
     for flow in summary["flows"]:
+        if flow["flow"] in tcp:
+            goodput, retransmissions = tcp[flow["flow"]]["goodput_bps"], tcp[flow["flow"]]["retransmissions"]
+            err.print(
+                f"{flow['name']}: Linux TCP, goodput {goodput / 1e6:.3f} Mbit/s, {retransmissions} retransmissions",
+                highlight=False,
+            )
+            continue
         delay = flow.get("delay_mean_s")
         err.print(
             f"{flow['name']}: sent {flow['sent']}, received {flow['received']}, mean delay {delay * 1e3:.3f} ms"

@@ -14,7 +14,7 @@
   range 2001:db8::/32 (RFC 3849); they exist only inside these namespaces.
 * The gateway forwards frames unchanged (layer 2), so both ends share one subnet and find each
   other with ARP / neighbour discovery through it. Checksum offload is turned off on the
-  sending veth ends (``ethtool -K … tx off``): a veth frame with a partial checksum would
+  sending veth ends (``ethtool -K … tx off gso off``): a veth frame with a partial checksum would
   otherwise leave the gateway's packet socket with the checksum unfinished and be dropped
   by the sink's kernel.
 """
@@ -170,7 +170,7 @@ class Testbed:
             ):
                 _run("ip", "-n", ns, "addr", "add", f"{v4}/24", "dev", dev)
                 _run("ip", "-n", ns, "addr", "add", f"{v6}/64", "dev", dev, "nodad")
-                _run("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off")
+                _run("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "gso", "off")
                 _run("ip", "-n", ns, "link", "set", dev, "up")
             for dev in ("gwin", "gwout"):
                 _run("ip", "-n", self.gateway, "link", "set", dev, "up")

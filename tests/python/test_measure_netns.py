@@ -126,17 +126,21 @@ def test_prefix_must_stay_inside_the_schedlab_namespace_space(monkeypatch):
         testbed.prefix()
 
 
-def test_tcp_source_refused_with_exit_2_before_any_namespace(monkeypatch, tmp_path):
+def test_finite_tcp_transfers_refused_with_exit_2_before_any_namespace(monkeypatch, tmp_path):
     monkeypatch.setattr(testbed, "can_admin_network", lambda: True)
 
     def no_testbed(*args, **kwargs):
         raise AssertionError("a namespace testbed was built for a scenario that cannot be measured")
 
     monkeypatch.setattr(testbed, "Testbed", no_testbed)
-    scenario = REPO / "experiments" / "vd" / "fig7_linux_three_tcp.toml"
+    # Figure 7's TCP sources are bulk transfers (measurable); finite transfers are not.
+    text = (REPO / "experiments" / "vd" / "fig7_linux_three_tcp.toml").read_text()
+    finite = 'arrivals = { model = "poisson", rate_pps = 10 }\nsize = { dist = "constant", size = 100000 }'
+    scenario = tmp_path / "finite.toml"
+    scenario.write_text(text.replace('arrivals = { model = "bulk" }', finite, 1))
     result = CliRunner().invoke(app, ["measure", str(scenario), "--out", str(tmp_path / "x")])
     assert result.exit_code == 2, result.output
-    assert "transport" in result.output and "tcp" in result.output
+    assert "source[0].arrivals.model" in result.output and "poisson" in result.output
     assert not (tmp_path / "x").exists()
 
 

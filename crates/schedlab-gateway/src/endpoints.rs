@@ -205,7 +205,8 @@ pub fn generate(options: &GenOptions) -> Result<Value, GatewayError> {
     };
     let mut sockets = Vec::with_capacity(scenario.sources.len());
     for (index, source) in scenario.sources.iter().enumerate() {
-        if !options.sources.is_empty() && !options.sources.contains(&index) {
+        // A TCP source is sent by Linux's TCP (schedlab measure), not by gen.
+        if source.transport.is_some() || (!options.sources.is_empty() && !options.sources.contains(&index)) {
             sockets.push(None);
             continue;
         }

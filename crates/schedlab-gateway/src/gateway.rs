@@ -243,11 +243,13 @@ pub fn build(config: &ReplayConfig) -> Result<(GatewayConfig, AnyScheduler, Clas
 pub fn bottleneck(scenario: &Scenario) -> Result<usize, ConfigError> {
     let mut found = None;
     for (index, source) in scenario.sources.iter().enumerate() {
-        if source.transport.is_some() {
+        if source.transport.is_some() && !matches!(source.arrivals, schedlab_sim::traffic::ArrivalModel::Bulk)
+        {
             return Err(ConfigError::new(
-                format!("source[{index}].transport"),
-                "tcp",
-                "measured runs send open-loop UDP traffic only; TCP sources run in the simulator",
+                format!("source[{index}].arrivals.model"),
+                format!("{:?}", schedlab_sim::scenario::model_name(&source.arrivals)),
+                "a measured TCP source is a bulk transfer (Linux TCP sends for the whole run); \
+                 finite transfers run in the simulator",
             ));
         }
         if source.lateness.is_some() {
@@ -290,8 +292,9 @@ pub fn bottleneck(scenario: &Scenario) -> Result<usize, ConfigError> {
 }
 
 /// The gateway of a scenario's bottleneck link ([`bottleneck`]): its rate, propagation delay,
-/// scheduler and per-flow parameters, and one rule per source (UDP from port
-/// `port_base + flow` → the source's flow id and class), as `schedlab measure` uses it.
+/// scheduler and per-flow parameters, and one rule per source (UDP, or TCP for a TCP source,
+/// from port `port_base + flow` → the source's flow id and class), as `schedlab measure` uses
+/// it. A TCP source's ACKs come back from the egress side and are forwarded unscheduled.
 /// Links before the bottleneck (access links) are not emulated.
 pub fn build_from_scenario(
     scenario: &Scenario,
@@ -352,9 +355,14 @@ pub fn build_from_scenario(
                 ),
             ));
         }
+        let protocol = if source.transport.is_some() {
+            crate::classify::PROTOCOL_TCP
+        } else {
+            crate::classify::PROTOCOL_UDP
+        };
         rules.push(Rule {
             conditions: schedlab_core::conditioning::Match {
-                protocol: Some(crate::classify::PROTOCOL_UDP),
+                protocol: Some(protocol),
                 source_port: Some((port as u16, port as u16)),
                 ..Default::default()
             },
@@ -376,6 +384,57 @@ pub fn build_from_scenario(
         scheduler,
         Classifier::new(rules, first_dynamic, DEFAULT_MAX_FLOWS),
     ))
+}
+
+/// A TCP source of a measured scenario: what `schedlab measure` needs to run a Linux TCP bulk
+/// sender for it in the sources' namespace (from port `port`, which the gateway's rule of
+/// [`build_from_scenario`] maps to `flow`) and a receiver in the sink's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpEndpoint {
+    /// Index of the source in the scenario.
+    pub source: usize,
+    /// Its flow id.
+    pub flow: u32,
+    /// The sender's TCP port (`port_base + flow`).
+    pub port: u16,
+    /// When it starts sending, seconds after the scenario's time 0.
+    pub start_s: f64,
+    /// When it stops, seconds (the source's `stop`, else the run's duration).
+    pub stop_s: f64,
+    /// Maximum segment size, payload bytes (set with `TCP_MAXSEG`).
+    pub mss: u32,
+    /// The scenario's variant (`newreno` or `sack`); both run Linux's `reno` congestion
+    /// control with Linux's own loss recovery.
+    pub variant: &'static str,
+}
+
+/// The TCP sources of a measured scenario (checked by [`bottleneck`]), in scenario order.
+pub fn tcp_endpoints(scenario: &Scenario, port_base: u16) -> Vec<TcpEndpoint> {
+    let duration = match scenario.run.length {
+        schedlab_sim::scenario::RunLength::Duration(d) => d,
+        _ => 0,
+    };
+    scenario
+        .sources
+        .iter()
+        .enumerate()
+        .filter_map(|(index, source)| {
+            let transport = source.transport.as_ref()?;
+            let stop = source.stop.map_or(duration, |s| s.min(duration));
+            Some(TcpEndpoint {
+                source: index,
+                flow: source.flow,
+                port: (port_base as u64 + source.flow as u64).min(65_535) as u16,
+                start_s: source.start as f64 / 1e9,
+                stop_s: stop as f64 / 1e9,
+                mss: transport.tcp.mss,
+                variant: match transport.tcp.variant {
+                    schedlab_sim::tcp::TcpVariant::NewReno => "newreno",
+                    schedlab_sim::tcp::TcpVariant::Sack => "sack",
+                },
+            })
+        })
+        .collect()
 }
 
 /// What the caller does with a frame it gave to [`Gateway::on_ingress`].
@@ -938,6 +997,53 @@ mod tests {
         let config = ReplayConfig::parse(text, "g.toml").unwrap();
         let (gateway, scheduler, classifier) = build(&config).unwrap();
         Gateway::new(gateway, scheduler, classifier)
+    }
+
+    #[test]
+    fn a_tcp_bulk_source_gets_a_tcp_rule_and_an_endpoint_and_finite_transfers_are_refused() {
+        let text = "[run]\nduration = \"3s\"\n[[link]]\nname = \"l\"\nrate = \"10Mbit\"\n\
+            scheduler = { kind = \"drr\", quantum = 1500 }\n\
+            [[source]]\nflow = 2\nname = \"U\"\npath = [\"l\"]\narrivals = { model = \"cbr\", rate_pps = 10 }\n\
+            size = { dist = \"constant\", size = 500 }\n\
+            [[source]]\nflow = 5\nname = \"T\"\npath = [\"l\"]\nstart = \"1s\"\n\
+            transport = { kind = \"tcp\", mss = 1448, variant = \"sack\" }\narrivals = { model = \"bulk\" }\nack_delay = \"1ms\"\n";
+        let scenario = schedlab_sim::validate_scenario_text(text, std::path::Path::new(".")).unwrap();
+        let (config, _, _) = build_from_scenario(&scenario, 20_000).unwrap();
+        let protocols: Vec<_> = config
+            .rules
+            .iter()
+            .map(|r| (r.flow, r.conditions.protocol, r.conditions.source_port))
+            .collect();
+        assert_eq!(
+            protocols,
+            [
+                (2, Some(crate::classify::PROTOCOL_UDP), Some((20_002, 20_002))),
+                (5, Some(crate::classify::PROTOCOL_TCP), Some((20_005, 20_005)))
+            ]
+        );
+        let endpoints = tcp_endpoints(&scenario, 20_000);
+        assert_eq!(
+            endpoints,
+            [TcpEndpoint {
+                source: 1,
+                flow: 5,
+                port: 20_005,
+                start_s: 1.0,
+                stop_s: 3.0,
+                mss: 1448,
+                variant: "sack"
+            }]
+        );
+        let finite = text.replace(
+            "arrivals = { model = \"bulk\" }",
+            "arrivals = { model = \"poisson\", rate_pps = 10 }\nsize = { dist = \"constant\", size = 10000 }",
+        );
+        let scenario = schedlab_sim::validate_scenario_text(&finite, std::path::Path::new(".")).unwrap();
+        let error = bottleneck(&scenario).unwrap_err().to_string();
+        assert!(
+            error.contains("source[1].arrivals.model") && error.contains("poisson"),
+            "{error}"
+        );
     }
 
     fn udp(source_port: u16, payload: usize) -> Vec<u8> {

@@ -25,6 +25,17 @@
 //!   end included; the gateway is idle before the traffic) divided by the window's length;
 //! * `shaper_delay_mean_s` is 0: the generator sends at the shaper's release times.
 //!
+//! * a TCP source (Linux's TCP, `schedlab measure`) has no packet log: its `tcp_flows` row
+//!   and `tcp_timeseries.csv` come from the samples of its sender's `TCP_INFO` and of its
+//!   receiver's byte count (every 10 ms; a value at time t is the last sample at or before t):
+//!   `goodput_bps` and `delivered_bytes` from the receiver, `segments_sent` and
+//!   `retransmissions` from the sender, the time series (cwnd, ssthresh, srtt, rto, flight,
+//!   delivered) at every bin boundary. Linux does not count what the simulator's other TCP
+//!   columns count (fast retransmits, timeouts, ACKs, RTT samples): they are empty. In
+//!   `flows[]` such a source has no packet counts; its `received_bytes` is the bytes
+//!   delivered in the window (so `throughput_bps` and the Jain index are over goodput) and
+//!   `timeseries.csv` has its delivered bytes per bin.
+//!
 //! Per-flow figures that `schedlab run` has no column for (duplicates, reordered packets,
 //! requested and achieved send rate, send lateness) go to `measure.json`.
 
@@ -39,7 +50,11 @@ use schedlab_sim::stats::{Accumulator, DelayHistogram};
 use schedlab_sim::SimResults;
 use serde_json::{json, Value};
 
-use crate::traffic::{ReceivedPacket, SentPacket};
+use schedlab_sim::engine::{TcpRaw, TcpSample};
+use schedlab_sim::results::Cell;
+use schedlab_sim::tcp::TcpCounters;
+
+use crate::traffic::{ReceivedPacket, SentPacket, TcpReceiverSample, TcpSenderSample};
 
 /// What one measured replication left behind.
 #[derive(Clone, Debug, Default)]
@@ -52,6 +67,71 @@ pub struct MeasuredRun {
     pub received: Vec<ReceivedPacket>,
     /// The gateway's final stats document.
     pub gateway: Option<Value>,
+    /// The TCP senders' samples (empty without TCP sources).
+    pub tcp_sent: Vec<TcpSenderSample>,
+    /// The TCP receivers' samples (empty without TCP sources).
+    pub tcp_received: Vec<TcpReceiverSample>,
+}
+
+/// The TCP columns of the simulator that Linux does not count: empty in a measured run.
+const TCP_UNMEASURED: [&str; 6] = [
+    "fast_retransmits",
+    "timeouts",
+    "acks_sent",
+    "acks_dropped",
+    "rtt_samples",
+    "rtt_mean_s",
+];
+
+/// The last sample of `source` at or before `time` in a log sorted by time per source.
+fn at<T: Copy>(samples: &[T], source: u32, time: TimeNs, key: impl Fn(&T) -> (u32, TimeNs)) -> Option<T> {
+    samples
+        .iter()
+        .filter(|s| key(s).0 == source && key(s).1 <= time)
+        .max_by_key(|s| key(s).1)
+        .copied()
+}
+
+/// The raw TCP outcome of source `s` from the logs of one run: counters at `warmup` and at
+/// `end`, a sample at every bin boundary up to `end`.
+fn tcp_raw(run: &MeasuredRun, s: u32, warmup: TimeNs, end: TimeNs, bin: TimeNs) -> TcpRaw {
+    let sender = |t| at(&run.tcp_sent, s, t, |x: &TcpSenderSample| (x.source, x.time)).unwrap_or_default();
+    let delivered = |t| {
+        at(&run.tcp_received, s, t, |x: &TcpReceiverSample| {
+            (x.source, x.time)
+        })
+        .map_or(0, |x| x.delivered)
+    };
+    let counters = |t| {
+        let sample = sender(t);
+        TcpCounters {
+            segments_sent: sample.segments_sent,
+            retransmissions: sample.retransmissions,
+            delivered_bytes: delivered(t),
+            ..TcpCounters::default()
+        }
+    };
+    let series = (1..=end / bin)
+        .map(|k| {
+            let time = k * bin;
+            let sample = sender(time);
+            TcpSample {
+                time,
+                cwnd: sample.cwnd,
+                ssthresh: sample.ssthresh,
+                srtt: sample.srtt,
+                rto: sample.rto,
+                flight: sample.flight,
+                delivered: delivered(time),
+            }
+        })
+        .collect();
+    TcpRaw {
+        at_warmup: counters(warmup),
+        at_end: counters(end),
+        series,
+        ..TcpRaw::default()
+    }
 }
 
 fn reason_by_name(name: &str) -> Option<DropReason> {
@@ -172,6 +252,23 @@ pub fn measured_results(
                 }
             }
         }
+        let mut tcp = Vec::with_capacity(n);
+        for (s, source) in scenario.sources.iter().enumerate() {
+            if source.transport.is_none() {
+                tcp.push(None);
+                continue;
+            }
+            let raw = tcp_raw(run, s as u32, warmup, duration, bin);
+            flows[s].received_bytes = raw.at_end.delivered_bytes - raw.at_warmup.delivered_bytes;
+            let mut previous = 0;
+            series[s] = FlowSeries::default();
+            for sample in &raw.series {
+                series[s].bytes.push(sample.delivered.saturating_sub(previous));
+                series[s].packets.push(0);
+                previous = sample.delivered;
+            }
+            tcp.push(Some(raw));
+        }
         let in_flight: Vec<u64> = flows
             .iter()
             .map(|f| f.sent - f.received - f.dropped_total())
@@ -284,7 +381,7 @@ pub fn measured_results(
                 .map(|(i, q)| if i == bottleneck { q } else { 0 })
                 .collect(),
             discipline_counters: counters,
-            tcp: (0..n).map(|_| None).collect(),
+            tcp,
             lateness: vec![None; n],
             flow_discipline_counters: vec![Vec::new(); n],
             window_start: warmup,
@@ -293,7 +390,19 @@ pub fn measured_results(
             events: run.received.len() as u64,
             packets: run.sent.len() as u64,
         };
-        replications.push(reduce(scenario, raw, duration as f64 / 1e9, &mut histograms));
+        let mut result = reduce(scenario, raw, duration as f64 / 1e9, &mut histograms);
+        for row in &mut result.tcp_flows {
+            for (name, cell) in row.iter_mut() {
+                // Empty, keeping the column's kind (a count has no confidence interval).
+                if TCP_UNMEASURED.contains(name) {
+                    *cell = match cell {
+                        Cell::Real(_) => Cell::Real(None),
+                        _ => Cell::Max(None),
+                    };
+                }
+            }
+        }
+        replications.push(result);
         let span = |s: usize| -> f64 {
             let source = &scenario.sources[s];
             let stop = source.stop.unwrap_or(duration).min(duration);
@@ -392,6 +501,7 @@ mod tests {
             sent,
             received,
             gateway: Some(gateway),
+            ..MeasuredRun::default()
         };
         let (results, extra) = measured_results(&scenario, &[run], 0).unwrap();
         let flow = &results.flow_summaries()[0];
@@ -425,5 +535,63 @@ mod tests {
             assert!(dir.join(file).exists(), "{file}");
         }
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    const TCP_SCENARIO: &str = "[run]\nduration = \"2s\"\nwarmup = \"0.5s\"\nseed = 1\nbin = \"0.5s\"\n\
+        [[link]]\nname = \"l\"\nrate = \"10Mbit\"\nscheduler = { kind = \"drr\", quantum = 1500 }\n\
+        [[source]]\nflow = 1\nname = \"T\"\npath = [\"l\"]\ntransport = { kind = \"tcp\", mss = 1448 }\n\
+        arrivals = { model = \"bulk\" }\nack_delay = \"1ms\"\n";
+
+    #[test]
+    fn tcp_samples_become_the_simulators_tcp_columns() {
+        let scenario = schedlab_sim::validate_scenario_text(TCP_SCENARIO, Path::new(".")).unwrap();
+        // The receiver delivers 100,000 bytes every 100 ms (8 Mbit/s); samples every 100 ms.
+        let tcp_received = (0..=25)
+            .map(|k| TcpReceiverSample {
+                source: 0,
+                time: k * 100_000_000,
+                delivered: k * 100_000,
+            })
+            .collect();
+        // The sender: 70 segments per 100 ms, one retransmission per 100 ms after 1 s.
+        let tcp_sent = (0..=25)
+            .map(|k| TcpSenderSample {
+                source: 0,
+                time: k * 100_000_000,
+                segments_sent: 70 * k,
+                retransmissions: k.saturating_sub(10),
+                cwnd: 14_480,
+                ssthresh: u64::MAX,
+                srtt: 2_000_000,
+                rto: 204_000_000,
+                flight: 7_240,
+            })
+            .collect();
+        let run = MeasuredRun {
+            tcp_sent,
+            tcp_received,
+            ..MeasuredRun::default()
+        };
+        let (results, _) = measured_results(&scenario, &[run], 0).unwrap();
+        let replication = &results.replications[0];
+        let row: std::collections::HashMap<_, _> = replication.tcp_flows[0].iter().cloned().collect();
+        // Window 0.5 s to 2 s: 1,500,000 bytes delivered, 8 Mbit/s.
+        assert_eq!(row["delivered_bytes"], Cell::Count(1_500_000));
+        assert_eq!(row["goodput_bps"], Cell::Real(Some(8_000_000.0)));
+        assert_eq!(row["segments_sent"], Cell::Count(70 * 15));
+        assert_eq!(row["retransmissions"], Cell::Count(10));
+        // What Linux does not count is empty, not zero.
+        assert_eq!(row["timeouts"], Cell::Max(None));
+        assert_eq!(row["rtt_mean_s"], Cell::Real(None));
+        // A sample at every bin boundary, and flows[] carries goodput as throughput.
+        let series = &replication.tcp_series[0];
+        assert_eq!(
+            series.iter().map(|s| s.time).collect::<Vec<_>>(),
+            [500_000_000, 1_000_000_000, 1_500_000_000, 2_000_000_000]
+        );
+        assert_eq!(series[1].delivered, 1_000_000);
+        assert_eq!(series[1].cwnd, 14_480);
+        let flow = &results.flow_summaries()[0];
+        assert_eq!(flow["throughput_bps"], 8_000_000.0);
     }
 }

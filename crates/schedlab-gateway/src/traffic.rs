@@ -84,7 +84,9 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// The schedule of `scenario`'s sources (those in `sources`, by index; all if empty).
+    /// The schedule of `scenario`'s open-loop sources (those in `sources`, by index; all if
+    /// empty). TCP sources are left out: on real packets Linux's TCP sends them
+    /// (`schedlab measure`).
     pub fn new(scenario: &Scenario, replication: u32, sources: &[usize]) -> Schedule {
         let run = &scenario.run;
         let end = match run.length {
@@ -101,7 +103,7 @@ impl Schedule {
             let shaper = source.shaper.map(|s| TokenBucket::new(s.sigma, s.rho));
             let stop = source.stop.unwrap_or(u64::MAX).min(end);
             schedule.generators.push((generator, shaper, stop, 0));
-            if sources.is_empty() || sources.contains(&index) {
+            if source.transport.is_none() && (sources.is_empty() || sources.contains(&index)) {
                 schedule.advance(index);
             }
         }
@@ -251,6 +253,79 @@ pub fn read_received(path: &Path) -> Result<Vec<ReceivedPacket>, String> {
             sent: r[2],
             received: r[3],
             size: r[4] as u32,
+        })
+        .collect())
+}
+
+/// Header of the TCP senders' log of `schedlab measure` (`tcp_sent.csv`): per TCP source,
+/// the Linux sender's `TCP_INFO` sampled every 10 ms (time relative to the shared origin;
+/// `ssthresh_bytes` = [`u64::MAX`] before the first loss).
+pub const TCP_SENT_HEADER: &str =
+    "source,time_ns,segments_sent,retransmissions,cwnd_bytes,ssthresh_bytes,srtt_ns,rto_ns,flight_bytes";
+/// Header of the TCP receivers' log (`tcp_received.csv`): bytes each connection delivered to
+/// the receiving application so far, sampled every 10 ms.
+pub const TCP_RECEIVED_HEADER: &str = "source,time_ns,delivered_bytes";
+
+/// A sample of a Linux TCP sender's state (`TCP_INFO`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpSenderSample {
+    /// Source index.
+    pub source: u32,
+    /// Time after the origin, ns.
+    pub time: TimeNs,
+    /// Data segments sent, retransmissions included (`tcpi_data_segs_out`).
+    pub segments_sent: u64,
+    /// Retransmitted segments (`tcpi_total_retrans`).
+    pub retransmissions: u64,
+    /// Congestion window, bytes (`tcpi_snd_cwnd` × MSS).
+    pub cwnd: u64,
+    /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
+    pub ssthresh: u64,
+    /// Smoothed RTT, ns (`tcpi_rtt`).
+    pub srtt: u64,
+    /// Retransmission timeout, ns (`tcpi_rto`).
+    pub rto: u64,
+    /// Bytes in flight (`tcpi_unacked` × MSS).
+    pub flight: u64,
+}
+
+/// A sample of a TCP receiver: bytes delivered to the application so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpReceiverSample {
+    /// Source index.
+    pub source: u32,
+    /// Time after the origin, ns.
+    pub time: TimeNs,
+    /// Bytes delivered in order so far.
+    pub delivered: u64,
+}
+
+/// Reads a TCP senders' log.
+pub fn read_tcp_sent(path: &Path) -> Result<Vec<TcpSenderSample>, String> {
+    Ok(parse_rows::<9>(path, TCP_SENT_HEADER)?
+        .into_iter()
+        .map(|r| TcpSenderSample {
+            source: r[0] as u32,
+            time: r[1],
+            segments_sent: r[2],
+            retransmissions: r[3],
+            cwnd: r[4],
+            ssthresh: r[5],
+            srtt: r[6],
+            rto: r[7],
+            flight: r[8],
+        })
+        .collect())
+}
+
+/// Reads a TCP receivers' log.
+pub fn read_tcp_received(path: &Path) -> Result<Vec<TcpReceiverSample>, String> {
+    Ok(parse_rows::<3>(path, TCP_RECEIVED_HEADER)?
+        .into_iter()
+        .map(|r| TcpReceiverSample {
+            source: r[0] as u32,
+            time: r[1],
+            delivered: r[2],
         })
         .collect())
 }

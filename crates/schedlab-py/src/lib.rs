@@ -450,17 +450,26 @@ fn gateway(
 
 /// Checks, without opening anything, that `schedlab measure` can run `scenario`: the
 /// scenario is valid and its bottleneck is what the gateway emulates (one bottleneck, open-loop
-/// UDP sources, no simulator-only link keys). Raises `InputError` naming the key and value.
+/// UDP sources or TCP bulk sources, no simulator-only link keys). Raises `InputError` naming
+/// the key and value. Returns the TCP sources as a JSON list (`source`, `flow`, `port`,
+/// `start_s`, `stop_s`, `mss`, `variant`) for the Linux senders and receivers.
 #[cfg(target_os = "linux")]
 #[pyfunction]
 #[pyo3(signature = (scenario, port_base=20000))]
-fn check_measurable(py: Python<'_>, scenario: PathBuf, port_base: u16) -> PyResult<()> {
+fn check_measurable(py: Python<'_>, scenario: PathBuf, port_base: u16) -> PyResult<String> {
     use schedlab_gateway::linux::{load_scenario, scenario_input_error};
     py.detach(|| {
         let parsed = load_scenario(&scenario)?;
         schedlab_gateway::gateway::build_from_scenario(&parsed, port_base)
-            .map(|_| ())
-            .map_err(|e| scenario_input_error(&scenario, e))
+            .map_err(|e| scenario_input_error(&scenario, e))?;
+        let endpoints: Vec<serde_json::Value> = schedlab_gateway::gateway::tcp_endpoints(&parsed, port_base)
+            .into_iter()
+            .map(|e| {
+                serde_json::json!({"source": e.source, "flow": e.flow, "port": e.port, "start_s": e.start_s,
+                                   "stop_s": e.stop_s, "mss": e.mss, "variant": e.variant})
+            })
+            .collect();
+        Ok(serde_json::Value::from(endpoints).to_string())
     })
     .map_err(|e: schedlab_sim::InputError| PyInputError::new_err(e.to_string()))
 }
@@ -554,9 +563,19 @@ fn sink(
         .map_err(gateway_error)
 }
 
+/// The rows of a log beside the packet logs, or none when the run wrote no such file.
+fn read_if_present<T>(path: &Path, read: fn(&Path) -> Result<Vec<T>, String>) -> Result<Vec<T>, String> {
+    if path.exists() {
+        read(path)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
 /// Builds the results of a measured run (`schedlab measure`) from the logs of each
-/// replication — a list of `(replication, sent_log, received_log, gateway_stats_json_or_None)`
-/// — and writes the files of `schedlab run` plus `measure.json` into `out_dir`.
+/// replication — a list of `(replication, sent_log, received_log, gateway_stats_json_or_None)`;
+/// `tcp_sent.csv` and `tcp_received.csv` beside the logs, when present, are the TCP sources'
+/// samples — and writes the files of `schedlab run` plus `measure.json` into `out_dir`.
 #[pyfunction]
 fn write_measured(
     py: Python<'_>,
@@ -587,6 +606,14 @@ fn write_measured(
                 sent: schedlab_gateway::traffic::read_sent(sent)?,
                 received: schedlab_gateway::traffic::read_received(received)?,
                 gateway,
+                tcp_sent: read_if_present(
+                    &sent.with_file_name("tcp_sent.csv"),
+                    schedlab_gateway::traffic::read_tcp_sent,
+                )?,
+                tcp_received: read_if_present(
+                    &received.with_file_name("tcp_received.csv"),
+                    schedlab_gateway::traffic::read_tcp_received,
+                )?,
             });
         }
         let (results, extra) = schedlab_gateway::measured::measured_results(&parsed, &measured, bottleneck)?;

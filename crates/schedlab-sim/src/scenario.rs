@@ -361,7 +361,8 @@ impl Scenario {
     }
 }
 
-fn model_name(model: &ArrivalModel) -> &'static str {
+/// The `model` name of an arrival model, as written in a scenario.
+pub fn model_name(model: &ArrivalModel) -> &'static str {
     match model {
         ArrivalModel::Cbr { .. } => "cbr",
         ArrivalModel::Poisson { .. } => "poisson",
