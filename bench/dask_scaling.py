@@ -4,7 +4,7 @@ worker processes (one thread each), timed side by side in one run, repeated; wri
 section "Sweeps across cores" of docs/performance.md (between <!-- dask-scaling:begin --> and
 <!-- dask-scaling:end -->; appended if absent).
 
-usage: bench/dask_scaling.py [--tasks 8] [--packets 2000000] [--reps 3] [--out docs/performance.md]
+usage: bench/dask_scaling.py [--tasks 8] [--packets 10000000] [--reps 3] [--out docs/performance.md]
 
 The sweep: one 10 Mbit/s DRR bottleneck, 10 Poisson flows at 95 % load, constant 1000-byte
 packets, `--tasks` points (the seed-independent offered load of flow 0 varied slightly, so
@@ -85,7 +85,7 @@ def write_section(doc_path: Path, block: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=8)
-    parser.add_argument("--packets", type=int, default=2_000_000)
+    parser.add_argument("--packets", type=int, default=10_000_000)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", default="docs/performance.md")
     args = parser.parse_args(argv)
