@@ -24,7 +24,7 @@ use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
 use crate::indexed_heap::VirtualTimeHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::pool::{ListEnds, PooledLists};
+use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::virtual_time::VirtualTime;
 
@@ -189,10 +189,8 @@ impl<S: Default + Clone> TaggedQueues<S> {
         self.next_seq += 1;
         let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
         self.state_mut(flow);
-        if self.slots[flow as usize].tags.is_empty() {
-            self.heads.push(flow, tag.key, seq);
-        }
         let queue = &mut self.slots[flow as usize].tags;
+        let was_empty = queue.is_empty();
         self.pool.push_back(
             queue,
             Tagged {
@@ -201,20 +199,27 @@ impl<S: Default + Clone> TaggedQueues<S> {
                 finish_offset,
             },
         );
+        if was_empty {
+            self.heads.push_with(flow, tag.key, seq, queue.head_node());
+        }
     }
 
     /// Removes and returns the queued packet with the least (key, arrival sequence), with its
     /// tags, recording it as sent. O(log active flows).
     #[inline]
     pub fn pop_min(&mut self) -> Option<(Packet, PacketTag)> {
-        let flow = self.heads.peek()?.id;
+        let (flow, _) = self.heads.peek_id_aux()?;
+        // Its packet's node is read last: start the load now.
+        self.queues.prefetch_head(flow);
         let slot = &mut self.slots[flow as usize];
         let head = self
             .pool
             .pop_front(&mut slot.tags)
             .expect("flows in the heap have a head");
         match self.pool.front(&slot.tags) {
-            Some(next) => self.heads.update(flow, next.key, next.seq),
+            Some(next) => self
+                .heads
+                .update_with(flow, next.key, next.seq, slot.tags.head_node()),
             None => {
                 self.heads.pop();
             }
@@ -222,6 +227,15 @@ impl<S: Default + Clone> TaggedQueues<S> {
         let tag = head.tag();
         slot.last_sent_finish = tag.finish;
         let packet = self.queues.pop_sent(flow).expect("tags run parallel to packets");
+        // The next flow to serve is known now: start loading what the next call reads from
+        // tables too large for the cache (its slot, head tag, list ends and counters).
+        if let Some((next, head_node)) = self.heads.peek_id_aux() {
+            if let Some(slot) = self.slots.get(next as usize) {
+                prefetch(slot);
+            }
+            self.pool.prefetch_node(head_node);
+            self.queues.prefetch_flow(next);
+        }
         Some((packet, tag))
     }
 

@@ -487,7 +487,12 @@ impl Order {
             }
             Order::List { entries } => match entries.iter_mut().find(|entry| entry.id == flow) {
                 Some(entry) => entry.key = key,
-                None => entries.push(Entry { key, seq, id: flow }),
+                None => entries.push(Entry {
+                    key,
+                    seq,
+                    id: flow,
+                    aux: 0,
+                }),
             },
         }
     }
