@@ -153,6 +153,15 @@ impl<K: HeapKey> IndexedHeap<K> {
         self.entries.first()
     }
 
+    /// The entry that would be least once the least is popped: the least child of the top.
+    #[inline]
+    pub fn second(&self) -> Option<&Entry<K>> {
+        let children = self.entries.get(1..self.entries.len().min(1 + ARITY))?;
+        children
+            .iter()
+            .reduce(|least, child| if child.before(least) { child } else { least })
+    }
+
     /// Makes room for ids below `ids` and for as many entries, so that later pushes of such
     /// ids do not allocate. Owners call it when they first see an item.
     pub fn reserve_ids(&mut self, ids: usize) {
@@ -195,6 +204,14 @@ impl<K: HeapKey> IndexedHeap<K> {
         let at = self.position[id as usize];
         debug_assert_ne!(at, ABSENT, "id {id} is not in the heap");
         self.place(at as usize, Entry { key, seq, id, aux });
+    }
+
+    /// Sets the [`Entry::aux`] of `id` (which must be in the heap); the order is unchanged.
+    #[inline]
+    pub fn set_aux(&mut self, id: u32, aux: u32) {
+        let at = self.position[id as usize];
+        debug_assert_ne!(at, ABSENT, "id {id} is not in the heap");
+        self.entries[at as usize].aux = aux;
     }
 
     /// Adds `id` with `key` and `seq`, or changes its key and seq if it is in the heap.
@@ -486,6 +503,16 @@ impl VirtualTimeHeap {
         );
     }
 
+    /// Sets the [`Entry::aux`] of `id` (which must be in the heap); the order is unchanged.
+    #[inline]
+    pub fn set_aux(&mut self, id: u32, aux: u32) {
+        if self.is_wide {
+            self.wide.set_aux(id, aux);
+        } else {
+            self.narrow.set_aux(id, aux);
+        }
+    }
+
     /// The id and [`Entry::aux`] of the least entry (no key conversion).
     #[inline]
     pub fn peek_id_aux(&self) -> Option<(u32, u32)> {
@@ -493,6 +520,17 @@ impl VirtualTimeHeap {
             self.wide.peek().map(|entry| (entry.id, entry.aux))
         } else {
             self.narrow.peek().map(|entry| (entry.id, entry.aux))
+        }
+    }
+
+    /// The id and [`Entry::aux`] of the entry that would be least once the least is popped
+    /// (see [`IndexedHeap::second`]).
+    #[inline]
+    pub fn second_id_aux(&self) -> Option<(u32, u32)> {
+        if self.is_wide {
+            self.wide.second().map(|entry| (entry.id, entry.aux))
+        } else {
+            self.narrow.second().map(|entry| (entry.id, entry.aux))
         }
     }
 
