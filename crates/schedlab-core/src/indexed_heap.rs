@@ -90,6 +90,12 @@ pub struct Entry<K> {
 }
 
 impl<K: HeapKey> Entry<K> {
+    /// The entry of `id` with `key` and `seq` (and [`Entry::aux`] 0).
+    #[inline(always)]
+    pub fn new(key: K, seq: u64, id: u32) -> Entry<K> {
+        Entry { key, seq, id, aux: 0 }
+    }
+
     /// Whether `self` comes out of the heap before `other`: `(key, seq)` lexicographically.
     #[inline(always)]
     pub fn before(&self, other: &Entry<K>) -> bool {
