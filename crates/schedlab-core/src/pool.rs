@@ -110,17 +110,25 @@ impl<V> NodePool<V> {
         if index == NIL {
             return None;
         }
-        let node = &mut self.nodes[index as usize];
-        let (taken, emptied) = take(&mut node.value);
+        let (taken, emptied) = take(&mut self.nodes[index as usize].value);
         if emptied {
-            ends.head = node.next;
-            if ends.head == NIL {
-                ends.tail = NIL;
-            }
-            node.next = self.free;
-            self.free = index;
+            self.release_head(ends);
         }
         Some(taken)
+    }
+
+    /// Unlinks the head node of the non-empty list `ends` and frees it; the new head's `prev`
+    /// is left stale (see [`NodePool::pop_front`]).
+    #[inline(always)]
+    fn release_head(&mut self, ends: &mut ListEnds) {
+        let index = ends.head;
+        let node = &mut self.nodes[index as usize];
+        ends.head = node.next;
+        if ends.head == NIL {
+            ends.tail = NIL;
+        }
+        node.next = self.free;
+        self.free = index;
     }
 
     /// Takes from the tail node of `ends`, as [`NodePool::pop_front`] from the head.
@@ -325,11 +333,20 @@ impl<T: Copy> BlockLists<T> {
     /// Removes the first value of the list `ends`.
     #[inline(always)]
     pub fn pop_front(&mut self, ends: &mut ListEnds) -> Option<T> {
-        self.pool.pop_front(ends, |block| {
-            let value = block.values[block.start as usize];
-            block.start += 1;
-            (value, block.start == block.end)
-        })
+        // Not through `NodePool::pop_front`, and the value is read last: a value read before the
+        // block's bookkeeping was copied through the stack, a store-to-load round trip on the
+        // way to the caller's next look-up (the packet's flow). Release leaves values in place.
+        let index = ends.head as usize;
+        if index == NIL as usize {
+            return None;
+        }
+        let block = &mut self.pool.nodes[index].value;
+        let start = block.start as usize;
+        block.start += 1;
+        if block.start == block.end {
+            self.pool.release_head(ends);
+        }
+        Some(self.pool.nodes[index].value.values[start])
     }
 
     /// Removes the last value of the list `ends`.
