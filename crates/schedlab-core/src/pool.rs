@@ -20,6 +20,29 @@
 /// "No node": the end of a list.
 const NIL: u32 = u32::MAX;
 
+/// Asks the processor to bring the cache lines of `value` into its caches: a hint with no
+/// effect on any result, for data a scheduler will read soon from a random place in a large
+/// table (a prefetch at 16,384 flows saves a memory round trip per line). Nothing on targets
+/// other than x86-64.
+#[inline(always)]
+pub fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let first = (value as *const T).cast::<i8>();
+        let last = first.wrapping_add(std::mem::size_of::<T>().max(1) - 1);
+        // SAFETY: `prefetch` needs SSE, which every x86-64 processor has, and never faults or
+        // changes memory: it only hints the cache. Both addresses lie inside `value`.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(first);
+            // The value may straddle two lines.
+            _mm_prefetch::<_MM_HINT_T0>(last);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
 /// The two ends of one list in [`PooledLists`]; kept by the caller (e.g. in its per-flow
 /// state), both ends nil when the list is empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +62,13 @@ impl ListEnds {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.head == NIL
+    }
+
+    /// The pool index of the first node (for [`PooledLists::prefetch_node`]; `u32::MAX` when
+    /// the list is empty).
+    #[inline]
+    pub fn head_node(&self) -> u32 {
+        self.head
     }
 }
 
@@ -223,6 +253,14 @@ impl<T: Copy> PooledLists<T> {
     /// The values of the list `ends`, first to last.
     pub fn iter(&self, ends: ListEnds) -> ListIter<'_, T> {
         self.pool.iter(ends)
+    }
+
+    /// Prefetches (see [`prefetch`]) the node of pool index `node`, if there is one.
+    #[inline(always)]
+    pub fn prefetch_node(&self, node: u32) {
+        if let Some(node) = self.pool.nodes.get(node as usize) {
+            prefetch(node);
+        }
     }
 
     /// Nodes in the pool (in lists or free): the largest total length seen.

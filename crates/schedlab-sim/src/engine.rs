@@ -191,6 +191,9 @@ struct LinkState {
     backlog: Backlog,
     last_change: TimeNs,
     busy: bool,
+    /// Whether a conditioner or a drop policy sees each arriving packet (read on every
+    /// arrival; the two fields themselves lie after the scheduler, off the per-packet lines).
+    admission: bool,
     area_packets: u128,
     area_bytes: u128,
     decision_seq: u64,
@@ -211,9 +214,9 @@ struct LinkState {
     pipe: VecDeque<(TimeNs, Packet)>,
     /// Per class (index = class, grown on first sight).
     classes: Vec<ClassAtLink>,
+    scheduler: AnyScheduler,
     drop_policy: Option<LinkDropPolicy>,
     conditioner: Option<Conditioner>,
-    scheduler: AnyScheduler,
     dropped: [u64; DropReason::COUNT],
     classes_at_warmup: Vec<ClassAtLink>,
     classes_at_end: Vec<ClassAtLink>,
@@ -231,6 +234,10 @@ struct LinkState {
 }
 
 impl LinkState {
+    /// Bytes from the start that a packet's arrival, service and transmission end touch:
+    /// the per-packet fields and the head of the scheduler.
+    const HOT_BYTES: usize = std::mem::offset_of!(LinkState, scheduler) + 64;
+
     /// Accumulates the backlog integral up to `now` (call before the backlog changes).
     #[inline(always)]
     fn touch(&mut self, now: TimeNs) {
@@ -288,7 +295,53 @@ impl LinkState {
     }
 }
 
+/// The links of a source's path, in place when there are at most [`LinkPath::INLINE`] (no
+/// pointer to follow when a packet moves on to its next hop), boxed otherwise.
+struct LinkPath {
+    len: u32,
+    inline: [u32; LinkPath::INLINE],
+    spilled: Box<[u32]>,
+}
+
+impl LinkPath {
+    const INLINE: usize = 5;
+
+    fn new(links: &[usize]) -> LinkPath {
+        let mut path = LinkPath {
+            len: links.len() as u32,
+            inline: [0; LinkPath::INLINE],
+            spilled: Box::default(),
+        };
+        if links.len() <= LinkPath::INLINE {
+            for (slot, &l) in path.inline.iter_mut().zip(links) {
+                *slot = l as u32;
+            }
+        } else {
+            path.spilled = links.iter().map(|&l| l as u32).collect();
+        }
+        path
+    }
+}
+
+impl std::ops::Deref for LinkPath {
+    type Target = [u32];
+
+    #[inline(always)]
+    fn deref(&self) -> &[u32] {
+        if self.len as usize <= LinkPath::INLINE {
+            &self.inline[..self.len as usize]
+        } else {
+            &self.spilled
+        }
+    }
+}
+
+/// A source's state. `path` and `flow` come first, in the first cache line (`repr(C)`, from a
+/// line boundary): a packet moving on to its next hop reads only that line.
+#[repr(C, align(64))]
 struct SourceState {
+    path: LinkPath,
+    flow: u32,
     generator: Generator,
     shaper: Option<TokenBucket>,
     /// The next packet, its `time` the release time (entry into the network).
@@ -297,11 +350,9 @@ struct SourceState {
     generated: TimeNs,
     /// No packet generated at or after this time.
     stop: TimeNs,
-    flow: u32,
     class: u8,
     dscp: u8,
     deadline: Option<TimeNs>,
-    path: Box<[u32]>,
     tcp: Option<Box<TcpState>>,
     /// The lateness measure of the source's `lateness` table, applied on its first link.
     lateness: Option<Box<LatenessMeter>>,
@@ -483,9 +534,42 @@ struct Engine<'s> {
     packet_log: Option<PacketLog>,
     /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
     metering: bool,
+    /// Per source: the first link of its path (`u32::MAX`: none), for [`Engine::prefetch_source`].
+    first_links: Vec<u32>,
+    /// The source whose state was last prefetched (`usize::MAX`: none).
+    prefetched_source: usize,
+    /// Whether to prefetch per-flow state ahead of the packets (see [`PREFETCH_ABOVE`]).
+    prefetching: bool,
 }
 
 const NO_CLASS: u16 = u16::MAX;
+
+/// Per-source state (the source, a link, the flow's statistics) above which the engine
+/// prefetches a flow's state ahead of its packets: about a second-level cache. Below it the
+/// state stays in the caches and the prefetch instructions would only add work (about 7 % more
+/// instructions per packet with 10 flows on the ns-2 scenario).
+const PREFETCH_ABOVE: usize = 512 * 1024;
+
+/// Asks the processor to start loading the cache lines of the first `bytes` bytes of
+/// `slice[index]` (nothing if `index` is out of range or off x86-64): a hint, which changes
+/// no result, only when the data arrives.
+#[inline(always)]
+fn prefetch<T>(slice: &[T], index: usize, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if index < slice.len() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let start = slice.as_ptr().wrapping_add(index).cast::<i8>();
+        let mut offset = 0;
+        while offset < bytes {
+            // SAFETY: a prefetch reads and writes no memory as far as the program can tell
+            // and never faults, whatever the address; SSE is part of x86-64.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+            offset += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, index, bytes);
+}
 
 impl<'s> Engine<'s> {
     fn new(scenario: &'s Scenario, replication: u32) -> Result<(Engine<'s>, Vec<u64>), ScenarioError> {
@@ -495,6 +579,7 @@ impl<'s> Engine<'s> {
             links.push(LinkState {
                 service: link.service,
                 max_sojourn: link.max_sojourn.unwrap_or(TimeNs::MAX),
+                admission: link.conditioner.is_some() || link.drop_policy.is_some(),
                 drop_policy: link.build_drop_policy(),
                 conditioner: link.conditioner.clone(),
                 delay: link.delay,
@@ -555,7 +640,7 @@ impl<'s> Engine<'s> {
                 class: source.class,
                 dscp: source.dscp,
                 deadline: source.deadline,
-                path: source.path.iter().map(|&l| l as u32).collect(),
+                path: LinkPath::new(&source.path),
                 lateness: source.lateness.map(|spec| Box::new(LatenessMeter::new(spec))),
                 echo_path: match &source.echo {
                     Some(AckReturn::Path(links)) => links.iter().map(|&l| l as u32).collect(),
@@ -629,7 +714,18 @@ impl<'s> Engine<'s> {
             now: 0,
             packet_log: None,
             metering: scenario.sources.iter().any(|s| s.lateness.is_some()),
+            first_links: scenario
+                .sources
+                .iter()
+                .map(|s| s.path.first().map_or(u32::MAX, |&l| l as u32))
+                .collect(),
+            prefetched_source: usize::MAX,
+            prefetching: false,
         };
+        let per_source = std::mem::size_of::<SourceState>()
+            + std::mem::size_of::<LinkState>()
+            + std::mem::size_of::<Accumulator>();
+        engine.prefetching = n.saturating_mul(per_source) > PREFETCH_ABOVE;
         if run.warmup > 0 {
             engine.push(run.warmup, MARK_WARMUP, 0);
         }
@@ -777,6 +873,9 @@ impl<'s> Engine<'s> {
                     continue;
                 }
             };
+            if self.prefetching && source != self.prefetched_source && next_packet != NEVER {
+                self.prefetch_source(source);
+            }
             self.top_pending = true;
             let time = event.time();
             self.now = time;
@@ -844,6 +943,20 @@ impl<'s> Engine<'s> {
             }
         }
         Ok(())
+    }
+
+    /// Starts loading into the cache what the next packet of source `s` will touch: its
+    /// state, its first link's per-packet fields and its statistics. The source clock knows
+    /// this packet several events ahead; with many flows each of these is otherwise a cache
+    /// miss when the packet enters the network. Changes nothing but timing.
+    #[inline(always)]
+    fn prefetch_source(&mut self, s: usize) {
+        self.prefetched_source = s;
+        prefetch(&self.sources, s, std::mem::size_of::<SourceState>());
+        if let Some(&l) = self.first_links.get(s) {
+            prefetch(&self.links, l as usize, LinkState::HOT_BYTES);
+        }
+        prefetch(&self.flows, s, Accumulator::SENT_BYTES);
     }
 
     fn end_window(&mut self, now: TimeNs) {
@@ -996,30 +1109,10 @@ impl<'s> Engine<'s> {
     fn arrive(&mut self, l: usize, mut packet: Packet) {
         let now = self.now;
         packet.arrival = now;
+        if self.links[l].admission && !self.admit(l, &mut packet) {
+            return;
+        }
         let link = &mut self.links[l];
-        if let Some(conditioner) = &mut link.conditioner {
-            let slot = self.slab.get(packet.id);
-            if conditioner.condition(&mut packet, &mut slot.marking, None, now) == Verdict::Drop {
-                self.drops.clear();
-                self.drops.push(Dropped {
-                    packet,
-                    reason: DropReason::OutOfProfile,
-                });
-                self.handle_drops(l);
-                return;
-            }
-        }
-        if let Some(policy) = &mut link.drop_policy {
-            if !policy.admit(&packet, now) {
-                self.drops.clear();
-                self.drops.push(Dropped {
-                    packet,
-                    reason: DropReason::NoBandwidth,
-                });
-                self.handle_drops(l);
-                return;
-            }
-        }
         link.touch(now);
         self.drops.clear();
         link.scheduler.enqueue(packet, now, &mut self.drops);
@@ -1033,6 +1126,38 @@ impl<'s> Engine<'s> {
             self.handle_drops(l);
         }
         self.maybe_decide(l);
+    }
+
+    /// Link `l`'s conditioner and drop policy see `packet`, arriving now: whether it goes on
+    /// to the scheduler (if not, it was dropped and counted).
+    #[inline(never)]
+    fn admit(&mut self, l: usize, packet: &mut Packet) -> bool {
+        let now = self.now;
+        let link = &mut self.links[l];
+        if let Some(conditioner) = &mut link.conditioner {
+            let slot = self.slab.get(packet.id);
+            if conditioner.condition(packet, &mut slot.marking, None, now) == Verdict::Drop {
+                self.drops.clear();
+                self.drops.push(Dropped {
+                    packet: *packet,
+                    reason: DropReason::OutOfProfile,
+                });
+                self.handle_drops(l);
+                return false;
+            }
+        }
+        if let Some(policy) = &mut link.drop_policy {
+            if !policy.admit(packet, now) {
+                self.drops.clear();
+                self.drops.push(Dropped {
+                    packet: *packet,
+                    reason: DropReason::NoBandwidth,
+                });
+                self.handle_drops(l);
+                return false;
+            }
+        }
+        true
     }
 
     /// Asks link `l`'s scheduler for a packet now if the link is free and backlogged, or
@@ -1075,6 +1200,11 @@ impl<'s> Engine<'s> {
         }
         link.backlog = link.scheduler.backlog();
         if let Some(packet) = next {
+            if self.prefetching {
+                // Its transmission end adds to its class's totals at this link (a separate
+                // allocation): start loading them.
+                prefetch(&link.classes, packet.class as usize, 32);
+            }
             link.busy = true;
             link.in_service = packet;
             link.tx_start = now;
@@ -1161,6 +1291,15 @@ impl<'s> Engine<'s> {
         if link.delay == 0 {
             self.forward(packet);
         } else {
+            if self.prefetching {
+                // The packet is forwarded or delivered when its propagation ends, several
+                // events from now: start loading its source's path and statistics.
+                let s = self.slab.get(packet.id).source as usize;
+                prefetch(&self.sources, s, 64);
+                prefetch(&self.flows, s, Accumulator::RECEIVED_BYTES);
+                prefetch(&self.bin_counts, s, 16);
+            }
+            let link = &mut self.links[l];
             let at = now + link.delay;
             link.pipe.push_back((at, packet));
             if link.pipe.len() == 1 {
@@ -1188,13 +1327,13 @@ impl<'s> Engine<'s> {
         let source = &self.sources[slot.source as usize];
         // Data first: one comparison on the common path.
         let path = if slot.kind <= TCP_DATA {
-            &source.path
+            &source.path[..]
         } else if slot.kind == ECHO {
             &source.echo_path
         } else {
             match &source.tcp {
                 Some(tcp) => &tcp.ack_path,
-                None => &source.path,
+                None => &source.path[..],
             }
         };
         if hop < path.len() {
