@@ -53,16 +53,8 @@ def build(tree: Path, target: Path) -> Path:
     """Builds the core bench of `tree` into `target`; returns the bench executable."""
     print(f"before_after: building the bench of {tree} ...", file=sys.stderr, flush=True)
     env = dict(os.environ, CARGO_TARGET_DIR=str(target))
-    run = subprocess.run(
-        ["cargo", "bench", "-q", "-p", "schedlab-core", "--bench", "disciplines", "--no-run", "--message-format=json"],
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if run.returncode != 0:
-        sys.exit(f"before_after: the bench of {tree} does not build:\n{run.stderr[-3000:]}")
+    command = ["cargo", "bench", "-q", "-p", "schedlab-core", "--bench", "disciplines", "--no-run"]
+    run = cachegrind.run([*command, "--message-format=json"], env, tree)
     for line in run.stdout.splitlines():
         message = json.loads(line) if line.startswith("{") else {}
         if message.get("reason") == "compiler-artifact" and message["target"]["name"] == "disciplines":
@@ -93,9 +85,7 @@ def median_ns(binary: Path, case: str, flows: int, args: argparse.Namespace, hom
         "--save-baseline",
         baseline,
     ]
-    run = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    if run.returncode != 0:
-        sys.exit(f"before_after: {' '.join(command)} exited with {run.returncode}:\n{run.stderr[-2000:]}")
+    cachegrind.run(command, env)
     estimate = criterion_estimates.load(home, baseline).get((case, flows))
     if estimate is None:
         sys.exit(f"before_after: criterion wrote no estimate of {case}/{flows} (is {case} a bench case?)")

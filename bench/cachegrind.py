@@ -17,23 +17,25 @@ ROOT = Path(__file__).resolve().parents[1]
 CACHE_ARGS = ("--cache-sim=yes", "--D1=32768,8,64", "--LL=1048576,16,64")
 
 
+def run(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Runs `argv` with its output captured; exits naming the command and showing the end of
+    its error output if it fails."""
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(map(str, argv))} exited with {done.returncode}:\n{done.stderr[-3000:]}")
+    return done
+
+
 def totals(argv: list[str], env: dict[str, str] | None = None, out: Path | None = None) -> dict[str, int]:
     """Instructions (`Ir`), D1 misses and LL misses of one run of `argv` under cachegrind;
     `out` keeps cachegrind's per-line file (for `cg_annotate`)."""
-    run = subprocess.run(
-        ["valgrind", "--tool=cachegrind", *CACHE_ARGS, f"--cachegrind-out-file={out or os.devnull}", *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if run.returncode != 0:
-        sys.exit(f"cachegrind: {' '.join(argv)} exited with {run.returncode}:\n{run.stderr[-2000:]}")
+    valgrind = ["valgrind", "--tool=cachegrind", *CACHE_ARGS, f"--cachegrind-out-file={out or os.devnull}"]
+    stderr = run([*valgrind, *argv], env).stderr
     counts: dict[str, int] = {}
     for label, key in ((r"I\s+refs", "Ir"), (r"D1\s+misses", "D1"), (r"LL\s+misses", "LL")):
-        matches = re.findall(rf"==\d+== {label}:\s+([\d,]+)", run.stderr)
+        matches = re.findall(rf"==\d+== {label}:\s+([\d,]+)", stderr)
         if not matches:
-            sys.exit(f"cachegrind: no '{label}' line in cachegrind's output:\n{run.stderr[-2000:]}")
+            sys.exit(f"cachegrind: no '{label}' line in cachegrind's output:\n{stderr[-2000:]}")
         counts[key] = int(matches[0].replace(",", ""))
     return counts
 
