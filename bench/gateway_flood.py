@@ -6,7 +6,7 @@ times the link rate (100 Mbit/s, 8,333 packets/s) for ``FLOOD_SECONDS`` (30 by d
 gateway's VmRSS is sampled every 0.25 s from ``/proc/PID/status``. Memory must stay bounded:
 the growth over the resident set just before the flood must be at most the buffer (1 MiB of
 IP bytes, held in 2,048-byte-or-smaller frame buffers) plus the fixed overhead that the
-flood first touches (two 4 MiB receive rings). Prints one JSON document with the samples,
+flood first touches (the receive rings: 16 MiB ingress, 4 MiB egress). Prints one JSON document with the samples,
 the gateway's final stats (drops by reason, accounting) and the machine's load average.
 
 usage: .venv/bin/python bench/gateway_flood.py     (root; FLOOD_SECONDS=30 by default)
@@ -30,7 +30,7 @@ from schedlab.measure import run_traffic
 FLOOD_SECONDS = float(os.environ.get("FLOOD_SECONDS", "30"))
 LINK_RATE_BPS = 10_000_000
 BUFFER_BYTES = 1 << 20  # the gateway's default buffer when none is configured
-RINGS_BYTES = 2 * 4 << 20  # two receive rings of 4 MiB
+RINGS_BYTES = (16 + 4) << 20  # the receive rings: ingress 16 MiB, egress 4 MiB
 SIZE = 1500
 FLOWS = 4
 

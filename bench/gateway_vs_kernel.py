@@ -5,7 +5,17 @@ Paths, all ``src —veth— gw —veth— dst`` from :mod:`schedlab.testbed`:
 * ``kernel``: the kernel forwards (a Linux bridge in the gateway namespace), no qdisc;
 * ``htb``: the same, with HTB (one class at the gateway's link rate, pfifo 1000) on ``gwout``;
 * ``gateway-<kind>``: ``schedlab gateway`` with discipline ``kind`` on an emulated link of
-  ``LINK_RATE`` (10 Gbit/s: far above what the path forwards, so pacing never limits).
+  ``LINK_RATE`` (10 Gbit/s: far above what the path forwards, so pacing never limits), with its
+  default busy-poll window; ``gateway-<kind>:<duration>`` (``gateway-drr:0us``) with
+  ``--busy-poll <duration>``.
+
+Modes (``MODE``): ``full`` (the default: every path, 64- and 1,500-byte packets, 3 trials per
+rate, doubling from 20,000 packets/s; about 15 minutes) and ``quick`` (the speed target of
+issue 9 in under 12 minutes — 7 at load 7–11: kernel forwarding, the gateway with fifo, with
+drr, and with drr and a 2 ms busy-poll window; 64-byte packets only, 2 trials per rate,
+doubling from 100,000 packets/s, 3 bisection steps; and the low-load latency of each). The ``MODE``'s settings
+are defaults: ``PATHS``, ``SIZES``, ``TRIALS``, ``START_PPS``, ``STEPS``, ``SECONDS_PER_RUN``
+override them.
 
 Traffic: ``schedlab gen`` sends four CBR flows (UDP ports 20000–20003) of IP length 64 or
 1500 bytes to ``schedlab sink``. The highest loss-free rate is found by doubling the offered
@@ -23,9 +33,17 @@ running), its own drops, and the rest (after the gateway: the sink's socket or t
 the gateway's CPU time (user + system, from ``/proc``) per packet it forwarded. The load
 average is recorded per path.
 
-Latency at low load: 1,000 packets/s of 64 bytes for ``SECONDS``, ``TRIALS`` runs, the median
-of their medians (and p99s); one-way delay = receive − send time on the shared monotonic
-clock. Prints one JSON document.
+Latency at low load: 1,000 packets/s of 64 bytes for ``LOW_LOAD_SECONDS``, ``LOW_LOAD_TRIALS``
+runs, the median of their medians (and p99s); one-way delay = receive − send time on the shared
+monotonic clock; for the gateway also the share of a core it used (its CPU seconds over the
+run's wall time, start-up of gen and sink included). Twice: as one CBR flow (each packet finds
+the path idle: the case a wake-up costs most; the figure the target is checked on), and as
+FLOWS CBR flows of 250 packets/s that are due at the same instants (bursts of 4; what earlier
+versions measured). Each source has its own socket, so gen sends a burst with FLOWS calls, and
+on the kernel path each call forwards its packet through the bridge to the sink before it
+returns: the send time of a burst's later packets is stamped after the earlier packets have
+been forwarded, which hides their queueing on the kernel path but not on the gateway's (where
+gen's call returns once the frame is in the gateway's ring). Prints one JSON document.
 """
 
 from __future__ import annotations
@@ -43,25 +61,57 @@ from pathlib import Path
 from schedlab import testbed
 from schedlab.measure import run_traffic
 
+MODES = {
+    "full": {
+        "PATHS": "kernel htb gateway-fifo gateway-drr gateway-wf2q_plus",
+        "SIZES": "64 1500",
+        "TRIALS": "3",
+        "START_PPS": "20000",
+        "STEPS": "4",
+    },
+    "quick": {
+        "PATHS": "kernel gateway-fifo gateway-drr gateway-drr:2ms",
+        "SIZES": "64",
+        "TRIALS": "2",
+        "START_PPS": "100000",
+        "STEPS": "3",
+    },
+}
+MODE = os.environ.get("MODE", "full")
+if MODE not in MODES:
+    sys.exit(f"error: MODE = {MODE!r}: must be one of {', '.join(MODES)}")
+
+
+def setting(name: str) -> str:
+    """The environment's value of ``name``, else the mode's."""
+    return os.environ.get(name, MODES[MODE][name])
+
+
 SECONDS = float(os.environ.get("SECONDS_PER_RUN", "1"))
-START_PPS = int(os.environ.get("START_PPS", "20000"))
+START_PPS = int(setting("START_PPS"))
 MAX_PPS = int(os.environ.get("MAX_PPS", "1280000"))
-STEPS = int(os.environ.get("STEPS", "4"))
-TRIALS = int(os.environ.get("TRIALS", "3"))
+STEPS = int(setting("STEPS"))
+TRIALS = int(setting("TRIALS"))
+SIZES = [int(size) for size in setting("SIZES").split()]
+# The sink keeps receiving this long after the end of a run (packets are microseconds in flight).
+DRAIN_S = 0.3
 LINK_RATE = "10Gbit"
 FLOWS = 4
+# Latency at low load: one CBR flow of 1,000 packets/s (every packet finds the path idle).
+LOW_LOAD_TRIALS = 3
+LOW_LOAD_SECONDS = 2.0
 PYTHON = [sys.executable, "-m", "schedlab"]
 
 
-def scenario(path: Path, kind: str, pps: float, size: int) -> Path:
-    """A scenario of FLOWS CBR sources offering ``pps`` in all (gen reads only the sources)."""
+def scenario(path: Path, kind: str, pps: float, size: int, flows: int = FLOWS, seconds: float = SECONDS) -> Path:
+    """A scenario of ``flows`` CBR sources offering ``pps`` in all (gen reads only the sources)."""
     sources = "".join(
-        f'[[source]]\nflow = {i}\npath = ["l"]\narrivals = {{ model = "cbr", rate_pps = {pps / FLOWS} }}\n'
+        f'[[source]]\nflow = {i}\npath = ["l"]\narrivals = {{ model = "cbr", rate_pps = {pps / flows} }}\n'
         f'size = {{ dist = "constant", size = {size} }}\n'
-        for i in range(FLOWS)
+        for i in range(flows)
     )
     path.write_text(
-        f'[run]\nduration = "{SECONDS}s"\nseed = 1\n[[link]]\nname = "l"\nrate = "{LINK_RATE}"\n'
+        f'[run]\nduration = "{seconds}s"\nseed = 1\n[[link]]\nname = "l"\nrate = "{LINK_RATE}"\n'
         f'scheduler = {{ kind = "{kind}", buffer_packets = 1000 }}\n{sources}'
     )
     return path
@@ -80,7 +130,8 @@ class Gateway:
         deadline = time.monotonic() + 2
         while self.stats.stat().st_mtime_ns == before and time.monotonic() < deadline:
             time.sleep(0.01)
-        total = json.loads(self.stats.read_text())["total"]
+        stats = json.loads(self.stats.read_text())
+        total = stats["total"]
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         return {
@@ -88,18 +139,26 @@ class Gateway:
             "sent": total["sent_packets"],
             "dropped": total["dropped_packets"],
             "ring_drops": total["ring_drops"],
+            "sleeps": stats["io"]["sleeps"],
             "cpu_s": cpu_s,
         }
 
 
 def run_point(
-    bed: testbed.Testbed, gateway: Gateway | None, work: Path, pps: float, size: int
+    bed: testbed.Testbed,
+    gateway: Gateway | None,
+    work: Path,
+    pps: float,
+    size: int,
+    flows: int = FLOWS,
+    seconds: float = SECONDS,
 ) -> tuple[dict, list[int]]:
     """One run: a trial record (sent, received; for the gateway where losses happened and its
     CPU per forwarded packet) and the one-way delays (ns)."""
-    spec = scenario(work / "point.toml", "fifo", pps, size)
+    spec = scenario(work / "point.toml", "fifo", pps, size, flows, seconds)
     before = gateway.snapshot() if gateway else None
-    run_traffic(bed, spec, work, SECONDS)
+    started = time.monotonic()
+    run_traffic(bed, spec, work, seconds, drain_s=DRAIN_S)
     sent = {tuple(line.split(",")[:2]) for line in (work / "sent.csv").read_text().splitlines()[1:]}
     delays = []
     received = set()
@@ -118,6 +177,9 @@ def run_point(
         # The gateway also forwards gen's and sink's few other frames (ARP); close enough.
         trial["lost_after_gateway"] = max(0, len(sent) - len(received) - change["ring_drops"] - change["dropped"])
         trial["gateway_cpu_us_per_packet"] = round(change["cpu_s"] / forwarded * 1e6, 3) if forwarded else None
+        # Share of one core the gateway used while gen, the sink and their start-up ran.
+        trial["gateway_cpu_share"] = round(change["cpu_s"] / (time.monotonic() - started), 3)
+        trial["gateway_sleeps"] = change["sleeps"]
     return trial, delays
 
 
@@ -138,14 +200,15 @@ def start_path(path: str, work: Path) -> tuple[testbed.Testbed, Gateway | None]:
             [*gw, "tc", "qdisc", "add", "dev", "gwout", "parent", "1:1", "pfifo", "limit", "1000"], check=True
         )
     if path.startswith("gateway-"):
-        kind = path.removeprefix("gateway-")
+        kind, _, busy_poll = path.removeprefix("gateway-").partition(":")
         config = work / "gateway.toml"
         config.write_text(f'[link]\nrate = "{LINK_RATE}"\n[scheduler]\nkind = "{kind}"\nbuffer_packets = 1000\n')
         stats = work / "stats.json"
         stats.unlink(missing_ok=True)
         process = bed.spawn(
             bed.gateway,
-            [*PYTHON, "gateway", "-c", str(config), "-i", "gwin", "-e", "gwout", "--stats", str(stats)],
+            [*PYTHON, "gateway", "-c", str(config), "-i", "gwin", "-e", "gwout", "--stats", str(stats)]
+            + (["--busy-poll", busy_poll] if busy_poll else []),
             stderr=subprocess.PIPE,
             text=True,
         )
@@ -221,8 +284,30 @@ def loss_free_rate(
     return best, best_trial, trials
 
 
+def low_load(bed: testbed.Testbed, gateway: Gateway | None, work: Path, flows: int) -> dict:
+    """1,000 packets/s of 64 B in ``flows`` CBR flows (all due at the same instants: bursts of
+    ``flows`` packets), LOW_LOAD_TRIALS runs: the median of the runs' median and p99 delays."""
+    medians, p99s, trials = [], [], []
+    for _ in range(LOW_LOAD_TRIALS):
+        trial, delays = run_point(bed, gateway, work, 1000, 64, flows=flows, seconds=LOW_LOAD_SECONDS)
+        delays.sort()
+        trials.append(trial)
+        print(f"#   1000 pps in {flows} flow(s): {trial}", file=sys.stderr)
+        if delays:
+            medians.append(statistics.median(delays) / 1e3)
+            p99s.append(delays[min(len(delays) - 1, int(0.99 * len(delays)))] / 1e3)
+    shares = [trial["gateway_cpu_share"] for trial in trials if "gateway_cpu_share" in trial]
+    return {
+        "flows": flows,
+        "trials": trials,
+        "gateway_cpu_share": statistics.median(shares) if shares else None,
+        "delay_median_us": statistics.median(medians) if medians else None,
+        "delay_p99_us": statistics.median(p99s) if p99s else None,
+    }
+
+
 def main() -> None:
-    paths = os.environ.get("PATHS", "kernel htb gateway-fifo gateway-drr gateway-wf2q_plus").split()
+    paths = setting("PATHS").split()
     results = []
     with tempfile.TemporaryDirectory(prefix="schedlab-bench-") as tmp:
         work = Path(tmp)
@@ -233,32 +318,33 @@ def main() -> None:
             try:
                 row: dict = {"path": path}
                 run_point(bed, gateway, work, START_PPS, 64)  # warm-up (caches, first-packet paths)
-                for size in (64, 1500):
+                if gateway:
+                    row["busy_poll_s"] = json.loads(gateway.stats.read_text())["io"]["busy_poll_s"]
+                for size in SIZES:
                     rate, best, trials = loss_free_rate(bed, gateway, work, size)
                     row[f"loss_free_pps_{size}"] = rate
                     row[f"best_trial_{size}"] = best
                     row[f"trials_{size}"] = trials
                     print(f"#   {size} B: {rate} pps loss-free", file=sys.stderr)
-                medians, p99s, low_trials = [], [], []
-                for _ in range(TRIALS):
-                    trial, delays = run_point(bed, gateway, work, 1000, 64)
-                    delays.sort()
-                    low_trials.append(trial)
-                    if delays:
-                        medians.append(statistics.median(delays) / 1e3)
-                        p99s.append(delays[min(len(delays) - 1, int(0.99 * len(delays)))] / 1e3)
-                row["low_load"] = {
-                    "trials": low_trials,
-                    "delay_median_us": statistics.median(medians) if medians else None,
-                    "delay_p99_us": statistics.median(p99s) if p99s else None,
-                }
+                row["low_load"] = low_load(bed, gateway, work, flows=1)
+                row["low_load_bursts"] = low_load(bed, gateway, work, flows=FLOWS)
                 row["load_average"] = [load_before, os.getloadavg()]
                 results.append(row)
             finally:
                 bed.destroy()
     print(
         json.dumps(
-            {"seconds_per_run": SECONDS, "trials": TRIALS, "link_rate": LINK_RATE, "flows": FLOWS, "paths": results},
+            {
+                "mode": MODE,
+                "seconds_per_run": SECONDS,
+                "trials": TRIALS,
+                "start_pps": START_PPS,
+                "steps": STEPS,
+                "sizes": SIZES,
+                "link_rate": LINK_RATE,
+                "flows": FLOWS,
+                "paths": results,
+            },
             indent=1,
         )
     )

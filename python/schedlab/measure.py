@@ -76,6 +76,7 @@ def run_traffic(
     replication: int = 0,
     destination: str = testbed.SINK_ADDRESS,
     tcp: list[dict] | None = None,
+    drain_s: float = DRAIN_S,
 ) -> None:
     """Runs ``schedlab sink`` and ``schedlab gen`` for ``scenario`` in ``bed``; both start
     up, say they are ready, and only then get the shared origin (0.2 s ahead), so slow
@@ -83,7 +84,9 @@ def run_traffic(
     address, or :data:`schedlab.testbed.SINK_ADDRESS6` for IPv6). Leaves ``sent.csv``,
     ``received.csv`` and ``gen.json`` in ``folder``. ``tcp``: the scenario's TCP sources
     (:func:`tcp_sources`), run as Linux TCP bulk transfers (:mod:`schedlab.tcpbulk`) that
-    leave ``tcp_sent.csv`` and ``tcp_received.csv``."""
+    leave ``tcp_sent.csv`` and ``tcp_received.csv``. ``drain_s``: how long the sink (and the
+    TCP receivers) keep receiving after the scenario's end (a benchmark whose packets spend
+    microseconds in flight needs far less than the default's 2 s)."""
     sent, received, origin = folder / "sent.csv", folder / "received.csv", folder / "origin"
     sink_ready, gen_ready = folder / "sink.ready", folder / "gen.ready"
     tcp_sent, tcp_received = folder / "tcp_sent.csv", folder / "tcp_received.csv"
@@ -94,7 +97,7 @@ def run_traffic(
     quiet = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
     sink = bed.spawn(
         bed.sink,
-        [*python, "sink", "--port", str(PORT), "--origin-file", str(origin), "--until", str(duration_s + DRAIN_S)]
+        [*python, "sink", "--port", str(PORT), "--origin-file", str(origin), "--until", str(duration_s + drain_s)]
         + ["--log", str(received), "--ready", str(sink_ready)],
         **quiet,
     )
@@ -111,7 +114,7 @@ def run_traffic(
         endpoints = json.dumps(tcp)
         receiver = bed.spawn(
             bed.sink,
-            [*bulk, "receive", endpoints, "--port", str(PORT), "--until", str(duration_s + DRAIN_S)]
+            [*bulk, "receive", endpoints, "--port", str(PORT), "--until", str(duration_s + drain_s)]
             + ["--origin-file", str(origin), "--log", str(tcp_received), "--ready", str(receiver_ready)],
             **quiet,
         )
@@ -132,8 +135,8 @@ def run_traffic(
     _finish(gen, "schedlab gen", LEAD_S + duration_s + 30)
     (folder / "gen.json").write_text(gen.stdout.read())
     for process, what in tcp_processes:
-        _finish(process, what, LEAD_S + duration_s + DRAIN_S + 30)
-    _finish(sink, "schedlab sink", LEAD_S + duration_s + DRAIN_S + 30)
+        _finish(process, what, LEAD_S + duration_s + drain_s + 30)
+    _finish(sink, "schedlab sink", LEAD_S + duration_s + drain_s + 30)
     for marker in (origin, sink_ready, gen_ready, sender_ready, receiver_ready):
         marker.unlink(missing_ok=True)
 

@@ -83,9 +83,19 @@ pub struct Entry<K> {
     pub seq: u64,
     /// The item the entry stands for (a flow id).
     pub id: u32,
+    /// A value the owner keeps with the entry, not part of the order (the entry has room for
+    /// it): `tagged_queues` keeps the pool index of the flow's head tag there, so that the
+    /// next flow's data can be prefetched from the top entry alone. 0 unless set.
+    pub aux: u32,
 }
 
 impl<K: HeapKey> Entry<K> {
+    /// The entry of `id` with `key` and `seq` (and [`Entry::aux`] 0).
+    #[inline(always)]
+    pub fn new(key: K, seq: u64, id: u32) -> Entry<K> {
+        Entry { key, seq, id, aux: 0 }
+    }
+
     /// Whether `self` comes out of the heap before `other`: `(key, seq)` lexicographically.
     #[inline(always)]
     pub fn before(&self, other: &Entry<K>) -> bool {
@@ -149,6 +159,15 @@ impl<K: HeapKey> IndexedHeap<K> {
         self.entries.first()
     }
 
+    /// The entry that would be least once the least is popped: the least child of the top.
+    #[inline]
+    pub fn second(&self) -> Option<&Entry<K>> {
+        let children = self.entries.get(1..self.entries.len().min(1 + ARITY))?;
+        children
+            .iter()
+            .reduce(|least, child| if child.before(least) { child } else { least })
+    }
+
     /// Makes room for ids below `ids` and for as many entries, so that later pushes of such
     /// ids do not allocate. Owners call it when they first see an item.
     pub fn reserve_ids(&mut self, ids: usize) {
@@ -163,22 +182,42 @@ impl<K: HeapKey> IndexedHeap<K> {
     /// Adds `id` (which must not be in the heap) with `key` and `seq`. O(log n).
     #[inline]
     pub fn push(&mut self, id: u32, key: K, seq: u64) {
+        self.push_with(id, key, seq, 0);
+    }
+
+    /// [`IndexedHeap::push`] with the entry's [`Entry::aux`].
+    #[inline]
+    pub fn push_with(&mut self, id: u32, key: K, seq: u64, aux: u32) {
         let index = id as usize;
         if index >= self.position.len() {
             self.position.resize(index + 1, ABSENT);
         }
         debug_assert_eq!(self.position[index], ABSENT, "id {id} is already in the heap");
-        self.entries.push(Entry { key, seq, id });
-        self.rise(self.entries.len() - 1, Entry { key, seq, id });
+        let entry = Entry { key, seq, id, aux };
+        self.entries.push(entry);
+        self.rise(self.entries.len() - 1, entry);
     }
 
     /// Changes the key and seq of `id` (which must be in the heap). O(log n).
     #[inline]
     pub fn update(&mut self, id: u32, key: K, seq: u64) {
+        self.update_with(id, key, seq, 0);
+    }
+
+    /// [`IndexedHeap::update`] with the entry's new [`Entry::aux`].
+    #[inline]
+    pub fn update_with(&mut self, id: u32, key: K, seq: u64, aux: u32) {
         let at = self.position[id as usize];
         debug_assert_ne!(at, ABSENT, "id {id} is not in the heap");
-        let entry = Entry { key, seq, id };
-        self.place(at as usize, entry);
+        self.place(at as usize, Entry { key, seq, id, aux });
+    }
+
+    /// Sets the [`Entry::aux`] of `id` (which must be in the heap); the order is unchanged.
+    #[inline]
+    pub fn set_aux(&mut self, id: u32, aux: u32) {
+        let at = self.position[id as usize];
+        debug_assert_ne!(at, ABSENT, "id {id} is not in the heap");
+        self.entries[at as usize].aux = aux;
     }
 
     /// Adds `id` with `key` and `seq`, or changes its key and seq if it is in the heap.
@@ -377,6 +416,7 @@ impl VirtualTimeHeap {
             key: VirtualTime::from_raw(self.base + entry.key as u128),
             seq: entry.seq,
             id: entry.id,
+            aux: entry.aux,
         }
     }
 
@@ -440,21 +480,64 @@ impl VirtualTimeHeap {
     /// Adds `id` (which must not be in the heap) with `key` and `seq`. O(log n).
     #[inline]
     pub fn push(&mut self, id: u32, key: VirtualTime, seq: u64) {
+        self.push_with(id, key, seq, 0);
+    }
+
+    /// [`VirtualTimeHeap::push`] with the entry's [`Entry::aux`].
+    #[inline]
+    pub fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
         self.with_key(
             key,
-            |heap, offset| heap.push(id, offset, seq),
-            |heap, key| heap.push(id, key, seq),
+            |heap, offset| heap.push_with(id, offset, seq, aux),
+            |heap, key| heap.push_with(id, key, seq, aux),
         );
     }
 
     /// Changes the key and seq of `id` (which must be in the heap). O(log n).
     #[inline]
     pub fn update(&mut self, id: u32, key: VirtualTime, seq: u64) {
+        self.update_with(id, key, seq, 0);
+    }
+
+    /// [`VirtualTimeHeap::update`] with the entry's new [`Entry::aux`].
+    #[inline]
+    pub fn update_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
         self.with_key(
             key,
-            |heap, offset| heap.update(id, offset, seq),
-            |heap, key| heap.update(id, key, seq),
+            |heap, offset| heap.update_with(id, offset, seq, aux),
+            |heap, key| heap.update_with(id, key, seq, aux),
         );
+    }
+
+    /// Sets the [`Entry::aux`] of `id` (which must be in the heap); the order is unchanged.
+    #[inline]
+    pub fn set_aux(&mut self, id: u32, aux: u32) {
+        if self.is_wide {
+            self.wide.set_aux(id, aux);
+        } else {
+            self.narrow.set_aux(id, aux);
+        }
+    }
+
+    /// The id and [`Entry::aux`] of the least entry (no key conversion).
+    #[inline]
+    pub fn peek_id_aux(&self) -> Option<(u32, u32)> {
+        if self.is_wide {
+            self.wide.peek().map(|entry| (entry.id, entry.aux))
+        } else {
+            self.narrow.peek().map(|entry| (entry.id, entry.aux))
+        }
+    }
+
+    /// The id and [`Entry::aux`] of the entry that would be least once the least is popped
+    /// (see [`IndexedHeap::second`]).
+    #[inline]
+    pub fn second_id_aux(&self) -> Option<(u32, u32)> {
+        if self.is_wide {
+            self.wide.second().map(|entry| (entry.id, entry.aux))
+        } else {
+            self.narrow.second().map(|entry| (entry.id, entry.aux))
+        }
     }
 
     /// Adds `id` with `key` and `seq`, or changes its key and seq if it is in the heap.
@@ -538,7 +621,7 @@ impl VirtualTimeHeap {
             self.wide.reserve_ids(self.narrow.position.len());
             for index in 0..self.narrow.len() {
                 let entry = self.widen_entry(&self.narrow.entries[index]);
-                self.wide.push(entry.id, entry.key, entry.seq);
+                self.wide.push_with(entry.id, entry.key, entry.seq, entry.aux);
             }
             self.narrow.clear();
             self.is_wide = true;
@@ -570,6 +653,7 @@ mod tests {
             key: VirtualTime::from_raw(raw),
             seq,
             id: 0,
+            aux: 0,
         };
         let below = entry((1 << 64) - 1, 9);
         let above = entry(1 << 64, 0);
@@ -734,7 +818,7 @@ mod tests {
             model
                 .iter()
                 .min_by_key(|(_, &kv)| kv)
-                .map(|(&id, &(key, seq))| Entry { key, seq, id })
+                .map(|(&id, &(key, seq))| Entry { key, seq, id, aux: 0 })
         };
         for (op, region) in ops {
             match op {
@@ -744,7 +828,7 @@ mod tests {
                     model.insert(id, (key, seq));
                 }
                 Op::Remove(id) => {
-                    let expected = model.remove(&id).map(|(key, seq)| Entry { key, seq, id });
+                    let expected = model.remove(&id).map(|(key, seq)| Entry { key, seq, id, aux: 0 });
                     prop_assert_eq!(heap.remove(id), expected);
                 }
                 Op::Pop => {
@@ -759,7 +843,7 @@ mod tests {
             prop_assert_eq!(heap.len(), model.len());
             prop_assert_eq!(heap.peek(), least(&model));
             for (&id, &(key, seq)) in &model {
-                prop_assert_eq!(heap.get(id), Some(Entry { key, seq, id }));
+                prop_assert_eq!(heap.get(id), Some(Entry { key, seq, id, aux: 0 }));
             }
         }
         Ok(())

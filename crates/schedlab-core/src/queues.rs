@@ -311,6 +311,27 @@ impl FlowQueues {
         self.pool.front(self.ends.get(flow as usize)?)
     }
 
+    /// Prefetches (see [`crate::pool::prefetch`]) what serving `flow` reads first: its list
+    /// ends and its counters.
+    #[inline(always)]
+    pub fn prefetch_flow(&self, flow: FlowId) {
+        if let Some(ends) = self.ends.get(flow as usize) {
+            crate::pool::prefetch(ends);
+        }
+        if let Some(counters) = self.counters.flow(flow) {
+            // The first of its two lines holds what a dequeue updates.
+            crate::pool::prefetch(&counters.backlog);
+        }
+    }
+
+    /// Prefetches the node of the head packet of `flow` (reads its list ends).
+    #[inline(always)]
+    pub fn prefetch_head(&self, flow: FlowId) {
+        if let Some(ends) = self.ends.get(flow as usize) {
+            self.pool.prefetch_node(ends.head_node());
+        }
+    }
+
     /// The packets queued for `flow`, head first (`None` for a flow never seen).
     pub fn queue(&self, flow: FlowId) -> Option<FlowQueue<'_>> {
         let ends = *self.ends.get(flow as usize)?;

@@ -4,18 +4,24 @@
 //! in the shared [`VirtualTimeHeap`].
 //!
 //! Invariants:
-//! * flow `f`'s tag list runs parallel to its packet queue in [`FlowQueues`]: same length,
-//!   same order, the tag of the head packet at the front;
 //! * a flow is in the heap iff its queue is non-empty, keyed `(key, seq)` of its head packet;
+//!   the head's finish tag is that key plus its slot's `head_finish_offset`, and the tags of
+//!   the flow's other packets form its tag list, in queue order (one shorter than its packet
+//!   queue in [`FlowQueues`]);
 //! * within a flow keys never decrease (every discipline here computes
 //!   `S = max(F_prev, V)`, `F = S + L/w` with `F_prev` the flow's previous finish tag), so the
 //!   least head key is the least key of any queued packet. Cost: O(log active flows) per
 //!   packet; no allocation in steady state (the pool and the heap keep their capacity).
 //!
-//! Layout: the tags live in one shared node pool ([`PooledLists`], as the packets in
-//! [`FlowQueues`] do), so no flow's storage grows on its own; a flow's list ends, its last sent
-//! finish tag and the discipline's per-flow state `S` share one slot, so serving a flow
-//! touches few cache lines.
+//! Layout: the tags behind the heads live in one shared node pool ([`PooledLists`], as the
+//! packets in [`FlowQueues`] do), so no flow's storage grows on its own; a flow's list ends,
+//! its head's finish offset, its last sent finish tag and the discipline's per-flow state `S`
+//! share one slot. The heap entry of a flow keeps (in [`crate::indexed_heap::Entry::aux`]) the
+//! pool index of the flow's second tag, the one that becomes its head when it is served; so
+//! once a packet is served and the next flow to serve is on top of the heap, everything the
+//! next service reads from tables of many flows (the slot, that tag, the packet queue's ends,
+//! the counters) is prefetched, and a service reads no third tag: at 16,384 flows these
+//! tables exceed the caches and each dependent read would wait for memory.
 //!
 //! Tie rule: equal keys are served in arrival order (`seq` is a global arrival counter).
 
@@ -24,7 +30,7 @@ use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
 use crate::indexed_heap::VirtualTimeHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::pool::{ListEnds, PooledLists};
+use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::virtual_time::VirtualTime;
 
@@ -58,11 +64,13 @@ impl Tagged {
     }
 }
 
-/// One flow's slot: the ends of its tag list, the finish tag of its last sent packet and the
-/// discipline's per-flow state.
+/// One flow's slot: the ends of its tag list (the packets behind the head), the head's
+/// `finish − key` (raw units), the finish tag of its last sent packet and the discipline's
+/// per-flow state.
 #[derive(Clone, Debug, Default)]
 struct FlowSlot<S> {
     tags: ListEnds,
+    head_finish_offset: u64,
     last_sent_finish: VirtualTime,
     state: S,
 }
@@ -157,14 +165,17 @@ impl<S: Default + Clone> TaggedQueues<S> {
                 if dropped.reason == DropReason::PushedOut {
                     let flow = dropped.packet.flow;
                     let slot = &mut self.slots[flow as usize];
-                    self.pool.pop_back(&mut slot.tags);
-                    if slot.tags.is_empty() {
+                    let previous_finish = if self.pool.pop_back(&mut slot.tags).is_none() {
                         // The head itself went.
                         self.heads.remove(flow);
-                    }
-                    let previous_finish = match self.pool.back(&slot.tags) {
-                        Some(tail) => tail.tag().finish,
-                        None => slot.last_sent_finish,
+                        slot.last_sent_finish
+                    } else if let Some(tail) = self.pool.back(&slot.tags) {
+                        tail.tag().finish
+                    } else {
+                        // Only the head is left.
+                        self.heads.set_aux(flow, slot.tags.head_node());
+                        let head = self.heads.get(flow).expect("a flow with packets has a head").key;
+                        VirtualTime::from_raw(head.raw() + slot.head_finish_offset as u128)
                     };
                     self.pushed_out.push((flow, previous_finish));
                 }
@@ -189,59 +200,97 @@ impl<S: Default + Clone> TaggedQueues<S> {
         self.next_seq += 1;
         let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
         self.state_mut(flow);
-        if self.slots[flow as usize].tags.is_empty() {
-            self.heads.push(flow, tag.key, seq);
+        let slot = &mut self.slots[flow as usize];
+        if !self.heads.contains(flow) {
+            slot.head_finish_offset = finish_offset;
+            self.heads.push_with(flow, tag.key, seq, slot.tags.head_node());
+            return;
         }
-        let queue = &mut self.slots[flow as usize].tags;
-        self.pool.push_back(
-            queue,
-            Tagged {
-                key: tag.key,
-                seq,
-                finish_offset,
-            },
-        );
+        let second = slot.tags.is_empty();
+        let tagged = Tagged {
+            key: tag.key,
+            seq,
+            finish_offset,
+        };
+        self.pool.push_back(&mut slot.tags, tagged);
+        if second {
+            self.heads.set_aux(flow, slot.tags.head_node());
+        }
     }
 
     /// Removes and returns the queued packet with the least (key, arrival sequence), with its
     /// tags, recording it as sent. O(log active flows).
     #[inline]
     pub fn pop_min(&mut self) -> Option<(Packet, PacketTag)> {
-        let flow = self.heads.peek()?.id;
+        let top = self.heads.peek()?;
+        let flow = top.id;
+        // Its packet's node is read last: start the load now.
+        self.queues.prefetch_head(flow);
         let slot = &mut self.slots[flow as usize];
-        let head = self
-            .pool
-            .pop_front(&mut slot.tags)
-            .expect("flows in the heap have a head");
-        match self.pool.front(&slot.tags) {
-            Some(next) => self.heads.update(flow, next.key, next.seq),
+        let tag = PacketTag {
+            key: top.key,
+            finish: VirtualTime::from_raw(top.key.raw() + slot.head_finish_offset as u128),
+        };
+        match self.pool.pop_front(&mut slot.tags) {
+            Some(next) => {
+                slot.head_finish_offset = next.finish_offset;
+                self.heads
+                    .update_with(flow, next.key, next.seq, slot.tags.head_node());
+            }
             None => {
                 self.heads.pop();
             }
         }
-        let tag = head.tag();
         slot.last_sent_finish = tag.finish;
         let packet = self.queues.pop_sent(flow).expect("tags run parallel to packets");
+        // The next flow to serve is known now, and the one after it is one of its children in
+        // the heap: start loading what the next calls read from tables too large for the
+        // cache (each flow's slot, second tag, list ends and counters).
+        if let Some((next, second)) = self.heads.peek_id_aux() {
+            self.prefetch_flow(next, second);
+            // Its list ends were (usually) prefetched one call ago: its packet's node next.
+            self.queues.prefetch_head(next);
+        }
+        if let Some((after_next, second)) = self.heads.second_id_aux() {
+            self.prefetch_flow(after_next, second);
+        }
         Some((packet, tag))
+    }
+
+    /// Prefetches what serving `flow`, whose second tag is the pool node `second`, reads.
+    #[inline(always)]
+    fn prefetch_flow(&self, flow: FlowId, second: u32) {
+        if let Some(slot) = self.slots.get(flow as usize) {
+            prefetch(slot);
+        }
+        self.pool.prefetch_node(second);
+        self.queues.prefetch_flow(flow);
     }
 
     /// The packet [`TaggedQueues::pop_min`] would return, with its tags.
     pub fn peek_min(&self) -> Option<(Packet, PacketTag)> {
-        let flow = self.heads.peek()?.id;
-        let head = self
-            .pool
-            .front(&self.slots[flow as usize].tags)
-            .expect("flows in the heap have a head");
-        let packet = *self.queues.head(flow).expect("tags run parallel to packets");
-        Some((packet, head.tag()))
+        let top = self.heads.peek()?;
+        let packet = *self.queues.head(top.id).expect("tags run parallel to packets");
+        Some((packet, self.head_tag(top.id, top.key)))
+    }
+
+    /// The tags of the head of `flow`, whose key is `key`.
+    fn head_tag(&self, flow: FlowId, key: VirtualTime) -> PacketTag {
+        let offset = self.slots[flow as usize].head_finish_offset;
+        PacketTag {
+            key,
+            finish: VirtualTime::from_raw(key.raw() + offset as u128),
+        }
     }
 
     /// The tags of the packets queued for `flow`, head first.
     pub fn tags(&self, flow: FlowId) -> impl Iterator<Item = PacketTag> + '_ {
-        self.slots
-            .get(flow as usize)
-            .into_iter()
-            .flat_map(|slot| self.pool.iter(slot.tags).map(Tagged::tag))
+        let head = self.heads.get(flow).map(|top| self.head_tag(flow, top.key));
+        let rest = head.and_then(|_| self.slots.get(flow as usize));
+        head.into_iter().chain(
+            rest.into_iter()
+                .flat_map(|slot| self.pool.iter(slot.tags).map(Tagged::tag)),
+        )
     }
 
     /// The finish tag of the packet most recently sent from `flow` (zero if none).

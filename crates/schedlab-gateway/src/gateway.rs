@@ -45,12 +45,16 @@ use crate::classify::{parse_frame, Classifier, Frame, MalformedReason, Rule, MAX
 pub const DEFAULT_BUFFER_BYTES: u64 = 1 << 20;
 /// Default of `[gateway] memory_limit`, bytes.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 64 << 20;
+/// Largest `[gateway] busy_poll` / `--busy-poll`, ns: a longer spin is a dedicated core (the
+/// loop wakes at least every 50 ms anyway).
+pub const MAX_BUSY_POLL: TimeNs = 1_000_000_000;
 /// Default of `[gateway] max_flows`.
 pub const DEFAULT_MAX_FLOWS: usize = 1024;
 
 /// Keys of the `[gateway]` table.
 pub const GATEWAY_KEYS: &[&str] = &[
     "propagation_delay",
+    "busy_poll",
     "max_flows",
     "memory_limit",
     "rule",
@@ -150,6 +154,10 @@ pub struct GatewayConfig {
     pub rate: Rate,
     /// Added after each packet's last bit, ns.
     pub propagation_delay: TimeNs,
+    /// `[gateway] busy_poll`: how long the I/O loop keeps spinning on its receive rings after
+    /// the last frame before it sleeps, ns (`None`: the default of
+    /// `crate::linux::DEFAULT_BUSY_POLL`; `--busy-poll` overrides both).
+    pub busy_poll: Option<TimeNs>,
     /// Most 5-tuple flows.
     pub max_flows: usize,
     /// Most frame bytes held.
@@ -170,6 +178,10 @@ pub fn build(config: &ReplayConfig) -> Result<(GatewayConfig, AnyScheduler, Clas
     let mut reader = TableReader::new(table, "gateway");
     let read = |reader: &mut TableReader<'_>| -> Result<GatewayConfig, ConfigError> {
         let propagation_delay = reader.duration("propagation_delay")?.unwrap_or(0);
+        let busy_poll = reader.duration("busy_poll")?;
+        if busy_poll.is_some_and(|b| b > MAX_BUSY_POLL) {
+            return Err(reader.error("busy_poll", "must be at most 1s"));
+        }
         let max_flows = reader
             .integer("max_flows", 1, 1 << 20)?
             .unwrap_or(DEFAULT_MAX_FLOWS as i64) as usize;
@@ -202,6 +214,7 @@ pub fn build(config: &ReplayConfig) -> Result<(GatewayConfig, AnyScheduler, Clas
         Ok(GatewayConfig {
             rate: config.rate,
             propagation_delay,
+            busy_poll,
             max_flows,
             memory_limit,
             rules,
@@ -374,6 +387,7 @@ pub fn build_from_scenario(
     let config = GatewayConfig {
         rate,
         propagation_delay: link.delay,
+        busy_poll: None,
         max_flows: DEFAULT_MAX_FLOWS,
         memory_limit: DEFAULT_MEMORY_LIMIT,
         rules: rules.clone(),
@@ -1265,6 +1279,23 @@ mod tests {
     }
 
     #[test]
+    fn busy_poll_is_read_with_its_unit_and_absent_by_default() {
+        let base = "[link]\nrate = \"8Mbit\"\n[scheduler]\nkind = \"fifo\"\n";
+        let read = |text: &str| {
+            build(&ReplayConfig::parse(text, "g.toml").unwrap())
+                .unwrap()
+                .0
+                .busy_poll
+        };
+        assert_eq!(read(base), None);
+        assert_eq!(
+            read(&format!("{base}[gateway]\nbusy_poll = \"200us\"\n")),
+            Some(200_000)
+        );
+        assert_eq!(read(&format!("{base}[gateway]\nbusy_poll = \"0us\"\n")), Some(0));
+    }
+
+    #[test]
     fn configuration_errors_name_file_key_and_value() {
         let error = |text: &str| {
             ReplayConfig::parse(text, "g.toml")
@@ -1282,6 +1313,10 @@ mod tests {
             error(&format!("{base}[gateway]\nmax_flow = 3\n")).contains("gateway.max_flow = 3: unknown key")
         );
         assert!(error(&format!("{base}[[flow]]\nid = 70000\n")).contains("flow[0].id = 70000"));
+        assert!(error(&format!("{base}[gateway]\nbusy_poll = \"2s\"\n"))
+            .contains("gateway.busy_poll = \"2s\": must be at most 1s"),);
+        assert!(error(&format!("{base}[gateway]\nbusy_poll = 200\n"))
+            .contains("gateway.busy_poll = 200: must be a duration with a unit"));
         assert!(error(&format!(
             "{base}[gateway]\n[[gateway.rule]]\nflow = 1\nsource = \"x\"\n"
         ))

@@ -407,12 +407,13 @@ fn seconds_option(name: &str, value: Option<f64>) -> PyResult<Option<u64>> {
 /// Runs `schedlab gateway` in this process until SIGINT/SIGTERM or `duration_s`: forwards
 /// frames from `ingress` to `egress` through the scheduler of `config` (a replay
 /// configuration) or of `scenario`'s bottleneck link (classifying `schedlab gen`'s sources by
-/// port `port_base + flow`); with `pcap_out`, captures what it transmits on `egress` there.
+/// port `port_base + flow`); with `pcap_out`, captures what it transmits on `egress` there;
+/// `busy_poll` (a duration such as `"200us"`) overrides the busy-poll window.
 /// Returns the final stats document as a JSON string. Bad input and
 /// interfaces that cannot be opened raise `InputError`; failures while running `OSError`.
 #[cfg(target_os = "linux")]
 #[pyfunction]
-#[pyo3(signature = (ingress, egress, config=None, scenario=None, port_base=20000, stats=None, duration_s=None, pcap_out=None))]
+#[pyo3(signature = (ingress, egress, config=None, scenario=None, port_base=20000, stats=None, duration_s=None, pcap_out=None, busy_poll=None))]
 #[allow(clippy::too_many_arguments)]
 fn gateway(
     py: Python<'_>,
@@ -424,8 +425,19 @@ fn gateway(
     stats: Option<PathBuf>,
     duration_s: Option<f64>,
     pcap_out: Option<PathBuf>,
+    busy_poll: Option<String>,
 ) -> PyResult<String> {
+    use schedlab_gateway::gateway::MAX_BUSY_POLL;
     use schedlab_gateway::linux::{run, GatewayOptions, GatewaySetup};
+    let busy_poll = busy_poll
+        .map(|text| match schedlab_core::parse_duration(&text) {
+            Ok(ns) if ns <= MAX_BUSY_POLL => Ok(ns),
+            Ok(_) => Err(PyInputError::new_err(format!(
+                "--busy-poll = {text}: must be at most 1s"
+            ))),
+            Err(e) => Err(PyInputError::new_err(format!("--busy-poll = {text}: {}", e.rule))),
+        })
+        .transpose()?;
     let setup = match (config, scenario) {
         (Some(path), None) => GatewaySetup::Config(path),
         (None, Some(path)) => GatewaySetup::Scenario { path, port_base },
@@ -442,6 +454,7 @@ fn gateway(
         stats,
         duration: seconds_option("--duration", duration_s)?,
         pcap_out,
+        busy_poll,
     };
     py.detach(|| run(&options))
         .map(|s| s.to_string())

@@ -487,7 +487,7 @@ impl Order {
             }
             Order::List { entries } => match entries.iter_mut().find(|entry| entry.id == flow) {
                 Some(entry) => entry.key = key,
-                None => entries.push(Entry { key, seq, id: flow }),
+                None => entries.push(Entry::new(key, seq, flow)),
             },
         }
     }

@@ -58,7 +58,7 @@ use crate::config::{BufferLimit, ConfigError, FlowParamTable, FlowParams, TableR
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{require_tail_drop, BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::pool::{BlockLists, ListEnds};
+use crate::pool::{BlockListEnds, BlockLists};
 use crate::scheduler::Scheduler;
 use crate::time::TimeNs;
 
@@ -106,7 +106,7 @@ pub struct VdFlow {
 #[derive(Clone, Debug)]
 pub struct Vd {
     /// q[0..M], one FIFO per round: lists of `pool`.
-    rounds: Vec<ListEnds>,
+    rounds: Vec<BlockListEnds>,
     /// The blocks of every round's packets: never more than the largest backlog seen needs.
     pool: BlockLists<Packet>,
     /// `current`, counted without wrapping.
@@ -323,7 +323,7 @@ impl Discipline for Vd {
             Ok(())
         })?;
         Ok(Vd {
-            rounds: vec![ListEnds::default(); rounds as usize],
+            rounds: vec![BlockListEnds::default(); rounds as usize],
             pool: BlockLists::default(),
             current: 0,
             current_index: 0,
