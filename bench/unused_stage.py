@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cachegrind  # noqa: E402
 from doc_section import replace_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,29 +64,8 @@ def count(binary: Path, kind: str, packets: int, work: Path) -> dict[str, int]:
     name = f"{binary.parent.parent.parent.name}_{kind}_{packets}"
     path = work / f"{name}.toml"
     path.write_text(scenario(kind, packets))
-    out = work / f"{name}.cg"
     print(f"  cachegrind {name} ...", file=sys.stderr, flush=True)
-    run = subprocess.run(
-        [
-            "valgrind",
-            "--tool=cachegrind",
-            "--cache-sim=yes",
-            f"--cachegrind-out-file={out}",
-            str(binary),
-            str(path),
-            str(work / f"{name}_out"),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    totals: dict[str, int] = {}
-    for label, key in ((r"I\s+refs", "Ir"), (r"D1\s+misses", "D1"), (r"LL\s+misses", "LL")):
-        matches = re.findall(rf"==\d+== {label}:\s+([\d,]+)", run.stderr)
-        if not matches:
-            sys.exit(f"unused_stage: no '{label}' line in cachegrind's output:\n{run.stderr[-2000:]}")
-        totals[key] = int(matches[0].replace(",", ""))
-    return totals
+    return cachegrind.totals([str(binary), str(path), str(work / f"{name}_out")], out=work / f"{name}.cg")
 
 
 def per_packet(binary: Path, kind: str, packets: int, work: Path) -> dict[str, float]:
@@ -157,9 +137,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="unused_stage_"))
     # A fixed place for the base tree, so that cargo reuses its build from one run to the next.
     base_tree = ROOT / "target" / "unused-stage-base" / "tree"
-    subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=ROOT, capture_output=True)
     try:
-        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(base_tree), args.base], cwd=ROOT, check=True)
+        cachegrind.base_tree(args.base, base_tree)
         base_bin = build(base_tree, ROOT / "target" / "unused-stage-base")
         head_bin = build(ROOT, ROOT / "target")
         rows, worst = [], 0.0
@@ -214,7 +193,7 @@ def main() -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=ROOT, capture_output=True)
+        cachegrind.remove_tree(base_tree)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -89,11 +89,15 @@ impl Scheduler for AnyScheduler {
     fn id(&self) -> &'static str {
         dispatch!(self, s => s.id())
     }
-    #[inline]
+    // The per-packet calls are inlined into every caller (the simulator's and the gateway's
+    // loops, the bench): out of line, the match over every discipline made one function that
+    // saved and restored six registers and passed the packet through memory on each call
+    // (`fifo` in the core bench: 230 → 197 instructions per packet, cachegrind).
+    #[inline(always)]
     fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
         dispatch!(self, s => s.enqueue(packet, now, drops))
     }
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, now: TimeNs, drops: &mut Vec<Dropped>) -> Option<Packet> {
         dispatch!(self, s => s.dequeue(now, drops))
     }

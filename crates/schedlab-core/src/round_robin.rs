@@ -237,13 +237,14 @@ impl<P, X: Default> DeficitFlows<P, X> {
     }
 
     /// One step of figure 3 for the head of `list`: a flow emptied by a push-out leaves; at
-    /// the start of a visit DeficitCounter_i += Quantum_i and `on_credit` is told; then the
-    /// head packet is compared with the deficit.
+    /// the start of a visit DeficitCounter_i += Quantum_i and `on_credit` is told (with the
+    /// flow's state, where a discipline keeps its per-visit fields: the cache line is loaded
+    /// already); then the head packet is compared with the deficit.
     #[inline(always)]
     pub fn step(
         &mut self,
         list: &mut ActiveList,
-        on_credit: impl FnOnce(FlowId, &DeficitFlow<X>),
+        on_credit: impl FnOnce(FlowId, &mut DeficitFlow<X>),
     ) -> Option<Step> {
         let flow = list.front()?;
         let Some(head) = self.queues.head(flow) else {
@@ -270,7 +271,7 @@ impl<P, X: Default> DeficitFlows<P, X> {
     pub fn select(
         &mut self,
         list: &mut ActiveList,
-        mut on_credit: impl FnMut(FlowId, &DeficitFlow<X>),
+        mut on_credit: impl FnMut(FlowId, &mut DeficitFlow<X>),
         mut on_short: impl FnMut(FlowId, &DeficitFlow<X>),
     ) -> Option<FlowId> {
         loop {
@@ -313,27 +314,27 @@ impl<P, X: Default> DeficitFlows<P, X> {
 /// when the scheduler scans all the queues". A round starts at the first visit after the
 /// counter was closed (the scheduler or its list emptied), or at a visit to a flow already
 /// visited in the current round.
+///
+/// The round in which a flow was last visited (0: never) is the flow's own field, kept by the
+/// discipline in its per-flow state (`last_visit` of [`RoundCounter::visit`]), so that a visit
+/// touches the flow's state line only, not a second per-flow table.
 #[derive(Clone, Debug, Default)]
 pub struct RoundCounter {
     total: u64,
     open: bool,
-    /// The round in which each flow was last visited (0: never), by flow id.
-    visited: Vec<u64>,
 }
 
 impl RoundCounter {
-    /// Records a visit of `flow`; with `repeat_starts_round` false a repeated visit does not
+    /// Records a visit of a flow whose last visit was in round `*last_visit` (0: never), and
+    /// sets it to the current round; with `repeat_starts_round` false a repeated visit does not
     /// start a round (DRR++'s LC flow, served inside every round).
-    pub fn visit(&mut self, flow: FlowId, repeat_starts_round: bool) {
-        let index = flow as usize;
-        if index >= self.visited.len() {
-            self.visited.resize(index + 1, 0);
-        }
-        if !self.open || (repeat_starts_round && self.visited[index] == self.total) {
+    #[inline]
+    pub fn visit(&mut self, last_visit: &mut u64, repeat_starts_round: bool) {
+        if !self.open || (repeat_starts_round && *last_visit == self.total) {
             self.total += 1;
             self.open = true;
         }
-        self.visited[index] = self.total;
+        *last_visit = self.total;
     }
 
     /// The next visit starts a new round.
@@ -399,16 +400,20 @@ mod tests {
     #[test]
     fn round_counter_counts_passes() {
         let mut rounds = RoundCounter::default();
-        rounds.visit(1, true);
-        rounds.visit(2, true);
+        // Each flow's last visit, as a discipline keeps it in its per-flow state.
+        let mut last_visit = [0u64; 4];
+        rounds.visit(&mut last_visit[1], true);
+        rounds.visit(&mut last_visit[2], true);
         assert_eq!(rounds.total(), 1);
-        rounds.visit(1, true); // flow 1 again: a new pass
+        rounds.visit(&mut last_visit[1], true); // flow 1 again: a new pass
         assert_eq!(rounds.total(), 2);
-        rounds.visit(1, false); // a repeat that does not start a round
+        rounds.visit(&mut last_visit[1], false); // a repeat that does not start a round
         assert_eq!(rounds.total(), 2);
+        assert_eq!(last_visit, [0, 2, 1, 0]);
         rounds.close();
-        rounds.visit(3, true);
+        rounds.visit(&mut last_visit[3], true);
         assert_eq!(rounds.total(), 3);
+        assert_eq!(last_visit, [0, 2, 1, 3]);
     }
 
     #[test]

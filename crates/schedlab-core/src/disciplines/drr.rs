@@ -97,9 +97,8 @@ impl Discipline for Drr {
     };
 
     fn read_config(reader: &mut TableReader<'_>) -> Result<DrrConfig, ConfigError> {
-        Ok(DrrConfig {
-            quantum: reader.positive_u32("quantum")?,
-        })
+        let quantum = reader.positive_u32("quantum")?;
+        Ok(DrrConfig { quantum })
     }
 
     fn build(config: DrrConfig, context: &BuildContext<'_>) -> Result<Drr, ConfigError> {

@@ -80,7 +80,7 @@ pub struct Contract {
 }
 
 /// A DRR+ flow's parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DrrPlusFlowParams {
     /// Quantum in bytes (key `quantum`).
     pub quantum: u32,
@@ -154,6 +154,8 @@ pub struct DrrPlusFlow {
     pub window_bytes: u64,
     /// Arrivals in the current window: (time, size).
     window: VecDeque<(TimeNs, u32)>,
+    /// The §5.1.2 round of the flow's last visit (0: never; [`RoundCounter::visit`]).
+    visited_round: u64,
 }
 
 impl DrrPlusFlow {
@@ -245,9 +247,9 @@ impl DrrPlus {
             (&mut self.rounds, &mut self.visit_counted, &mut self.lc_backlog);
         let selected = self.flows.select(
             &mut self.active,
-            |flow, _| {
+            |_, state| {
                 // A visit: a new §5.1.2 round if this flow was already visited in this one.
-                rounds.visit(flow, true);
+                rounds.visit(&mut state.extra.visited_round, true);
                 *visit_counted = false;
             },
             |_, state| *lc_backlog += state.extra.latency_critical() as u64,
@@ -302,17 +304,14 @@ impl Discipline for DrrPlus {
     };
 
     fn read_config(reader: &mut TableReader<'_>) -> Result<DrrPlusConfig, ConfigError> {
-        Ok(DrrPlusConfig {
-            quantum: reader.positive_u32("quantum")?,
-        })
+        let quantum = reader.positive_u32("quantum")?;
+        Ok(DrrPlusConfig { quantum })
     }
 
     fn build(config: DrrPlusConfig, context: &BuildContext<'_>) -> Result<DrrPlus, ConfigError> {
         let base = DrrPlusFlowParams {
             quantum: config.quantum.unwrap_or(DEFAULT_QUANTUM),
-            latency_critical: false,
-            contract_bytes: None,
-            contract_interval: None,
+            ..DrrPlusFlowParams::default()
         };
         Ok(DrrPlus {
             flows: DeficitFlows::new(context.limit, context.flows.parse(&Self::INFO, &base)?),
@@ -358,9 +357,7 @@ impl Scheduler for DrrPlus {
         if admitted == Admission::Queued {
             match self.flows.state(flow).extra.class() {
                 ServiceClass::Priority => self.priority.push(flow),
-                ServiceClass::BestEffort => {
-                    self.flows.activate(flow, &mut self.active);
-                }
+                ServiceClass::BestEffort => _ = self.flows.activate(flow, &mut self.active),
             }
         }
     }

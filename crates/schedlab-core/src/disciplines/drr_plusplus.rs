@@ -99,6 +99,8 @@ pub struct DrrPlusPlusConfig {
 pub struct DrrPlusPlusFlow {
     /// `IsLatencyCritical(i)`.
     pub latency_critical: bool,
+    /// The §5.1.2 round of the flow's last visit (0: never; [`RoundCounter::visit`]).
+    pub visited_round: u64,
 }
 
 /// A DRR++ flow's parameters.
@@ -125,8 +127,11 @@ type Flows = DeficitFlows<DrrPlusPlusFlowParams, DrrPlusPlusFlow>;
 
 /// The state of a flow first seen.
 fn first_sight(params: &DrrPlusPlusFlowParams) -> DeficitFlow<DrrPlusPlusFlow> {
-    let latency_critical = params.latency_critical;
-    DeficitFlow::new(params.quantum as u64, DrrPlusPlusFlow { latency_critical })
+    let extra = DrrPlusPlusFlow {
+        latency_critical: params.latency_critical,
+        visited_round: 0,
+    };
+    DeficitFlow::new(params.quantum as u64, extra)
 }
 
 /// The §5.1.2 counters, kept alike by both variants.
@@ -255,8 +260,8 @@ impl ModifiedDrrPlusPlus {
                 // DC_i = quantum(i) + DC_i at the start of the service.
                 let alone = self.be_list.is_empty();
                 let counters = &mut self.counters;
-                let step = self.flows.step(&mut self.lc_list, |flow, _| {
-                    counters.rounds.visit(flow, alone);
+                let step = self.flows.step(&mut self.lc_list, |_, state| {
+                    counters.rounds.visit(&mut state.extra.visited_round, alone);
                     counters.lc_service += 1;
                 })?;
                 match step {
@@ -280,10 +285,9 @@ impl ModifiedDrrPlusPlus {
             }
             let visiting = self.be_list.visiting();
             let rounds = &mut self.counters.rounds;
-            match self
-                .flows
-                .step(&mut self.be_list, |flow, _| rounds.visit(flow, true))?
-            {
+            match self.flows.step(&mut self.be_list, |_, state| {
+                rounds.visit(&mut state.extra.visited_round, true)
+            })? {
                 Step::Send(flow) => return Some(flow),
                 // Emptied by a push-out before its service: the BE turn goes to the next one.
                 Step::Left(_) if !visiting => {}
@@ -351,10 +355,10 @@ impl OriginalDrrPlusPlus {
             // Dequeuing module: the next ActiveList entry, unless a BE service is under way.
             let flow = self.active_list.front()?;
             if !self.active_list.visiting() && self.flows.state(flow).extra.latency_critical {
-                self.counters.rounds.visit(flow, true);
                 let backlogged = !self.flows.is_empty(flow);
                 let n = self.be_count.max(1);
                 let state = self.flows.state(flow);
+                self.counters.rounds.visit(&mut state.extra.visited_round, true);
                 let credit = (n * state.quantum) as i64;
                 if backlogged {
                     state.deficit += credit;
@@ -367,10 +371,9 @@ impl OriginalDrrPlusPlus {
             }
             // TxQueue: the BE service (DC_i += Q_i at its start).
             let rounds = &mut self.counters.rounds;
-            match self
-                .flows
-                .step(&mut self.active_list, |flow, _| rounds.visit(flow, true))?
-            {
+            match self.flows.step(&mut self.active_list, |_, state| {
+                rounds.visit(&mut state.extra.visited_round, true)
+            })? {
                 Step::Send(flow) => return Some(flow),
                 Step::Short(_) => self.active_list.rotate(),
                 Step::Left(_) => self.be_count -= 1,

@@ -279,9 +279,8 @@ impl Discipline for Srr {
     };
 
     fn read_config(reader: &mut TableReader<'_>) -> Result<SrrConfig, ConfigError> {
-        Ok(SrrConfig {
-            quantum: reader.positive_u32("quantum")?,
-        })
+        let quantum = reader.positive_u32("quantum")?;
+        Ok(SrrConfig { quantum })
     }
 
     fn build(config: SrrConfig, context: &BuildContext<'_>) -> Result<Srr, ConfigError> {
