@@ -243,15 +243,16 @@ impl<S: Default + Clone> TaggedQueues<S> {
         }
         slot.last_sent_finish = tag.finish;
         let packet = self.queues.pop_sent(flow).expect("tags run parallel to packets");
-        // The next flow to serve is known now, and the one after it is one of its children in
-        // the heap: start loading what the next calls read from tables too large for the
-        // cache (each flow's slot, second tag, list ends and counters).
-        if let Some((next, second)) = self.heads.peek_id_aux() {
+        // The next flow to serve is known now, and (see `VirtualTimeHeap::upcoming`) the one
+        // after it is one of its children in the heap: start loading what the next calls read
+        // from tables too large for the cache (slot, second tag, list ends and counters).
+        let [next, after_next] = self.heads.upcoming();
+        if let Some((next, second)) = next {
             self.prefetch_flow(next, second);
             // Its list ends were (usually) prefetched one call ago: its packet's node next.
             self.queues.prefetch_head(next);
         }
-        if let Some((after_next, second)) = self.heads.second_id_aux() {
+        if let Some((after_next, second)) = after_next {
             self.prefetch_flow(after_next, second);
         }
         Some((packet, tag))
