@@ -22,7 +22,8 @@ const NIL: u32 = u32::MAX;
 
 /// Asks the processor to bring the cache lines of `value` into its caches: a hint with no
 /// effect on any result, for data a scheduler will read soon from a random place in a large
-/// table (a prefetch at 16,384 flows saves a memory round trip per line). Nothing on targets
+/// table (a prefetch at 16,384 flows saves a memory round trip per line), or for the next
+/// block of a [`BlockLists`] list (every line of a value longer than one). Nothing on targets
 /// other than x86-64.
 #[inline(always)]
 pub fn prefetch<T>(value: &T) {
@@ -30,13 +31,16 @@ pub fn prefetch<T>(value: &T) {
     {
         use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let first = (value as *const T).cast::<i8>();
-        let last = first.wrapping_add(std::mem::size_of::<T>().max(1) - 1);
+        let size = std::mem::size_of::<T>().max(1);
         // SAFETY: `prefetch` needs SSE, which every x86-64 processor has, and never faults or
-        // changes memory: it only hints the cache. Both addresses lie inside `value`.
+        // changes memory: it only hints the cache. Every address lies inside `value`.
         unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(first);
-            // The value may straddle two lines.
-            _mm_prefetch::<_MM_HINT_T0>(last);
+            // One per line of a value longer than a line (a block of `BlockLists`).
+            for offset in (0..size).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(offset));
+            }
+            // The value may straddle one more line.
+            _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(size - 1));
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -413,6 +417,14 @@ impl<T: Copy> BlockLists<T> {
             ends.start = 0;
             if ends.is_empty() {
                 ends.end = BLOCK as u32;
+            } else {
+                // The block after the new first one: a round's blocks lie wherever the free
+                // list had them, so the hardware prefetcher loses the stream at each block;
+                // one block ahead (16 values) the lines arrive in time (VD at 16,384 flows).
+                let next = self.pool.nodes[ends.blocks.head as usize].next;
+                if next != NIL {
+                    prefetch(&self.pool.nodes[next as usize].value);
+                }
             }
         }
         Some(self.pool.nodes[index].value[start])
