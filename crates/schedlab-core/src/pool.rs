@@ -348,7 +348,9 @@ impl BlockListEnds {
     /// Whether the list is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.start == self.end && self.blocks.head == self.blocks.tail
+        // The blocks first: `start == end` alone holds at random (1 in 16) in a list of several
+        // blocks, and a branch on it first would be mispredicted that often.
+        self.blocks.head == self.blocks.tail && self.start == self.end
     }
 
     /// One past the last live slot of the first block.
