@@ -46,9 +46,9 @@ def gateway(
     busy_poll: str = typer.Option(
         None,
         "--busy-poll",
-        help="Spin on the receive rings for this long (e.g. 200us, 0 = off) after the last frame before "
+        help="Spin on the receive rings for this long (e.g. 2ms; 0us = off) after the last frame before "
         "sleeping: lower latency for a core's CPU while traffic flows (default: [gateway] busy_poll, else "
-        "see docs/gateway.md).",
+        "off; see docs/gateway.md).",
     ),
 ) -> None:
     """Forward frames from INGRESS to EGRESS through a scheduler on an emulated bottleneck.

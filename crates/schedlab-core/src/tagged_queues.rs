@@ -28,7 +28,7 @@
 use crate::config::{BufferLimit, ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
-use crate::indexed_heap::VirtualTimeHeap;
+use crate::indexed_heap::{VirtualTimeHeap, PREFETCH_ENTRIES};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -224,8 +224,10 @@ impl<S: Default + Clone> TaggedQueues<S> {
     pub fn pop_min(&mut self) -> Option<(Packet, PacketTag)> {
         let top = self.heads.peek()?;
         let flow = top.id;
-        // Its packet's node is read last: start the load now.
-        self.queues.prefetch_head(flow);
+        if self.heads.len() >= PREFETCH_ENTRIES {
+            // Its packet's node is read last: start the load now.
+            self.queues.prefetch_head(flow);
+        }
         let slot = &mut self.slots[flow as usize];
         let tag = PacketTag {
             key: top.key,
@@ -243,15 +245,16 @@ impl<S: Default + Clone> TaggedQueues<S> {
         }
         slot.last_sent_finish = tag.finish;
         let packet = self.queues.pop_sent(flow).expect("tags run parallel to packets");
-        // The next flow to serve is known now, and the one after it is one of its children in
-        // the heap: start loading what the next calls read from tables too large for the
-        // cache (each flow's slot, second tag, list ends and counters).
-        if let Some((next, second)) = self.heads.peek_id_aux() {
+        // The next flow to serve is known now, and (see `VirtualTimeHeap::upcoming`) the one
+        // after it is one of its children in the heap: start loading what the next calls read
+        // from tables too large for the cache (slot, second tag, list ends and counters).
+        let [next, after_next] = self.heads.upcoming();
+        if let Some((next, second)) = next {
             self.prefetch_flow(next, second);
             // Its list ends were (usually) prefetched one call ago: its packet's node next.
             self.queues.prefetch_head(next);
         }
-        if let Some((after_next, second)) = self.heads.second_id_aux() {
+        if let Some((after_next, second)) = after_next {
             self.prefetch_flow(after_next, second);
         }
         Some((packet, tag))

@@ -230,6 +230,23 @@ impl SourceClock {
         self.earliest = (best as usize, keys[best as usize & leaf_mask]);
     }
 
+    /// Starts loading into the cache what the next update of `source`'s key will read: the
+    /// keys of the current winners of the subtrees beside its path (with many sources each is
+    /// otherwise a cache miss at the update). A hint: the winners may change before then.
+    #[inline(always)]
+    pub fn prefetch_path(&self, source: usize) {
+        let leaf_mask = self.leaves - 1;
+        let node_mask = 2 * self.leaves - 1;
+        let keys = &self.keys[..=leaf_mask];
+        let winner = &self.winner[..=node_mask];
+        let mut node = self.leaves + (source & leaf_mask);
+        while node > 1 {
+            let sibling = winner[(node ^ 1) & node_mask] as usize & leaf_mask;
+            crate::prefetch::prefetch(keys, sibling, 16);
+            node /= 2;
+        }
+    }
+
     /// The source with the earliest pending packet and that packet's key
     /// ([`NEVER`] if no source has one).
     #[inline(always)]

@@ -47,6 +47,7 @@ mod event_queue;
 pub mod lateness;
 pub mod memory;
 pub mod packet_log;
+mod prefetch;
 pub mod replay;
 pub mod results;
 pub mod scenario;

@@ -154,6 +154,29 @@ impl DelayHistogram {
         }
     }
 
+    /// Counts `value` and adds it to the counts at once, with any value still pending before
+    /// it: the counts then go through the states `record` would give them one value at a
+    /// time.
+    #[inline]
+    pub fn record_now(&mut self, value: u64) {
+        self.record(value);
+        if self.pending_len > 0 {
+            self.flush();
+        }
+    }
+
+    /// Starts loading the count that `value` adds to, when it lies in the dense window: a
+    /// hint, which changes nothing recorded.
+    #[inline(always)]
+    pub fn prefetch(&self, value: u64) {
+        if let Counts::Dense { offset, counts } = &self.counts {
+            if value <= HISTOGRAM_MAX_NS {
+                let index = bucket_index(value.max(1));
+                crate::prefetch::prefetch(counts, index.wrapping_sub(*offset), 8);
+            }
+        }
+    }
+
     /// Adds the pending bucket indices to the counts, in recording order.
     #[inline]
     fn flush(&mut self) {
@@ -414,11 +437,18 @@ impl Accumulator {
     /// A measured packet was delivered at `now` after `delay` ns.
     #[inline(always)]
     pub fn on_received(&mut self, size: u32, now: TimeNs, delay: u64) {
+        self.on_received_except_histogram(size, now, delay);
+        self.delay.record(delay);
+    }
+
+    /// [`Accumulator::on_received`] but for the delay histogram, which the caller records
+    /// itself (later: the engine defers it to hide a cache miss).
+    #[inline]
+    pub fn on_received_except_histogram(&mut self, size: u32, now: TimeNs, delay: u64) {
         self.received += 1;
         self.received_bytes += size as u64;
         self.delay_sum += delay as u128;
         self.delay_max = self.delay_max.max(delay);
-        self.delay.record(delay);
         self.jitter.on_received(now, delay);
     }
 

@@ -54,7 +54,7 @@ use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
 use crate::indexed_heap::VirtualTimeHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::pool::{ListEnds, PooledLists};
+use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
 use crate::tagged_queues::{share_param, ShareParams};
@@ -168,14 +168,10 @@ impl Wf2qPlus {
         }
     }
 
-    /// Files `flow` (backlogged, tags set) under `eligible` or `ineligible`, moving it out of
-    /// the heap it was in.
-    fn file(&mut self, flow: FlowId) {
+    /// Files `flow` (backlogged, tags set, `seq` its head's arrival sequence) under `eligible`
+    /// or `ineligible`, moving it out of the heap it was in.
+    fn file(&mut self, flow: FlowId, seq: u64) {
         let state = &mut self.flows[flow as usize];
-        let seq = *self
-            .arrivals
-            .front(&state.arrivals)
-            .expect("filed flows are backlogged");
         let (place, key) = if state.start <= self.virtual_time {
             (Place::Eligible, state.finish)
         } else {
@@ -231,7 +227,7 @@ impl Wf2qPlus {
             if top.key > self.virtual_time {
                 break;
             }
-            self.file(top.id);
+            self.file(top.id, top.seq);
         }
         self.eligible.peek().map(|top| top.id)
     }
@@ -340,7 +336,7 @@ impl Scheduler for Wf2qPlus {
             // V = max(V, min S): the only backlogged flow is eligible at once.
             self.virtual_time = self.virtual_time.max(state.start);
         }
-        self.file(flow);
+        self.file(flow, sequence);
     }
 
     fn dequeue(&mut self, now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
@@ -357,19 +353,21 @@ impl Scheduler for Wf2qPlus {
         let state = &mut self.flows[flow as usize];
         self.max_finish_served = self.max_finish_served.max(state.finish);
         self.arrivals.pop_front(&mut state.arrivals);
-        match self.queues.head(flow) {
-            Some(head) => {
+        state.start = state.finish;
+        match (self.queues.head(flow), self.arrivals.front(&state.arrivals)) {
+            (Some(head), Some(&seq)) => {
                 // New head of a backlogged flow: S = F;  F = S + L/w
-                state.start = state.finish;
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
-                self.file(flow);
+                self.file(flow, seq);
             }
-            None => {
-                state.start = state.finish;
-                self.retire(flow);
-            }
+            _ => self.retire(flow),
+        }
+        // Start loading what the next calls read from tables of every flow.
+        for (next, _) in self.eligible.upcoming().into_iter().flatten() {
+            self.queues.prefetch_flow(next);
+            self.flows.get(next as usize).inspect(|state| prefetch(*state));
         }
         Some(packet)
     }
