@@ -28,7 +28,7 @@
 use crate::config::{BufferLimit, ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
-use crate::indexed_heap::VirtualTimeHeap;
+use crate::indexed_heap::{VirtualTimeHeap, PREFETCH_ENTRIES};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -224,8 +224,10 @@ impl<S: Default + Clone> TaggedQueues<S> {
     pub fn pop_min(&mut self) -> Option<(Packet, PacketTag)> {
         let top = self.heads.peek()?;
         let flow = top.id;
-        // Its packet's node is read last: start the load now.
-        self.queues.prefetch_head(flow);
+        if self.heads.len() >= PREFETCH_ENTRIES {
+            // Its packet's node is read last: start the load now.
+            self.queues.prefetch_head(flow);
+        }
         let slot = &mut self.slots[flow as usize];
         let tag = PacketTag {
             key: top.key,
