@@ -44,6 +44,8 @@ from doc_section import replace_section  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- before-after:begin -->", "<!-- before-after:end -->"
 HARNESS = "crates/schedlab-core/benches/disciplines.rs"
+#: A 1-minute load average above this marks the times as taken under load: half the CPUs busy.
+QUIET_LOAD = (os.cpu_count() or 1) / 2
 #: Issue 8's cases: every discipline whose code or building blocks it changed, and `fifo`,
 #: whose file it did not (the cost every discipline shares).
 DEFAULT_CASES = "vd,ewrr,srr,aliquem,drr_plusplus,drr_plus,drr,wrr,dwcs,qfq,fifo"
@@ -208,6 +210,11 @@ def main() -> int:
             f"run case by case in turn, {args.rounds} rounds, criterion `--warm-up-time {args.warm_up:g} "
             f"--measurement-time {args.measurement:g}`; the table gives the smallest of each side's medians. "
             f"Load average (1, 5, 15 min) {' '.join(load_before)} before, {' '.join(load_after)} after"
+            + (
+                " — measured under load, the times are indicative only (the counts are not affected)"
+                if max(float(load_before[0]), float(load_after[0])) > QUIET_LOAD
+                else ""
+            )
             if args.rounds > 0
             else "counts only"
         )

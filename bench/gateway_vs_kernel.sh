@@ -73,9 +73,13 @@ def added(row, key):
 
 
 mode_text = {
-    "quick": "**quick mode** (`--quick`: 64-byte packets only, {trials} runs per rate, doubling from {start:,} packets/s, {steps} bisection steps)",
-    "full": "**full mode** ({trials} runs per rate, doubling from {start:,} packets/s, {steps} bisection steps)",
-}[mode].format(trials=result["trials"], start=result["start_pps"], steps=result["steps"])
+    "quick": "**quick mode** (`--quick`: 64-byte packets only, up to {trials} per rate, doubling from {start:,} packets/s, {steps} bisection steps)",
+    "full": "**full mode** (up to {trials} per rate, doubling from {start:,} packets/s, {steps} bisection steps)",
+}[mode].format(
+    trials=f"{result['trials']} run" + ("s" if result["trials"] != 1 else ""),
+    start=result["start_pps"],
+    steps=result["steps"],
+)
 loaded = max(float(load_before.split()[0]), float(load_after.split()[0])) > 2
 lines = [
     "<!-- gateway:begin -->",

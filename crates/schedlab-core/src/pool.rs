@@ -312,18 +312,25 @@ impl<'a, T> Iterator for ListIter<'a, T> {
 /// Values per node of [`BlockLists`]: 16 packet descriptors are 768 bytes, 12 cache lines.
 pub const BLOCK: usize = 16;
 
+/// Empty lists of a [`BlockLists`] that keep their last block (a spare), at most: so many
+/// blocks beyond those of the values, whatever the number of lists.
+pub const SPARE_BLOCKS: u32 = 64;
+
 /// The ends of one list in [`BlockLists`], kept by the caller: its first and last blocks,
 /// the first live slot of the first block and one past the last live slot of the last
 /// block. The blocks between are full. Keeping the slots here rather than in the blocks
 /// puts the next value one load from the caller's array (block and slot are read
 /// together), as with a `VecDeque`, instead of two (the block's bookkeeping, then the slot).
+///
+/// An empty list has no block (`start == end ==` [`BLOCK`]) or one spare block (`start ==
+/// end == 0`): either way a push needs one comparison (`end < BLOCK`) to know whether the
+/// last block has room, and into a spare it takes the fast path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockListEnds {
     blocks: ListEnds,
-    /// First live slot of the first block (0 when empty).
+    /// First live slot of the first block.
     start: u32,
-    /// One past the last live slot of the last block; [`BLOCK`] when the list is empty, so
-    /// that a push needs one comparison to know whether the last block has room.
+    /// One past the last live slot of the last block.
     end: u32,
 }
 
@@ -331,7 +338,7 @@ impl Default for BlockListEnds {
     fn default() -> Self {
         BlockListEnds {
             blocks: ListEnds::default(),
-            start: 0,
+            start: BLOCK as u32,
             end: BLOCK as u32,
         }
     }
@@ -341,7 +348,9 @@ impl BlockListEnds {
     /// Whether the list is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.blocks.is_empty()
+        // The blocks first: `start == end` alone holds at random (1 in 16) in a list of several
+        // blocks, and a branch on it first would be mispredicted that often.
+        self.blocks.head == self.blocks.tail && self.start == self.end
     }
 
     /// One past the last live slot of the first block.
@@ -357,20 +366,26 @@ impl BlockListEnds {
 
 /// Many FIFO lists of `T` in one shared pool of blocks of [`BLOCK`] values, with a LIFO free
 /// list of blocks. A list is a doubly linked chain of blocks whose ends ([`BlockListEnds`])
-/// the caller keeps; only its first and last blocks may be partly filled. So the pool holds
-/// at most ⌈values / BLOCK⌉ + 1 blocks per non-empty list, and once it has grown no operation
-/// allocates. O(1) per operation.
+/// the caller keeps; only its first and last blocks may be partly filled. A list that a
+/// `pop_front` empties keeps its block as a spare while fewer than [`SPARE_BLOCKS`] lists do,
+/// so that a list that empties and fills again every few values (VD's rounds with one flow)
+/// does not take and return a block each time, behind a branch no predictor can learn. So
+/// the pool holds at most ⌈values / BLOCK⌉ + 1 blocks per non-empty list plus
+/// [`SPARE_BLOCKS`], and once it has grown no operation allocates. O(1) per operation.
 ///
-/// Invariant: every block is in exactly one non-empty list or in the free list.
+/// Invariant: every block is in exactly one list (non-empty, or empty with it as its spare)
+/// or in the free list; `spares` counts the spares.
 #[derive(Clone, Debug)]
 pub struct BlockLists<T> {
     pool: NodePool<[T; BLOCK]>,
+    spares: u32,
 }
 
 impl<T> Default for BlockLists<T> {
     fn default() -> Self {
         BlockLists {
             pool: NodePool::default(),
+            spares: 0,
         }
     }
 }
@@ -380,6 +395,8 @@ impl<T: Copy> BlockLists<T> {
     #[inline(always)]
     pub fn push_back(&mut self, ends: &mut BlockListEnds, value: T) {
         if (ends.end as usize) < BLOCK {
+            // `end == 0` only in a spare, which is a spare no more (no branch).
+            self.spares -= (ends.end == 0) as u32;
             self.pool.nodes[ends.blocks.tail as usize].value[ends.end as usize] = value;
             ends.end += 1;
         } else {
@@ -392,7 +409,7 @@ impl<T: Copy> BlockLists<T> {
     /// Neither is ever read.
     #[inline(never)]
     fn push_block(&mut self, ends: &mut BlockListEnds, value: T) {
-        if ends.is_empty() {
+        if ends.blocks.is_empty() {
             ends.start = 0;
         }
         let reuse = |block: &mut [T; BLOCK]| block[0] = value;
@@ -406,18 +423,15 @@ impl<T: Copy> BlockLists<T> {
         // Not through `NodePool::pop_front`, and the value is read last: a value read before the
         // bookkeeping was copied through the stack, a store-to-load round trip on the way to
         // the caller's next look-up (the packet's flow). Release leaves values in place.
-        let index = ends.blocks.head as usize;
-        if index == NIL as usize {
+        if ends.is_empty() {
             return None;
         }
-        let start = ends.start as usize;
+        let (index, start) = (ends.blocks.head as usize, ends.start as usize);
         ends.start += 1;
         if ends.start == ends.first_block_end() {
-            self.pool.release_head(&mut ends.blocks);
-            ends.start = 0;
-            if ends.is_empty() {
-                ends.end = BLOCK as u32;
-            } else {
+            if ends.blocks.head != ends.blocks.tail {
+                self.pool.release_head(&mut ends.blocks);
+                ends.start = 0;
                 // The block after the new first one: a round's blocks lie wherever the free
                 // list had them, so the hardware prefetcher loses the stream at each block;
                 // one block ahead (16 values) the lines arrive in time (VD at 16,384 flows).
@@ -425,6 +439,12 @@ impl<T: Copy> BlockLists<T> {
                 if next != NIL {
                     prefetch(&self.pool.nodes[next as usize].value);
                 }
+            } else if self.spares < SPARE_BLOCKS {
+                self.spares += 1;
+                (ends.start, ends.end) = (0, 0);
+            } else {
+                self.pool.release_head(&mut ends.blocks);
+                (ends.start, ends.end) = (BLOCK as u32, BLOCK as u32);
             }
         }
         Some(self.pool.nodes[index].value[start])
@@ -447,10 +467,10 @@ impl<T: Copy> BlockLists<T> {
             .pool
             .pop_back(&mut ends.blocks, |block| (block[end], emptied));
         if emptied {
-            // The block before was full, or the list is empty now.
+            // The block before was full, or the list is empty now (with no block).
             ends.end = BLOCK as u32;
-            if ends.is_empty() {
-                ends.start = 0;
+            if ends.blocks.is_empty() {
+                ends.start = BLOCK as u32;
             }
         }
         value
@@ -459,7 +479,7 @@ impl<T: Copy> BlockLists<T> {
     /// The first value of the list `ends`.
     #[inline(always)]
     pub fn front(&self, ends: &BlockListEnds) -> Option<&T> {
-        Some(&self.pool.head(&ends.blocks)?[ends.start as usize])
+        (!ends.is_empty()).then(|| &self.pool.nodes[ends.blocks.head as usize].value[ends.start as usize])
     }
 
     /// The values of the list `ends`, first to last.
@@ -513,6 +533,27 @@ mod tests {
         assert_eq!(pool.pop_back(&mut a), Some(4));
         assert_eq!(pool.pop_front(&mut a), Some(2));
         assert!(a.is_empty() && pool.front(&a).is_none());
+    }
+
+    /// Lists that empty keep a spare block, at most `SPARE_BLOCKS` of them: 100 lists each
+    /// filled with one value and emptied leave 64 spares and one free block.
+    #[test]
+    fn emptied_block_lists_keep_at_most_spare_blocks() {
+        let mut pool = BlockLists::default();
+        let mut ends = [BlockListEnds::default(); 100];
+        for round in 0..3u64 {
+            for (list, ends) in ends.iter_mut().enumerate() {
+                pool.push_back(ends, round * 1000 + list as u64);
+                pool.push_back(ends, round * 1000 + 500 + list as u64);
+                assert_eq!(pool.pop_back(ends), Some(round * 1000 + 500 + list as u64));
+                assert_eq!(pool.pop_front(ends), Some(round * 1000 + list as u64));
+                assert!(ends.is_empty() && pool.front(ends).is_none());
+                assert_eq!((pool.pop_front(ends), pool.pop_back(ends)), (None, None));
+                assert_eq!(pool.iter(*ends).count(), 0);
+            }
+            assert_eq!(pool.spares, SPARE_BLOCKS);
+            assert_eq!(pool.slot_count(), (SPARE_BLOCKS as usize + 1) * BLOCK);
+        }
     }
 
     /// Against a `VecDeque` per list, under random pushes and pops at both ends of three

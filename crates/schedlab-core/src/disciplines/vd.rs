@@ -38,8 +38,8 @@
 //! Guarantees (§III-B): lemma 1, a flow backlogged for X rounds receives service in
 //! (X·w_i·L_M − L_M, X·w_i·L_M + L_M); Golestani fairness < 2L_M/r_min + L_M(1/r_i + 1/r_j).
 //! O(1) enqueue, dequeue and drop; O(N + M) space plus the largest backlog seen in blocks of
-//! 16 packets, at most ⌈packets/16⌉ + M blocks (the rounds are lists of one [`BlockLists`],
-//! so that a round is read in order from contiguous memory, as from a FIFO per round).
+//! 16 packets, at most ⌈packets/16⌉ + M + 64 blocks (64 spares: the rounds are lists of one
+//! [`BlockLists`], read in order from contiguous memory, as from a FIFO per round).
 //!
 //! Choices where the paper is silent (reasons in `docs/disciplines.md`):
 //! * `mtu` (L_M) defaults to 1500 bytes; a larger packet is dropped at enqueue as
@@ -168,7 +168,7 @@ impl Vd {
 
     /// Packet slots allocated for all round queues together: blocks of 16 for the largest
     /// backlog seen, however it was spread over the rounds (at most ⌈packets/16⌉ + 1 blocks
-    /// per non-empty round).
+    /// per non-empty round, plus [`crate::pool::SPARE_BLOCKS`] kept by emptied rounds).
     pub fn packet_slots(&self) -> usize {
         self.pool.slot_count()
     }
@@ -493,17 +493,17 @@ mod tests {
         queue.map(|p| p.id).collect()
     }
 
-    /// The rounds share one node pool: 32 bursts of 100 one-packet flows, each drained
-    /// before the next, land in 32 different round queues (the current round moves on as each
-    /// drains), yet the pool holds 7 blocks of 16, 112 packet slots — the peak backlog of 100
-    /// rounded up to whole blocks — where a FIFO per round keeping its peak capacity would
-    /// hold 3,200.
+    /// The rounds share one node pool: 100 bursts of 100 one-packet flows, each drained
+    /// before the next, land in 100 different round queues (the current round moves on as each
+    /// drains), yet the pool holds 7 + 64 blocks of 16, 1,136 packet slots — the peak backlog
+    /// of 100 rounded up to whole blocks, plus the 64 spares emptied rounds may keep — where a
+    /// FIFO per round keeping its peak capacity would hold 10,000.
     #[test]
     fn round_queues_share_a_pool_bounded_by_the_peak_backlog() {
-        let mut s = vd(&[], 1500, Some(64), BufferLimit::UNLIMITED);
+        let mut s = vd(&[], 1500, Some(128), BufferLimit::UNLIMITED);
         let mut drops = Vec::new();
         let mut rounds_used = std::collections::BTreeSet::new();
-        for burst in 0..32u64 {
+        for burst in 0..100u64 {
             for flow in 0..100u32 {
                 s.enqueue(
                     Packet::new(burst * 100 + flow as u64, flow, 1500, 0),
@@ -518,8 +518,8 @@ mod tests {
             }
         }
         assert!(drops.is_empty());
-        assert_eq!(rounds_used.len(), 32, "each burst used a round queue of its own");
-        assert_eq!(s.packet_slots(), 112);
+        assert_eq!(rounds_used.len(), 100, "each burst used a round queue of its own");
+        assert_eq!(s.packet_slots(), (7 + crate::pool::SPARE_BLOCKS as usize) * 16);
         assert_eq!(s.counters().peak_backlog().packets, 100);
     }
 
