@@ -27,24 +27,33 @@ const NIL: u32 = u32::MAX;
 /// other than x86-64.
 #[inline(always)]
 pub fn prefetch<T>(value: &T) {
+    prefetch_bytes(value, std::mem::size_of::<T>());
+}
+
+/// [`prefetch`] of the first `bytes` bytes from `value`'s address (at least one line): for a
+/// caller that will read only the leading fields of a large value (the simulator's per-flow
+/// state), or a few neighbours of an element. The one place that issues the processor's
+/// prefetch instruction, for the core and the simulator.
+#[inline(always)]
+pub fn prefetch_bytes<T>(value: &T, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let first = (value as *const T).cast::<i8>();
-        let size = std::mem::size_of::<T>().max(1);
+        let bytes = bytes.max(1);
         // SAFETY: `prefetch` needs SSE, which every x86-64 processor has, and never faults or
-        // changes memory: it only hints the cache. Every address lies inside `value`.
+        // changes memory whatever the address: it only hints the cache.
         unsafe {
-            // One per line of a value longer than a line (a block of `BlockLists`).
-            for offset in (0..size).step_by(64) {
+            // One per line of a range longer than a line (a block of `BlockLists`).
+            for offset in (0..bytes).step_by(64) {
                 _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(offset));
             }
-            // The value may straddle one more line.
-            _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(size - 1));
+            // The range may straddle one more line.
+            _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(bytes - 1));
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = (value, bytes);
 }
 
 /// The two ends of one list in [`PooledLists`]; kept by the caller (e.g. in its per-flow
