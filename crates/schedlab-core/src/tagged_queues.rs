@@ -57,10 +57,17 @@ struct Tagged {
 impl Tagged {
     #[inline]
     fn tag(&self) -> PacketTag {
-        PacketTag {
-            key: self.key,
-            finish: VirtualTime::from_raw(self.key.raw() + self.finish_offset as u128),
-        }
+        tag_of(self.key, self.finish_offset)
+    }
+}
+
+/// The tags of a packet whose key is `key` and whose finish tag lies `finish_offset` raw units
+/// above it (stored tags and heads alike).
+#[inline(always)]
+fn tag_of(key: VirtualTime, finish_offset: u64) -> PacketTag {
+    PacketTag {
+        key,
+        finish: VirtualTime::from_raw(key.raw() + finish_offset as u128),
     }
 }
 
@@ -175,7 +182,7 @@ impl<S: Default + Clone> TaggedQueues<S> {
                         // Only the head is left.
                         self.heads.set_aux(flow, slot.tags.head_node());
                         let head = self.heads.get(flow).expect("a flow with packets has a head").key;
-                        VirtualTime::from_raw(head.raw() + slot.head_finish_offset as u128)
+                        tag_of(head, slot.head_finish_offset).finish
                     };
                     self.pushed_out.push((flow, previous_finish));
                 }
@@ -229,10 +236,7 @@ impl<S: Default + Clone> TaggedQueues<S> {
             self.queues.prefetch_head(flow);
         }
         let slot = &mut self.slots[flow as usize];
-        let tag = PacketTag {
-            key: top.key,
-            finish: VirtualTime::from_raw(top.key.raw() + slot.head_finish_offset as u128),
-        };
+        let tag = tag_of(top.key, slot.head_finish_offset);
         match self.pool.pop_front(&mut slot.tags) {
             Some(next) => {
                 slot.head_finish_offset = next.finish_offset;
@@ -279,11 +283,7 @@ impl<S: Default + Clone> TaggedQueues<S> {
 
     /// The tags of the head of `flow`, whose key is `key`.
     fn head_tag(&self, flow: FlowId, key: VirtualTime) -> PacketTag {
-        let offset = self.slots[flow as usize].head_finish_offset;
-        PacketTag {
-            key,
-            finish: VirtualTime::from_raw(key.raw() + offset as u128),
-        }
+        tag_of(key, self.slots[flow as usize].head_finish_offset)
     }
 
     /// The tags of the packets queued for `flow`, head first.
