@@ -254,6 +254,9 @@ def test_bad_configuration_and_missing_interface_exit_2(tmp_path, cli):
     result = cli("gateway", "-c", str(good), "-i", "gwin", "-e", "gwout", "--busy-poll", "soon")
     assert result.returncode == 2
     assert "--busy-poll = soon" in result.stderr
+    result = cli("gateway", "-c", str(good), "-i", "gwin", "-e", "gwout", "--busy-poll", "2s")
+    assert result.returncode == 2
+    assert "--busy-poll = 2s: must be at most 1s" in result.stderr
     result = cli("gateway", "-c", str(good), "-i", "schedlab-none0", "-e", "lo")
     assert result.returncode == 2
     assert "schedlab-none0: no such interface" in result.stderr

@@ -48,6 +48,16 @@ pub const DEFAULT_MEMORY_LIMIT: u64 = 64 << 20;
 /// Largest `[gateway] busy_poll` / `--busy-poll`, ns: a longer spin is a dedicated core (the
 /// loop wakes at least every 50 ms anyway).
 pub const MAX_BUSY_POLL: TimeNs = 1_000_000_000;
+
+/// Checks a busy-poll window (`[gateway] busy_poll` or `--busy-poll`), ns: the window, or the
+/// rule it breaks.
+pub fn check_busy_poll(window: TimeNs) -> Result<TimeNs, &'static str> {
+    if window <= MAX_BUSY_POLL {
+        Ok(window)
+    } else {
+        Err("must be at most 1s")
+    }
+}
 /// Default of `[gateway] max_flows`.
 pub const DEFAULT_MAX_FLOWS: usize = 1024;
 
@@ -178,10 +188,10 @@ pub fn build(config: &ReplayConfig) -> Result<(GatewayConfig, AnyScheduler, Clas
     let mut reader = TableReader::new(table, "gateway");
     let read = |reader: &mut TableReader<'_>| -> Result<GatewayConfig, ConfigError> {
         let propagation_delay = reader.duration("propagation_delay")?.unwrap_or(0);
-        let busy_poll = reader.duration("busy_poll")?;
-        if busy_poll.is_some_and(|b| b > MAX_BUSY_POLL) {
-            return Err(reader.error("busy_poll", "must be at most 1s"));
-        }
+        let busy_poll = reader
+            .duration("busy_poll")?
+            .map(|window| check_busy_poll(window).map_err(|rule| reader.error("busy_poll", rule)))
+            .transpose()?;
         let max_flows = reader
             .integer("max_flows", 1, 1 << 20)?
             .unwrap_or(DEFAULT_MAX_FLOWS as i64) as usize;

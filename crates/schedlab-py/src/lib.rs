@@ -427,15 +427,14 @@ fn gateway(
     pcap_out: Option<PathBuf>,
     busy_poll: Option<String>,
 ) -> PyResult<String> {
-    use schedlab_gateway::gateway::MAX_BUSY_POLL;
+    use schedlab_gateway::gateway::check_busy_poll;
     use schedlab_gateway::linux::{run, GatewayOptions, GatewaySetup};
     let busy_poll = busy_poll
-        .map(|text| match schedlab_core::parse_duration(&text) {
-            Ok(ns) if ns <= MAX_BUSY_POLL => Ok(ns),
-            Ok(_) => Err(PyInputError::new_err(format!(
-                "--busy-poll = {text}: must be at most 1s"
-            ))),
-            Err(e) => Err(PyInputError::new_err(format!("--busy-poll = {text}: {}", e.rule))),
+        .map(|text| {
+            let window = schedlab_core::parse_duration(&text).map_err(|e| e.rule);
+            window
+                .and_then(|ns| check_busy_poll(ns).map_err(str::to_string))
+                .map_err(|rule| PyInputError::new_err(format!("--busy-poll = {text}: {rule}")))
         })
         .transpose()?;
     let setup = match (config, scenario) {
