@@ -21,6 +21,13 @@
 //! pending event per link suffices) and arrives at the next link of its source's path, or is
 //! delivered.
 //!
+//! A private hop (a FIFO first hop that only one source's packets enter, without buffer limit,
+//! drops or loss; see [`PrivateHop`]) has neither scheduler calls nor transmission-end events:
+//! a packet's departure from it follows from Lindley's recursion when the packet enters, so
+//! its propagation to the next hop is scheduled then, and the hop's statistics are what the
+//! scheduler's run would have given (the replication's event count includes the events the
+//! hop stands for).
+//!
 //! Per-packet bookkeeping (network entry time, source, hop, whether it is measured) lives in a
 //! slab whose slot index is the low 32 bits of the packet id; slots are reused, so the steady
 //! state allocates nothing per packet.
