@@ -21,6 +21,13 @@
 //! pending event per link suffices) and arrives at the next link of its source's path, or is
 //! delivered.
 //!
+//! A private hop (a FIFO first hop that only one source's packets enter, without buffer limit,
+//! drops or loss; see [`PrivateHop`]) has neither scheduler calls nor transmission-end events:
+//! a packet's departure from it follows from Lindley's recursion when the packet enters, so
+//! its propagation to the next hop is scheduled then, and the hop's statistics are what the
+//! scheduler's run would have given (the replication's event count includes the events the
+//! hop stands for).
+//!
 //! Per-packet bookkeeping (network entry time, source, hop, whether it is measured) lives in a
 //! slab whose slot index is the low 32 bits of the packet id; slots are reused, so the steady
 //! state allocates nothing per packet.
@@ -195,6 +202,9 @@ struct LinkState {
     /// Whether a conditioner or a drop policy sees each arriving packet (read on every
     /// arrival; the two fields themselves lie after the scheduler, off the per-packet lines).
     admission: bool,
+    /// Whether the link is a private FIFO hop (see [`PrivateHop`]): its packets bypass the
+    /// scheduler and its statistics are kept by [`LinkState::pass_private`].
+    private: bool,
     area_packets: u128,
     area_bytes: u128,
     decision_seq: u64,
@@ -215,6 +225,8 @@ struct LinkState {
     pipe: VecDeque<(TimeNs, Packet)>,
     /// Per class (index = class, grown on first sight).
     classes: Vec<ClassAtLink>,
+    /// A private FIFO hop's packets whose transmission may not have ended yet.
+    transit: PrivateHop,
     scheduler: AnyScheduler,
     drop_policy: Option<LinkDropPolicy>,
     conditioner: Option<Conditioner>,
@@ -253,7 +265,7 @@ impl LinkState {
 
     fn snapshot(&mut self, now: TimeNs) -> LinkSnapshot {
         self.touch(now);
-        LinkSnapshot {
+        let mut snapshot = LinkSnapshot {
             time: now,
             busy: self.busy_done + if self.busy { now - self.tx_start } else { 0 },
             area_packets: self.area_packets,
@@ -262,6 +274,19 @@ impl LinkState {
             sent_bytes: self.sent_bytes,
             dropped: self.dropped,
             lost: self.lost,
+        };
+        if self.private {
+            self.transit.take_back(now, &mut snapshot);
+        }
+        snapshot
+    }
+
+    /// The scheduler's backlog at `now` (a private hop's: its packets not yet in service).
+    fn backlog_at(&self, now: TimeNs) -> Backlog {
+        if self.private {
+            self.transit.waiting(now)
+        } else {
+            self.backlog
         }
     }
 
@@ -292,7 +317,130 @@ impl LinkState {
             }
             classes[class].busy += now - self.tx_start;
         }
+        if self.private {
+            self.transit.take_back_classes(now, &mut classes);
+        }
         classes
+    }
+
+    /// A packet enters private FIFO hop `self` at `now` (`measuring`: within the window): its
+    /// service start and end follow from Lindley's recursion (start = max(arrival, previous
+    /// end), end = start + service), and everything its transmission end would add to the
+    /// link's totals is added now; [`LinkState::snapshot`] and
+    /// [`LinkState::class_snapshot`] take back what lies after the snapshot's time. Returns
+    /// the packet's transmission end.
+    #[inline(always)]
+    fn pass_private(&mut self, packet: &Packet, now: TimeNs, measuring: bool) -> TimeNs {
+        // Entries that ended before now matter to no later snapshot.
+        while self.transit.entries.front().is_some_and(|e| e.end < now) {
+            self.transit.entries.pop_front();
+        }
+        if measuring {
+            // The backlog right after the enqueue, as the scheduler would have had it.
+            let waiting = self.transit.waiting(now);
+            self.max_packets = self.max_packets.max(waiting.packets + 1);
+            self.max_bytes = self.max_bytes.max(waiting.bytes + packet.size as u64);
+        }
+        let start = now.max(self.transit.free_at);
+        let service = self.service.of(packet.size);
+        let end = start + service;
+        self.transit.free_at = end;
+        let queued = (start - now) as u128;
+        self.area_packets += queued;
+        self.area_bytes += queued * packet.size as u128;
+        self.busy_done += service;
+        self.sent_packets += 1;
+        self.sent_bytes += packet.size as u64;
+        let class = self.class_mut(packet.class);
+        class.busy += service;
+        class.sent_packets += 1;
+        class.delay_sum += (end - now) as u128;
+        self.transit.entries.push_back(Transit {
+            arrival: now,
+            start,
+            end,
+            size: packet.size,
+            class: packet.class,
+        });
+        end
+    }
+}
+
+/// A private FIFO hop: a link that only one source's packets enter, as the first hop of its
+/// path, with a FIFO scheduler without buffer limit, no conditioner, drop policy, sojourn
+/// limit or loss (the access links of `bench/scenarios/ns2_bottleneck.py`). Its packets leave
+/// in arrival order and none is dropped, so each one's transmission end is known when it
+/// arrives (Lindley's recursion): the engine schedules its arrival at the next hop then, and
+/// the hop's transmission-end events, its scheduler and its decisions are not needed. The
+/// link's statistics are those the scheduler's run would give: totals are added at arrival,
+/// and snapshots (bin ticks, the window's start and end) take back the part of the packets
+/// here whose transmission had not ended at the snapshot's time (a transmission ending at the
+/// snapshot's very time counts as not ended, as the engine handles the marks and ticks of a
+/// time before the transmission ends scheduled later).
+#[derive(Debug, Default)]
+struct PrivateHop {
+    /// The end of the last transmission (the link is free from then on).
+    free_at: TimeNs,
+    /// Packets in arrival order whose transmission ended at or after the last arrival.
+    entries: VecDeque<Transit>,
+}
+
+/// A packet at a private hop.
+#[derive(Clone, Copy, Debug)]
+struct Transit {
+    arrival: TimeNs,
+    start: TimeNs,
+    end: TimeNs,
+    size: u32,
+    class: u8,
+}
+
+impl PrivateHop {
+    /// Whether no packet is in service or queued at `now` (before an arrival at `now`).
+    #[inline(always)]
+    fn is_idle(&self, now: TimeNs) -> bool {
+        self.entries.back().is_none_or(|e| e.end < now)
+    }
+
+    /// The packets queued and not in service at `now` (a service starting at `now` has not
+    /// started: arrivals and marks at a time come before the decisions at that time).
+    fn waiting(&self, now: TimeNs) -> Backlog {
+        let mut backlog = Backlog::default();
+        for e in self.entries.iter().rev().take_while(|e| e.start >= now) {
+            backlog.packets += 1;
+            backlog.bytes += e.size as u64;
+        }
+        backlog
+    }
+
+    /// Takes back from `snapshot` (totals with every packet here fully sent) what lies after
+    /// its time.
+    fn take_back(&self, now: TimeNs, snapshot: &mut LinkSnapshot) {
+        for e in self.entries.iter().rev().take_while(|e| e.end >= now) {
+            snapshot.busy -= e.end - e.start.max(now);
+            snapshot.sent_packets -= 1;
+            snapshot.sent_bytes -= e.size as u64;
+            if e.start > now {
+                let queued = (e.start - e.arrival.max(now)) as u128;
+                snapshot.area_packets -= queued;
+                snapshot.area_bytes -= queued * e.size as u128;
+            }
+        }
+    }
+
+    /// [`PrivateHop::take_back`] for the per-class totals.
+    fn take_back_classes(&self, now: TimeNs, classes: &mut [ClassAtLink]) {
+        for e in self.entries.iter().rev().take_while(|e| e.end >= now) {
+            let class = &mut classes[e.class as usize];
+            class.busy -= e.end - e.start.max(now);
+            class.sent_packets -= 1;
+            class.delay_sum -= (e.end - e.arrival) as u128;
+        }
+    }
+
+    /// Transmissions ending at or after `now` (not yet ended when a run halts at `now`).
+    fn unfinished(&self, now: TimeNs) -> u64 {
+        self.entries.iter().rev().take_while(|e| e.end >= now).count() as u64
     }
 }
 
@@ -544,6 +692,9 @@ struct Engine<'s> {
     /// While prefetching: delays delivered and not yet in their flow's histogram, oldest
     /// first, (source, delay) (see [`Engine::defer_delay`]).
     deferred_delays: VecDeque<(u32, u64)>,
+    /// Transmission-end events of private hops that were not needed (see [`PrivateHop`]),
+    /// counted in [`RawReplication::events`] as the events they stand for.
+    elided_events: u64,
 }
 
 const NO_CLASS: u16 = u16::MAX;
@@ -566,6 +717,8 @@ impl<'s> Engine<'s> {
                 service: link.service,
                 max_sojourn: link.max_sojourn.unwrap_or(TimeNs::MAX),
                 admission: link.conditioner.is_some() || link.drop_policy.is_some(),
+                private: false,
+                transit: PrivateHop::default(),
                 drop_policy: link.build_drop_policy(),
                 conditioner: link.conditioner.clone(),
                 delay: link.delay,
@@ -708,7 +861,11 @@ impl<'s> Engine<'s> {
             prefetched_source: usize::MAX,
             prefetching: false,
             deferred_delays: VecDeque::with_capacity(DEFERRED_DELAYS + 1),
+            elided_events: 0,
         };
+        for (link, private) in engine.links.iter_mut().zip(private_hops(scenario)) {
+            link.private = private;
+        }
         let per_source = std::mem::size_of::<SourceState>()
             + std::mem::size_of::<LinkState>()
             + std::mem::size_of::<Accumulator>();
@@ -913,7 +1070,7 @@ impl<'s> Engine<'s> {
                         link.at_warmup = link.snapshot(time);
                         link.classes_at_warmup = link.class_snapshot(time);
                         link.meters_at_warmup = link.meter_snapshot();
-                        let backlog = link.backlog;
+                        let backlog = link.backlog_at(time);
                         link.max_packets = backlog.packets;
                         link.max_bytes = backlog.bytes;
                     }
@@ -1035,8 +1192,34 @@ impl<'s> Engine<'s> {
         } else {
             self.schedule_source(index);
         }
-        self.arrive(first_link, packet);
+        if self.links[first_link].private {
+            self.pass_private(first_link, packet);
+        } else {
+            self.arrive(first_link, packet);
+        }
         Ok(())
+    }
+
+    /// `packet` enters private hop `l` now (see [`PrivateHop`]): its arrival at the next hop
+    /// (or its delivery) is scheduled at once, its transmission end's event is not needed.
+    #[inline(always)]
+    fn pass_private(&mut self, l: usize, packet: Packet) {
+        let now = self.now;
+        // The scheduler's link, free, would have put its decision after other arrivals
+        // pending at this time (an event of its own; `transit` holds no packet in service).
+        if self.links[l].transit.is_idle(now) && self.arrival_pending(now) {
+            self.elided_events += 1;
+        }
+        let link = &mut self.links[l];
+        let end = link.pass_private(&packet, now, self.measuring);
+        // Without propagation delay, the propagation event stands for the transmission end
+        // (which forwarded the packet at once).
+        self.elided_events += u64::from(link.delay > 0);
+        let at = end + link.delay;
+        link.pipe.push_back((at, packet));
+        if link.pipe.len() == 1 {
+            self.push(at, PROPAGATED, l);
+        }
     }
 
     /// A packet of source `index` enters the network now: its slot (`kind`, `seq`, `len` for
@@ -1668,6 +1851,17 @@ impl<'s> Engine<'s> {
 
     fn finish(mut self, replication: u32, stream_seeds: Vec<u64>) -> Result<RawReplication, ScenarioError> {
         let end_time = self.now;
+        // A run that halted at the window's end did not reach the transmission ends after it.
+        let unfinished: u64 = if self.halt {
+            self.links
+                .iter()
+                .filter(|l| l.delay > 0)
+                .map(|l| l.transit.unfinished(end_time))
+                .sum()
+        } else {
+            0
+        };
+        let events = self.events + self.elided_events - unfinished;
         while let Some((s, value)) = self.deferred_delays.pop_front() {
             self.flows[s as usize].delay.record_now(value);
         }
@@ -1776,7 +1970,17 @@ impl<'s> Engine<'s> {
                 .map(|l| std::mem::take(&mut l.class_busy_series))
                 .collect(),
             link_idle_while_backlogged: self.links.iter().map(|l| l.idle_while_backlogged).collect(),
-            link_left_queued: self.links.iter().map(|l| l.scheduler.backlog().packets).collect(),
+            link_left_queued: self
+                .links
+                .iter()
+                .map(|l| {
+                    if l.private {
+                        l.backlog_at(end_time).packets
+                    } else {
+                        l.scheduler.backlog().packets
+                    }
+                })
+                .collect(),
             discipline_counters: self
                 .links
                 .iter()
@@ -1802,10 +2006,53 @@ impl<'s> Engine<'s> {
             window_start: self.warmup,
             window_end,
             end_time,
-            events: self.events,
+            events,
             packets: self.packets,
         })
     }
+}
+
+/// Per link of `scenario`: whether it is a private hop (see [`PrivateHop`]): the first hop of
+/// one open-loop source's path (not a trace, whose classes vary per packet, nor one with a
+/// `lateness` table, which reads service starts) and on no other path, echo or ACK path,
+/// whose scheduler is a FIFO without buffer limit, without conditioner, drop policy, sojourn
+/// limit or loss.
+fn private_hops(scenario: &Scenario) -> Vec<bool> {
+    let mut uses = vec![0u32; scenario.links.len()];
+    for source in &scenario.sources {
+        let returns = [
+            source.echo.as_ref(),
+            source.transport.as_ref().map(|t| &t.ack_return),
+        ];
+        let return_links = returns.into_iter().flatten().flat_map(|r| match r {
+            AckReturn::Path(links) => &links[..],
+            AckReturn::Delay(_) => &[],
+        });
+        for &l in source.path.iter().chain(return_links) {
+            uses[l] += 1;
+        }
+    }
+    let mut private = vec![false; scenario.links.len()];
+    for source in &scenario.sources {
+        let Some(&first) = source.path.first() else {
+            continue;
+        };
+        let link = &scenario.links[first];
+        let fifo = link.scheduler.len() == 1
+            && link.scheduler.get("kind").and_then(toml::Value::as_str) == Some("fifo");
+        private[first] = uses[first] == 1
+            && source.transport.is_none()
+            && source.lateness.is_none()
+            && source.flow <= schedlab_core::MAX_FLOW_ID
+            && !matches!(source.arrivals, crate::traffic::ArrivalModel::Trace { .. })
+            && fifo
+            && link.buffer.is_none()
+            && link.conditioner.is_none()
+            && link.drop_policy.is_none()
+            && link.max_sojourn.is_none()
+            && link.loss == 0.0;
+    }
+    private
 }
 
 /// Runs replication `replication` of `scenario` keeping a row per measured packet of the
@@ -1818,6 +2065,10 @@ pub fn run_replication_logged(
     watch: &mut dyn FnMut(f64) -> bool,
 ) -> Result<(RawReplication, PacketLog), ScenarioError> {
     let (mut engine, seeds) = Engine::new(scenario, replication)?;
+    // The log records each packet's service start at every hop: no private hops.
+    for link in &mut engine.links {
+        link.private = false;
+    }
     engine.packet_log = Some(log);
     engine.run(watch)?;
     let log = engine.packet_log.take().unwrap_or_default();
@@ -1852,6 +2103,23 @@ fn run_replication_prefetching(
 ) -> Result<RawReplication, ScenarioError> {
     let (mut engine, seeds) = Engine::new(scenario, replication)?;
     engine.prefetching = prefetching;
+    engine.run(&mut |_| true)?;
+    engine.finish(replication, seeds)
+}
+
+/// [`run_replication`] with the private hops (see [`PrivateHop`]) used or not.
+#[cfg(test)]
+fn run_replication_private_hops(
+    scenario: &Scenario,
+    replication: u32,
+    private_hops: bool,
+) -> Result<RawReplication, ScenarioError> {
+    let (mut engine, seeds) = Engine::new(scenario, replication)?;
+    if !private_hops {
+        for link in &mut engine.links {
+            link.private = false;
+        }
+    }
     engine.run(&mut |_| true)?;
     engine.finish(replication, seeds)
 }
@@ -1962,6 +2230,89 @@ mod tests {
         assert_eq!(with.link_series, without.link_series);
         assert_eq!(with.link_class_window, without.link_class_window);
         assert_eq!(with.flow_series, without.flow_series);
+    }
+
+    /// Private FIFO hops (Lindley's recursion instead of the hop's scheduler and events) change
+    /// no statistic and no event count: flows over their own slow access links (queues
+    /// form there; half without propagation delay), some shaped, some on-off, into a DRR
+    /// link, with a warm-up, bins of 100 ms, with and without drain, give every flow, link
+    /// and bin the same values with and without them.
+    #[test]
+    fn private_hops_change_no_statistic() {
+        for drain in [false, true] {
+            let mut text = format!(
+                "[run]\nduration = \"4s\"\nwarmup = \"700ms\"\nseed = 9\nbin = \"100ms\"\ndrain = {drain}\n"
+            );
+            text += "[[link]]\nname = \"bottleneck\"\nrate = \"5Mbit\"\ndelay = \"1ms\"\n\
+                     scheduler = { kind = \"drr\", quantum = 1500 }\n";
+            let flows = 40;
+            for flow in 0..flows {
+                let delay = if flow % 2 == 0 { "0ms" } else { "3ms" };
+                text += &format!(
+                    "[[link]]\nname = \"access_{flow}\"\nrate = \"250kbit\"\ndelay = \"{delay}\"\nscheduler = {{ kind = \"fifo\" }}\n"
+                );
+            }
+            for flow in 0..flows {
+                let arrivals = if flow % 3 == 0 {
+                    "{ model = \"on_off\", mean_on = \"50ms\", mean_off = \"80ms\", rate_pps = 60 }"
+                } else {
+                    "{ model = \"poisson\", rate_pps = 14 }"
+                };
+                let shaper = if flow % 5 == 0 {
+                    "shaper = { sigma = \"3KB\", rho = \"200kbit\" }\n"
+                } else {
+                    ""
+                };
+                text += &format!(
+                    "[[source]]\nflow = {flow}\nclass = {}\npath = [\"access_{flow}\", \"bottleneck\"]\narrivals = {arrivals}\n\
+                     size = {{ dist = \"uniform\", min = 40, max = 1500 }}\n{shaper}",
+                    flow % 3
+                );
+            }
+            let scenario = crate::scenario::parse_scenario(&text, Path::new(".")).unwrap();
+            assert_eq!(
+                super::private_hops(&scenario).iter().filter(|&&p| p).count(),
+                flows,
+                "every access link is a private hop"
+            );
+            let with = super::run_replication_private_hops(&scenario, 0, true).unwrap();
+            let without = super::run_replication_private_hops(&scenario, 0, false).unwrap();
+            assert!(with.packets > 2000, "{} packets", with.packets);
+            assert_eq!(with.packets, without.packets);
+            assert_eq!(with.events, without.events);
+            assert_eq!(
+                (with.window_end, with.end_time),
+                (without.window_end, without.end_time)
+            );
+            for (a, b) in with.flows.iter().zip(&without.flows) {
+                assert_eq!(
+                    (a.sent, a.received, a.dropped, a.delay_sum, a.delay_max),
+                    (b.sent, b.received, b.dropped, b.delay_sum, b.delay_max)
+                );
+                assert_eq!(a.delay, b.delay);
+                assert_eq!(a.jitter, b.jitter);
+            }
+            assert_eq!(with.in_flight, without.in_flight);
+            assert_eq!(with.flow_series, without.flow_series);
+            assert_eq!(with.link_window, without.link_window);
+            assert_eq!(with.link_max_backlog, without.link_max_backlog);
+            assert_eq!(with.link_series, without.link_series);
+            assert_eq!(with.link_class_window, without.link_class_window);
+            assert_eq!(with.link_class_busy_series, without.link_class_busy_series);
+            assert_eq!(with.link_left_queued, without.link_left_queued);
+            assert_eq!(
+                with.link_idle_while_backlogged,
+                without.link_idle_while_backlogged
+            );
+            // The access links queued packets (Lindley's recursion had work to do).
+            assert!(with.link_max_backlog[1..].iter().any(|&(packets, _)| packets > 2));
+            if !drain {
+                assert!(
+                    with.link_left_queued[1..].iter().any(|&q| q > 0),
+                    "halted with packets queued"
+                );
+            }
+        }
     }
 
     /// The scheduler keys a discipline cannot do without (the CPU-share policies' `share` and
