@@ -203,11 +203,19 @@ impl<S: Default + Clone> TaggedQueues<S> {
     /// bits (it is saturated otherwise).
     #[inline]
     pub fn push_tag(&mut self, flow: FlowId, tag: PacketTag) {
+        self.push_tag_with(flow, |_| tag);
+    }
+
+    /// [`TaggedQueues::push_tag`] with the tags that `tag` computes from the flow's state,
+    /// which it may update (the flow's slot is looked up once for both).
+    #[inline]
+    pub fn push_tag_with(&mut self, flow: FlowId, tag: impl FnOnce(&mut S) -> PacketTag) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
         self.state_mut(flow);
         let slot = &mut self.slots[flow as usize];
+        let tag = tag(&mut slot.state);
+        let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
         if !self.heads.contains(flow) {
             slot.head_finish_offset = finish_offset;
             self.heads.push_with(flow, tag.key, seq, slot.tags.head_node());
@@ -240,8 +248,9 @@ impl<S: Default + Clone> TaggedQueues<S> {
         match self.pool.pop_front(&mut slot.tags) {
             Some(next) => {
                 slot.head_finish_offset = next.finish_offset;
+                // Within a flow keys never decrease, and `next` arrived later.
                 self.heads
-                    .update_with(flow, next.key, next.seq, slot.tags.head_node());
+                    .raise_top_with(next.key, next.seq, slot.tags.head_node());
             }
             None => {
                 self.heads.pop();

@@ -133,14 +133,16 @@ impl Scheduler for Scfq {
             self.queues.state_mut(f).last_finish = previous_finish;
         }
         if admission == Admission::Queued {
-            let state = self.queues.state_mut(flow);
-            // F̂ = L/r + max(F̂_prev, v̂)
-            let finish = state
-                .last_finish
-                .max(self.virtual_time)
-                .saturating_add(VirtualTime::ratio_ceil(size, state.weight as u64));
-            state.last_finish = finish;
-            self.queues.push_tag(flow, PacketTag { key: finish, finish });
+            let virtual_time = self.virtual_time;
+            self.queues.push_tag_with(flow, |state| {
+                // F̂ = L/r + max(F̂_prev, v̂)
+                let finish = state
+                    .last_finish
+                    .max(virtual_time)
+                    .saturating_add(VirtualTime::ratio_ceil(size, state.weight as u64));
+                state.last_finish = finish;
+                PacketTag { key: finish, finish }
+            });
         }
     }
 

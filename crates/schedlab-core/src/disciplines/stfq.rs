@@ -153,12 +153,14 @@ impl Scheduler for Stfq {
             self.queues.state_mut(f).last_finish = previous_finish;
         }
         if admission == Admission::Queued {
-            let state = self.queues.state_mut(flow);
-            // S = max{v(A), F_prev};  F = S + l/r
-            let start = state.last_finish.max(self.virtual_time);
-            let finish = start.saturating_add(VirtualTime::ratio_ceil(size, state.weight as u64));
-            state.last_finish = finish;
-            self.queues.push_tag(flow, PacketTag { key: start, finish });
+            let virtual_time = self.virtual_time;
+            self.queues.push_tag_with(flow, |state| {
+                // S = max{v(A), F_prev};  F = S + l/r
+                let start = state.last_finish.max(virtual_time);
+                let finish = start.saturating_add(VirtualTime::ratio_ceil(size, state.weight as u64));
+                state.last_finish = finish;
+                PacketTag { key: start, finish }
+            });
         }
     }
 

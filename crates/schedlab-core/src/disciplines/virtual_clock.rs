@@ -217,20 +217,19 @@ impl Scheduler for VirtualClock {
             }
         }
         if admission == Admission::Queued {
-            let state = self.queues.state_mut(flow).as_mut().expect("state created above");
-            // auxVC_i = max(AT_i, auxVC_i) + Vtick_i
-            let stamp = state
-                .aux_virtual_clock
-                .max(VirtualTime::from_integer(now))
-                .saturating_add(VirtualTime::transmission_time(size, state.rate));
-            state.aux_virtual_clock = stamp;
-            self.queues.push_tag(
-                flow,
+            self.queues.push_tag_with(flow, |state| {
+                let state = state.as_mut().expect("state created above");
+                // auxVC_i = max(AT_i, auxVC_i) + Vtick_i
+                let stamp = state
+                    .aux_virtual_clock
+                    .max(VirtualTime::from_integer(now))
+                    .saturating_add(VirtualTime::transmission_time(size, state.rate));
+                state.aux_virtual_clock = stamp;
                 PacketTag {
                     key: stamp,
                     finish: stamp,
-                },
-            );
+                }
+            });
         }
     }
 
