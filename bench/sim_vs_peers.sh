@@ -126,7 +126,9 @@ for flows in sorted({f for f, _ in runs}):
 lines += [
     "",
     "Events per packet differ by model (schedlab about 5 here: arrival, two transmission ends, "
-    "two propagations; ns-2 and ns-3 more, with their agents and protocol layers), so the table "
+    "two propagations, of which it handles 3 as events: the access link's transmission end and "
+    "the delivery are computed, see \"Session 6: fewer events per packet\"; ns-2 and ns-3 more, "
+    "with their agents and protocol layers), so the table "
     "compares packets, not events. See `bench/peers/README.md` for what each peer run measures "
     "and how the peers' semantics differ from schedlab's.",
     "<!-- sim-vs-peers:end -->",

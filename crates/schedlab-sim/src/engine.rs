@@ -2392,6 +2392,71 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Private hops and deliveries at transmission ends change no statistic on random
+        /// networks: flows over their own access links (random rates and delays, some without
+        /// delay) into one DRR or FIFO link, random models (CBR included, whose times can fall
+        /// on bin boundaries), sizes, warm-up and drain.
+        #[test]
+        fn shortcuts_change_no_statistic(
+            access in prop::collection::vec((100u32..3000, 0u32..3000, 0u8..3, 5u32..150, 40u32..1500), 1..12),
+            bottleneck_kbit in 500u32..5000,
+            bottleneck_delay_us in 0u32..2000,
+            warmup_ms in prop::sample::select(vec![0u32, 300]),
+            drain in any::<bool>(),
+            kind in prop::sample::select(vec!["drr", "fifo"]),
+        ) {
+            let mut text = format!(
+                "[run]\nduration = \"1500ms\"\nwarmup = \"{warmup_ms}ms\"\nseed = 4\nbin = \"100ms\"\ndrain = {drain}\n\
+                 [[link]]\nname = \"bottleneck\"\nrate = \"{bottleneck_kbit}kbit\"\ndelay = \"{bottleneck_delay_us}us\"\n\
+                 scheduler = {{ kind = \"{kind}\" }}\n"
+            );
+            for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
+                text += &format!(
+                    "[[link]]\nname = \"access_{i}\"\nrate = \"{rate_kbit}kbit\"\ndelay = \"{}us\"\nscheduler = {{ kind = \"fifo\" }}\n",
+                    if i % 3 == 0 { 0 } else { *delay_us }
+                );
+            }
+            for (i, (_, _, model, rate, size)) in access.iter().enumerate() {
+                let arrivals = match model {
+                    0 => format!("{{ model = \"poisson\", rate_pps = {rate} }}"),
+                    1 => format!("{{ model = \"cbr\", rate_pps = {rate} }}"),
+                    _ => format!(
+                        "{{ model = \"on_off\", mean_on = \"20ms\", mean_off = \"30ms\", rate_pps = {} }}",
+                        rate * 3
+                    ),
+                };
+                text += &format!(
+                    "[[source]]\nflow = {i}\npath = [\"access_{i}\", \"bottleneck\"]\narrivals = {arrivals}\n\
+                     size = {{ dist = \"uniform\", min = 40, max = {size} }}\n"
+                );
+            }
+            let scenario = crate::scenario::parse_scenario(&text, Path::new(".")).unwrap();
+            let with = super::run_replication_shortcuts(&scenario, 0, true).unwrap();
+            let without = super::run_replication_shortcuts(&scenario, 0, false).unwrap();
+            prop_assert_eq!(with.packets, without.packets);
+            prop_assert_eq!(with.window_end, without.window_end);
+            prop_assert_eq!(with.end_time, without.end_time);
+            for (a, b) in with.flows.iter().zip(&without.flows) {
+                prop_assert_eq!(
+                    (a.sent, a.received, a.dropped, a.delay_sum, a.delay_max),
+                    (b.sent, b.received, b.dropped, b.delay_sum, b.delay_max)
+                );
+                prop_assert_eq!(&a.delay, &b.delay);
+                prop_assert_eq!(&a.jitter, &b.jitter);
+            }
+            prop_assert_eq!(&with.in_flight, &without.in_flight);
+            prop_assert_eq!(&with.flow_series, &without.flow_series);
+            prop_assert_eq!(&with.link_window, &without.link_window);
+            prop_assert_eq!(&with.link_max_backlog, &without.link_max_backlog);
+            prop_assert_eq!(&with.link_series, &without.link_series);
+            prop_assert_eq!(&with.link_class_window, &without.link_class_window);
+            prop_assert_eq!(&with.link_class_busy_series, &without.link_class_busy_series);
+            prop_assert_eq!(&with.link_left_queued, &without.link_left_queued);
+        }
+    }
+
+    proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         /// Under every registered discipline, every measured packet is received or dropped
         /// exactly once (the network drains),
