@@ -26,7 +26,9 @@
 //! a packet's departure from it follows from Lindley's recursion when the packet enters, so
 //! its propagation to the next hop is scheduled then, and the hop's statistics are what the
 //! scheduler's run would have given (the replication's event count includes the events the
-//! hop stands for).
+//! hop stands for). When the network drains and every open-loop path ends at the same link
+//! (see [`sink_link`]), a packet's delivery is recorded at its transmission end there, with
+//! its delivery time a propagation delay later, instead of in a propagation event.
 //!
 //! Per-packet bookkeeping (network entry time, source, hop, whether it is measured) lives in a
 //! slab whose slot index is the low 32 bits of the packet id; slots are reused, so the steady
