@@ -150,9 +150,14 @@ impl TagCalendar {
     /// Whether `id` has an entry.
     #[inline]
     pub fn contains(&self, id: u32) -> bool {
-        // The heap first: from CALENDAR_MAX_ENTRIES entries on it holds them all, and its
-        // position table is smaller than the nodes.
-        self.overflow.contains(id) || self.nodes.get(id as usize).is_some_and(|node| node.bucket != NIL)
+        self.in_calendar(id) || self.overflow.contains(id)
+    }
+
+    /// Whether `id` is in the calendar (the nodes are not read while the calendar is empty,
+    /// as it is from [`CALENDAR_MAX_ENTRIES`] entries on: at many flows they are not cached).
+    #[inline(always)]
+    fn in_calendar(&self, id: u32) -> bool {
+        self.calendar_len > 0 && self.nodes.get(id as usize).is_some_and(|node| node.bucket != NIL)
     }
 
     #[inline(always)]
@@ -169,9 +174,10 @@ impl TagCalendar {
     /// The entry of `id`, if any.
     #[inline]
     pub fn get(&self, id: u32) -> Option<Entry<VirtualTime>> {
-        match self.nodes.get(id as usize) {
-            Some(node) if node.bucket != NIL => Some(self.entry(id)),
-            _ => self.overflow.get(id),
+        if self.in_calendar(id) {
+            Some(self.entry(id))
+        } else {
+            self.overflow.get(id)
         }
     }
 
@@ -395,23 +401,22 @@ impl TagCalendar {
     /// Sets the [`Entry::aux`] of `id` (which must have an entry); the order is unchanged.
     #[inline]
     pub fn set_aux(&mut self, id: u32, aux: u32) {
-        match self.nodes.get_mut(id as usize) {
-            Some(node) if node.bucket != NIL => node.aux = aux,
-            _ => self.overflow.set_aux(id, aux),
+        if self.in_calendar(id) {
+            self.nodes[id as usize].aux = aux;
+        } else {
+            self.overflow.set_aux(id, aux);
         }
     }
 
     /// Removes `id`'s entry, if any, and returns it.
     #[inline]
     pub fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
-        match self.nodes.get(id as usize) {
-            Some(node) if node.bucket != NIL => {
-                let entry = self.entry(id);
-                self.unlink(id);
-                Some(entry)
-            }
-            _ => self.overflow.remove(id),
+        if !self.in_calendar(id) {
+            return self.overflow.remove(id);
         }
+        let entry = self.entry(id);
+        self.unlink(id);
+        Some(entry)
     }
 
     /// Removes and returns the least entry; the cursor moves to its day if the calendar held
