@@ -259,6 +259,21 @@ impl<K: HeapKey> IndexedHeap<K> {
         Some(top)
     }
 
+    /// Replaces the least entry of the non-empty heap by `id` (not in the heap, or the least
+    /// entry's own id) with `key`, `seq` and `aux`: a pop and a push in one pass down from
+    /// the top, the usual exchange of the fair-queueing family's two sets. O(log n).
+    #[inline]
+    pub fn replace_top_with(&mut self, id: u32, key: K, seq: u64, aux: u32) {
+        let top = self.entries[0].id;
+        self.position[top as usize] = ABSENT;
+        let index = id as usize;
+        if index >= self.position.len() {
+            self.position.resize(index + 1, ABSENT);
+        }
+        debug_assert_eq!(self.position[index], ABSENT, "id {id} is already in the heap");
+        self.fall(0, Entry { key, seq, id, aux });
+    }
+
     /// Removes `id` if it is in the heap and returns its entry. O(log n).
     #[inline]
     pub fn remove(&mut self, id: u32) -> Option<Entry<K>> {
@@ -619,6 +634,17 @@ impl VirtualTimeHeap {
         }
     }
 
+    /// Replaces the least entry of the non-empty heap by `id` (see
+    /// [`IndexedHeap::replace_top_with`]). O(log n).
+    #[inline]
+    pub fn replace_top_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        self.with_key(
+            key,
+            |heap, offset| heap.replace_top_with(id, offset, seq, aux),
+            |heap, key| heap.replace_top_with(id, key, seq, aux),
+        );
+    }
+
     /// Removes and returns the least entry. O(log n).
     #[inline]
     pub fn pop(&mut self) -> Option<Entry<VirtualTime>> {
@@ -804,6 +830,8 @@ mod tests {
         Set(u32, u64, u64),
         Remove(u32),
         Pop,
+        /// `replace_top_with` when the heap is not empty and the id is absent or the top's.
+        ReplaceTop(u32, u64, u64),
     }
 
     fn arb_op() -> impl Strategy<Value = Op> {
@@ -811,6 +839,7 @@ mod tests {
             4 => (0u32..40, 0u64..20, 0u64..4).prop_map(|(id, key, seq)| Op::Set(id, key, seq)),
             1 => (0u32..40).prop_map(Op::Remove),
             2 => Just(Op::Pop),
+            2 => (0u32..40, 0u64..20, 0u64..4).prop_map(|(id, key, seq)| Op::ReplaceTop(id, key, seq)),
         ]
     }
 
@@ -819,6 +848,7 @@ mod tests {
         fn set(&mut self, id: u32, key: K, seq: u64);
         fn remove(&mut self, id: u32) -> Option<Entry<K>>;
         fn pop(&mut self) -> Option<Entry<K>>;
+        fn replace_top_with(&mut self, id: u32, key: K, seq: u64);
         fn peek(&self) -> Option<Entry<K>>;
         fn get(&self, id: u32) -> Option<Entry<K>>;
         fn len(&self) -> usize;
@@ -834,6 +864,9 @@ mod tests {
         }
         fn pop(&mut self) -> Option<Entry<K>> {
             IndexedHeap::pop(self)
+        }
+        fn replace_top_with(&mut self, id: u32, key: K, seq: u64) {
+            IndexedHeap::replace_top_with(self, id, key, seq, 0)
         }
         fn peek(&self) -> Option<Entry<K>> {
             IndexedHeap::peek(self).copied()
@@ -858,6 +891,9 @@ mod tests {
         }
         fn pop(&mut self) -> Option<Entry<VirtualTime>> {
             VirtualTimeHeap::pop(self)
+        }
+        fn replace_top_with(&mut self, id: u32, key: VirtualTime, seq: u64) {
+            VirtualTimeHeap::replace_top_with(self, id, key, seq, 0)
         }
         fn peek(&self) -> Option<Entry<VirtualTime>> {
             VirtualTimeHeap::peek(self)
@@ -906,6 +942,16 @@ mod tests {
                         model.remove(&entry.id);
                     }
                     prop_assert_eq!(heap.pop(), expected);
+                }
+                Op::ReplaceTop(id, value, seq) => {
+                    let Some(top) = least(&model) else { continue };
+                    if model.contains_key(&id) && id != top.id {
+                        continue;
+                    }
+                    let (key, seq) = (key_of(value, region), seq << 8 | id as u64);
+                    heap.replace_top_with(id, key, seq);
+                    model.remove(&top.id);
+                    model.insert(id, (key, seq));
                 }
             }
             heap.check();

@@ -23,13 +23,17 @@
 //! `check_every`. Violations are measured by [`LossWindowMeter`], outside the scheduling state.
 //!
 //! Invariants: a flow is in the ordering structure iff its queue is non-empty (in the deadline
-//! heap iff it also has a `deadline_gap`), under a key computed from its current state;
+//! heap iff it also has a `deadline_gap`), under a key computed from its current state (the
+//! deadline heap's key may trail the head's deadline: a service moves the deadline up without
+//! re-keying, and the check raises a trailing key when it reaches the top);
 //! consecutive deadlines of a backlogged stream are `deadline_gap` apart and never closer
 //! across idle periods; the meters never influence a decision. Work conserving: a dequeue
 //! returns `None` only when the check dropped every queued packet.
 //!
 //! Cost per packet, n backlogged streams, m deadline misses handled: heap O((1 + m) log n),
-//! list O(n + m). Rule (B) is the plain loop of the pseudo-code, one iteration per missed
+//! list O(n + m). A service re-keys the loss-tolerance heap (one sift-down from the top); the
+//! deadline heap only when the new head brings its own deadline, or later, once, when the
+//! stream's trailing key reaches the top before its deadline has passed. Rule (B) is the plain loop of the pseudo-code, one iteration per missed
 //! deadline, not the closed form (k misses in O(1)) used before: a backlogged head's deadline
 //! never trails `now` by more than the time since the last check, so the loop is short. In the
 //! `dwcs` bench (1/80 … 1/150, load near 1) it runs 0.015, 0.037 and 0.19 times per packet at
@@ -492,6 +496,26 @@ impl Order {
         }
     }
 
+    /// Re-keys the stream just served, still backlogged: its loss-tolerance and head changed,
+    /// and its deadline moved up by the gap unless `own_deadline` (the new head brings its
+    /// own, which may be earlier). The deadline heap keeps a lower bound of each stream's
+    /// deadline (see [`Dwcs::check`]), so a later deadline leaves it alone.
+    #[inline]
+    fn served(&mut self, flow: FlowId, stream: &DwcsStream, own_deadline: bool) {
+        match self {
+            Order::Heap {
+                deadlines,
+                precedence,
+            } => {
+                precedence.update(flow, stream.precedence(), flow as u64);
+                if own_deadline && stream.has_deadlines() {
+                    deadlines.update(flow, stream.deadline, flow as u64);
+                }
+            }
+            Order::List { .. } => self.set(flow, stream),
+        }
+    }
+
     fn remove(&mut self, flow: FlowId) {
         match self {
             Order::Heap {
@@ -624,7 +648,10 @@ impl Dwcs {
         let method = self.config.violation;
         let streams = &mut self.streams;
         let meters = &mut self.meters;
-        let mut miss = |flow: FlowId, queues: &mut FlowQueues, drops: &mut Vec<Dropped>| {
+        let mut miss = |streams: &mut Vec<Option<DwcsStream>>,
+                        flow: FlowId,
+                        queues: &mut FlowQueues,
+                        drops: &mut Vec<Dropped>| {
             let stream = streams[flow as usize]
                 .as_mut()
                 .expect("ordered streams have state");
@@ -639,7 +666,10 @@ impl Dwcs {
                 deadlines,
                 precedence,
             } => {
-                // Streams in deadline order; stop at the first deadline not yet passed.
+                // Streams in deadline order; stop at the first deadline not yet passed. A key
+                // is a lower bound of the stream's deadline (a service moves the deadline up
+                // without re-keying): a key below the deadline is raised to it when it comes
+                // to the top, so streams are handled in (deadline, flow) order all the same.
                 while let Some(&Entry {
                     key: deadline,
                     id: flow,
@@ -649,7 +679,15 @@ impl Dwcs {
                     if deadline >= now {
                         break;
                     }
-                    match miss(flow, &mut self.queues, drops) {
+                    let current = streams[flow as usize]
+                        .as_ref()
+                        .expect("ordered streams have state")
+                        .deadline;
+                    if current != deadline {
+                        deadlines.update(flow, current, flow as u64);
+                        continue;
+                    }
+                    match miss(streams, flow, &mut self.queues, drops) {
                         (true, stream) => {
                             precedence.update(flow, stream.precedence(), flow as u64);
                             deadlines.update(flow, stream.deadline, flow as u64);
@@ -670,7 +708,7 @@ impl Dwcs {
                         continue;
                     }
                     let flow = entries[at].id;
-                    match miss(flow, &mut self.queues, drops) {
+                    match miss(streams, flow, &mut self.queues, drops) {
                         (true, stream) => entries[at].key = stream.precedence(),
                         (false, _) => {
                             entries.swap_remove(at);
@@ -850,7 +888,7 @@ impl Scheduler for Dwcs {
         match self.queues.head(flow) {
             Some(head) => {
                 stream.new_head(head);
-                self.order.set(flow, stream);
+                self.order.served(flow, stream, head.deadline.is_some());
             }
             None => self.order.remove(flow),
         }
@@ -1625,6 +1663,39 @@ mod tests {
                         now += testkit::link().transmission_time(p.size as u64);
                     }
                 }
+            }
+        }
+
+        /// Heap and list make identical schedules when packets bring their own deadlines,
+        /// earlier or later than the derived ones (the deadline heap's keys then move down as
+        /// well as up).
+        #[test]
+        fn heap_and_list_agree_on_packet_deadlines(
+            flows in proptest::collection::vec(arb_flow_params(), 4),
+            config in arb_config(),
+            trace in testkit::arb_trace(4, 300),
+            own in proptest::collection::vec(prop_oneof![2 => Just(None), 1 => (0u64..6_000).prop_map(Some)], 300),
+        ) {
+            let table: Vec<(FlowId, DwcsFlowParams)> =
+                flows.iter().enumerate().map(|(f, p)| (f as FlowId, *p)).collect();
+            // A packet's own deadline: from 1 ms before its arrival to 5 ms after.
+            let trace: Vec<Packet> = trace
+                .iter()
+                .zip(&own)
+                .map(|(p, d)| Packet {
+                    deadline: d.map(|us| (p.arrival + us * US).saturating_sub(MS)),
+                    ..*p
+                })
+                .collect();
+            let mut heap = dwcs_with(&table, config, BufferLimit::UNLIMITED);
+            let list_config = DwcsConfig { structure: Structure::List, ..config };
+            let mut list = dwcs_with(&table, list_config, BufferLimit::UNLIMITED);
+            let a = testkit::check_invariants(&mut heap, &trace, true)?;
+            let b = testkit::check_invariants(&mut list, &trace, true)?;
+            prop_assert_eq!(a, b);
+            prop_assert_eq!(heap.discipline_counters(), list.discipline_counters());
+            for flow in 0..4 {
+                prop_assert_eq!(heap.stream(flow), list.stream(flow));
             }
         }
 

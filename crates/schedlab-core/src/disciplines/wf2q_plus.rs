@@ -52,7 +52,7 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::VirtualTimeHeap;
+use crate::indexed_heap::{Entry, VirtualTimeHeap};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -79,8 +79,28 @@ pub enum Place {
     Ineligible,
 }
 
-/// Per-flow WF2Q+ state.
+impl Place {
+    /// Whether a flow at this place has packets queued.
+    #[inline]
+    fn is_backlogged(self) -> bool {
+        matches!(self, Place::Eligible | Place::Ineligible)
+    }
+}
+
+/// A packet queued behind its flow's head: what filing the flow again needs once the packet
+/// before it is sent, kept apart from the packet itself so that a service reads one small
+/// node instead of the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Behind {
+    /// Arrival sequence number (the tie-breaker among equal tags).
+    seq: u64,
+    /// Size in bytes: `L_i` once the packet is the head.
+    size: u32,
+}
+
+/// Per-flow WF2Q+ state: one cache line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[repr(align(64))]
 pub struct Wf2qPlusFlow {
     /// The flow's weight (0 until first seen).
     pub weight: u32,
@@ -92,20 +112,25 @@ pub struct Wf2qPlusFlow {
     pub place: Place,
     /// `F_i` before the current head arrived to an empty queue (restored if it is pushed out).
     finish_before_head: VirtualTime,
-    /// Arrival sequence numbers of the queued packets (in `Wf2qPlus::arrivals`), parallel to
-    /// the packet queue.
-    arrivals: ListEnds,
+    /// The packets behind the head (in `Wf2qPlus::behind`), in queue order: the packet queue
+    /// without its head.
+    behind: ListEnds,
 }
+
+// The hot per-flow state fills exactly one cache line.
+const _: () = assert!(std::mem::size_of::<Wf2qPlusFlow>() == 64);
 
 /// WF2Q+ scheduler.
 #[derive(Clone, Debug)]
 pub struct Wf2qPlus {
     queues: FlowQueues,
     flows: Vec<Wf2qPlusFlow>,
-    /// Every flow's list of arrival sequence numbers.
-    arrivals: PooledLists<u64>,
+    /// Every flow's list of the packets behind its head.
+    behind: PooledLists<Behind>,
     table: FlowParamTable<ShareParams>,
-    /// Eligible flows by (F, head arrival sequence).
+    /// Eligible flows by (F, head arrival sequence). In `eligible` and `ineligible` an entry's
+    /// [`Entry::aux`] is the pool index of the flow's head packet, so that the packets of the
+    /// next flows to serve can be prefetched from the entries alone.
     eligible: VirtualTimeHeap,
     /// Backlogged flows with S > V, by (S, head arrival sequence).
     ineligible: VirtualTimeHeap,
@@ -168,9 +193,11 @@ impl Wf2qPlus {
         }
     }
 
-    /// Files `flow` (backlogged, tags set, `seq` its head's arrival sequence) under `eligible`
-    /// or `ineligible`, moving it out of the heap it was in.
-    fn file(&mut self, flow: FlowId, seq: u64) {
+    /// Files `flow` (backlogged, tags set, `seq` its head's arrival sequence, `head` its head
+    /// packet's node in the packet pool) under `eligible` or `ineligible`, moving it out of the
+    /// heap it was in.
+    #[inline]
+    fn file(&mut self, flow: FlowId, seq: u64, head: u32) {
         let state = &mut self.flows[flow as usize];
         let (place, key) = if state.start <= self.virtual_time {
             (Place::Eligible, state.finish)
@@ -178,14 +205,33 @@ impl Wf2qPlus {
             (Place::Ineligible, state.start)
         };
         let previous = std::mem::replace(&mut state.place, place);
-        if previous != place {
-            if let Some(heap) = self.heap(previous) {
-                heap.remove(flow);
-            }
+        if previous == place {
+            let heap = self.heap(place).expect("a filed place has a heap");
+            heap.update_with(flow, key, seq, head);
+            return;
         }
-        self.heap(place)
-            .expect("a filed place has a heap")
-            .set(flow, key, seq);
+        if let Some(heap) = self.heap(previous) {
+            heap.remove(flow);
+        }
+        let heap = self.heap(place).expect("a filed place has a heap");
+        heap.push_with(flow, key, seq, head);
+    }
+
+    /// `flow`, on top of `eligible` and with its next head's tags set (`seq` that head's arrival
+    /// sequence), has become ineligible, while `top`, the least entry of `ineligible`, has
+    /// become eligible: each takes the other's place at the top of the other heap, one pass
+    /// down each instead of a removal and an insertion in each. `select` would move `top` the
+    /// same way before the next choice (V only grows), so the order is the same.
+    #[inline]
+    fn exchange(&mut self, flow: FlowId, seq: u64, top: Entry<VirtualTime>) {
+        let moving = &mut self.flows[top.id as usize];
+        moving.place = Place::Eligible;
+        let finish = moving.finish;
+        self.eligible.replace_top_with(top.id, finish, top.seq, top.aux);
+        let state = &mut self.flows[flow as usize];
+        state.place = Place::Ineligible;
+        let head = self.queues.head_node(flow);
+        self.ineligible.replace_top_with(flow, state.start, seq, head);
     }
 
     /// `flow` has no packets left: it lingers while F > V, else leaves Σweight.
@@ -227,21 +273,21 @@ impl Wf2qPlus {
             if top.key > self.virtual_time {
                 break;
             }
-            self.file(top.id, top.seq);
+            self.file(top.id, top.seq, top.aux);
         }
         self.eligible.peek().map(|top| top.id)
     }
 
-    /// A pushed-out packet of `flow`: forget its arrival; if it was the head, restore the
+    /// A pushed-out packet of `flow` (its tail): forget it; if it was the head, restore the
     /// flow's finish tag and take the flow off the heaps.
     fn roll_back(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
-        self.arrivals.pop_back(&mut state.arrivals);
-        if state.arrivals.is_empty() {
-            state.finish = state.finish_before_head;
-            state.start = state.finish;
-            self.retire(flow);
+        if self.behind.pop_back(&mut state.behind).is_some() {
+            return; // the head stays
         }
+        state.finish = state.finish_before_head;
+        state.start = state.finish;
+        self.retire(flow);
     }
 }
 
@@ -265,7 +311,7 @@ impl Discipline for Wf2qPlus {
         Ok(Wf2qPlus {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
-            arrivals: PooledLists::default(),
+            behind: PooledLists::default(),
             table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
             eligible: VirtualTimeHeap::new(),
             ineligible: VirtualTimeHeap::new(),
@@ -316,10 +362,14 @@ impl Scheduler for Wf2qPlus {
         self.next_sequence += 1;
         let nothing_else_backlogged = self.queues.counters.backlog().packets == 1;
         let state = &mut self.flows[flow as usize];
-        let was_empty = state.arrivals.is_empty();
-        self.arrivals.push_back(&mut state.arrivals, sequence);
-        if !was_empty {
-            return; // not the head: tags are computed when it reaches the head
+        if state.place.is_backlogged() {
+            // Not the head: tags are computed when it reaches the head.
+            let behind = Behind {
+                seq: sequence,
+                size: size as u32,
+            };
+            self.behind.push_back(&mut state.behind, behind);
+            return;
         }
         match state.place {
             Place::Idle => self.weight_sum += state.weight as u64,
@@ -336,7 +386,7 @@ impl Scheduler for Wf2qPlus {
             // V = max(V, min S): the only backlogged flow is eligible at once.
             self.virtual_time = self.virtual_time.max(state.start);
         }
-        self.file(flow, sequence);
+        self.file(flow, sequence, self.queues.head_node(flow));
     }
 
     fn dequeue(&mut self, now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
@@ -352,22 +402,37 @@ impl Scheduler for Wf2qPlus {
         self.last_dequeue_size = size;
         let state = &mut self.flows[flow as usize];
         self.max_finish_served = self.max_finish_served.max(state.finish);
-        self.arrivals.pop_front(&mut state.arrivals);
         state.start = state.finish;
-        match (self.queues.head(flow), self.arrivals.front(&state.arrivals)) {
-            (Some(head), Some(&seq)) => {
+        match self.behind.pop_front(&mut state.behind) {
+            Some(head) => {
                 // New head of a backlogged flow: S = F;  F = S + L/w
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
-                self.file(flow, seq);
+                match self.ineligible.peek() {
+                    Some(top) if state.start > self.virtual_time && top.key <= self.virtual_time => {
+                        self.exchange(flow, head.seq, top);
+                    }
+                    _ => self.file(flow, head.seq, self.queues.head_node(flow)),
+                }
             }
-            _ => self.retire(flow),
+            None => self.retire(flow),
         }
-        // Start loading what the next calls read from tables of every flow.
-        for (next, _) in self.eligible.upcoming().into_iter().flatten() {
-            self.queues.prefetch_flow(next);
-            self.flows.get(next as usize).inspect(|state| prefetch(*state));
+        // Start loading what the next calls read from tables of every flow: the state, the
+        // packet queue's ends and counters, and the packet behind the head (the entry's aux).
+        let [next, after_next] = self.eligible.upcoming();
+        for (flow, head) in [next, after_next].into_iter().flatten() {
+            self.queues.prefetch_flow(flow);
+            self.queues.prefetch_node(head);
+            self.flows.get(flow as usize).inspect(|state| prefetch(*state));
+        }
+        if let Some((next, _)) = next {
+            // Its state was (usually) prefetched one call ago: the packet behind its head.
+            let second = self
+                .flows
+                .get(next as usize)
+                .map_or(u32::MAX, |state| state.behind.head_node());
+            self.behind.prefetch_node(second);
         }
         Some(packet)
     }
