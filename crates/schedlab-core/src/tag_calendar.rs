@@ -358,7 +358,7 @@ impl TagCalendar {
         self.floor = day_of(top.key.raw());
         match next(&top) {
             Some((key, seq, aux)) if self.window_for(day_of(key.raw()), self.len() - 1).is_none() => {
-                self.overflow.raise_top_with(key, seq, aux);
+                self.overflow.replace_top_with(id, key, seq, aux);
             }
             Some((key, seq, aux)) => {
                 self.overflow.pop();

@@ -160,7 +160,7 @@ impl HeadOrder for VirtualTimeHeap {
         let top = VirtualTimeHeap::peek(self)?;
         match next(&top) {
             // Within a flow keys never decrease, and the next tag arrived later.
-            Some((key, seq, aux)) => self.raise_top_with(key, seq, aux),
+            Some((key, seq, aux)) => self.replace_top_with(top.id, key, seq, aux),
             None => {
                 self.pop();
             }
