@@ -8,8 +8,8 @@
 //! Event Set Problem", Communications of the ACM 31(10), 1988: a circular array of buckets
 //! ("days") of fixed width, each bucket a sorted list, scanned from the current day on.
 //!
-//! Here a key's *day* is its integer part (`key >> 32`: one byte per unit weight for the tags of
-//! SCFQ and STFQ), the calendar holds the entries whose day lies in
+//! Here a key's *day* is `key >> DAY_SHIFT` (half a unit: half a byte per unit weight for the
+//! tags of SCFQ and STFQ), the calendar holds the entries whose day lies in
 //! `[cursor, cursor + BUCKETS)` in bucket `day mod BUCKETS`, each bucket a list sorted by
 //! `(key, seq)`, and a two-level bitmap finds the first non-empty bucket from the cursor. Every
 //! other entry (a key below the cursor or [`BUCKETS`] days or more above it, or any key while
@@ -29,8 +29,9 @@
 use crate::indexed_heap::{Entry, VirtualTimeHeap, PREFETCH_AHEAD_ENTRIES, PREFETCH_ENTRIES};
 use crate::virtual_time::{VirtualTime, FRACTION_BITS};
 
-/// Fractional bits of a key below its day: a day is 1/4 of a unit (a quarter byte per unit
-/// weight for SCFQ and STFQ).
+/// Bits of a raw key below its day: a day is half a unit (half a byte per unit weight for SCFQ
+/// and STFQ; one-byte days put about 11 heads in a bucket at 16,384 flows, quarter-byte days
+/// need a bucket array twice as large, sparsely touched at few flows).
 pub const DAY_SHIFT: u32 = FRACTION_BITS - 1;
 /// Buckets (days) of the calendar: 16,384 bytes per unit weight of tags ahead of the cursor
 /// (room for a 9,000-byte packet at weight 1).
@@ -99,7 +100,7 @@ struct Buckets {
 }
 
 impl Buckets {
-    /// Empty buckets, on the heap. Out of line: built in place, its 264 KB would otherwise make
+    /// Empty buckets, on the heap. Out of line: built in place, its 132 KiB would otherwise make
     /// every push probe that much stack.
     #[cold]
     #[inline(never)]
