@@ -220,19 +220,6 @@ impl<K: HeapKey> IndexedHeap<K> {
         self.place(at as usize, Entry { key, seq, id, aux });
     }
 
-    /// Gives the least entry (the heap must not be empty) a new key, seq and
-    /// [`Entry::aux`] that do not precede its old ones: one sift-down from the top, with no
-    /// position lookup. O(log n).
-    #[inline]
-    pub fn raise_top_with(&mut self, key: K, seq: u64, aux: u32) {
-        let id = self.entries[0].id;
-        debug_assert!(
-            !Entry::new(key, seq, id).before(&self.entries[0]),
-            "the top's key must not decrease"
-        );
-        self.fall(0, Entry { key, seq, id, aux });
-    }
-
     /// Sets the [`Entry::aux`] of `id` (which must be in the heap); the order is unchanged.
     #[inline]
     pub fn set_aux(&mut self, id: u32, aux: u32) {
@@ -565,17 +552,6 @@ impl VirtualTimeHeap {
             key,
             |heap, offset| heap.update_with(id, offset, seq, aux),
             |heap, key| heap.update_with(id, key, seq, aux),
-        );
-    }
-
-    /// Gives the least entry (the heap must not be empty) a new key, seq and [`Entry::aux`]
-    /// that do not precede its old ones (see [`IndexedHeap::raise_top_with`]). O(log n).
-    #[inline]
-    pub fn raise_top_with(&mut self, key: VirtualTime, seq: u64, aux: u32) {
-        self.with_key(
-            key,
-            |heap, offset| heap.raise_top_with(offset, seq, aux),
-            |heap, key| heap.raise_top_with(key, seq, aux),
         );
     }
 
