@@ -220,19 +220,6 @@ impl<K: HeapKey> IndexedHeap<K> {
         self.place(at as usize, Entry { key, seq, id, aux });
     }
 
-    /// Gives the least entry (the heap must not be empty) a new key, seq and
-    /// [`Entry::aux`] that do not precede its old ones: one sift-down from the top, with no
-    /// position lookup. O(log n).
-    #[inline]
-    pub fn raise_top_with(&mut self, key: K, seq: u64, aux: u32) {
-        let id = self.entries[0].id;
-        debug_assert!(
-            !Entry::new(key, seq, id).before(&self.entries[0]),
-            "the top's key must not decrease"
-        );
-        self.fall(0, Entry { key, seq, id, aux });
-    }
-
     /// Sets the [`Entry::aux`] of `id` (which must be in the heap); the order is unchanged.
     #[inline]
     pub fn set_aux(&mut self, id: u32, aux: u32) {
@@ -257,6 +244,21 @@ impl<K: HeapKey> IndexedHeap<K> {
         let top = *self.entries.first()?;
         self.remove_at(0);
         Some(top)
+    }
+
+    /// Replaces the least entry of the non-empty heap by `id` (not in the heap, or the least
+    /// entry's own id) with `key`, `seq` and `aux`: a pop and a push in one pass down from
+    /// the top, the usual exchange of the fair-queueing family's two sets. O(log n).
+    #[inline]
+    pub fn replace_top_with(&mut self, id: u32, key: K, seq: u64, aux: u32) {
+        let top = self.entries[0].id;
+        self.position[top as usize] = ABSENT;
+        let index = id as usize;
+        if index >= self.position.len() {
+            self.position.resize(index + 1, ABSENT);
+        }
+        debug_assert_eq!(self.position[index], ABSENT, "id {id} is already in the heap");
+        self.fall(0, Entry { key, seq, id, aux });
     }
 
     /// Removes `id` if it is in the heap and returns its entry. O(log n).
@@ -553,17 +555,6 @@ impl VirtualTimeHeap {
         );
     }
 
-    /// Gives the least entry (the heap must not be empty) a new key, seq and [`Entry::aux`]
-    /// that do not precede its old ones (see [`IndexedHeap::raise_top_with`]). O(log n).
-    #[inline]
-    pub fn raise_top_with(&mut self, key: VirtualTime, seq: u64, aux: u32) {
-        self.with_key(
-            key,
-            |heap, offset| heap.raise_top_with(offset, seq, aux),
-            |heap, key| heap.raise_top_with(key, seq, aux),
-        );
-    }
-
     /// Sets the [`Entry::aux`] of `id` (which must be in the heap); the order is unchanged.
     #[inline]
     pub fn set_aux(&mut self, id: u32, aux: u32) {
@@ -617,6 +608,17 @@ impl VirtualTimeHeap {
         } else {
             self.push(id, key, seq);
         }
+    }
+
+    /// Replaces the least entry of the non-empty heap by `id` (see
+    /// [`IndexedHeap::replace_top_with`]). O(log n).
+    #[inline]
+    pub fn replace_top_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        self.with_key(
+            key,
+            |heap, offset| heap.replace_top_with(id, offset, seq, aux),
+            |heap, key| heap.replace_top_with(id, key, seq, aux),
+        );
     }
 
     /// Removes and returns the least entry. O(log n).
@@ -804,6 +806,8 @@ mod tests {
         Set(u32, u64, u64),
         Remove(u32),
         Pop,
+        /// `replace_top_with` when the heap is not empty and the id is absent or the top's.
+        ReplaceTop(u32, u64, u64),
     }
 
     fn arb_op() -> impl Strategy<Value = Op> {
@@ -811,6 +815,7 @@ mod tests {
             4 => (0u32..40, 0u64..20, 0u64..4).prop_map(|(id, key, seq)| Op::Set(id, key, seq)),
             1 => (0u32..40).prop_map(Op::Remove),
             2 => Just(Op::Pop),
+            2 => (0u32..40, 0u64..20, 0u64..4).prop_map(|(id, key, seq)| Op::ReplaceTop(id, key, seq)),
         ]
     }
 
@@ -819,6 +824,7 @@ mod tests {
         fn set(&mut self, id: u32, key: K, seq: u64);
         fn remove(&mut self, id: u32) -> Option<Entry<K>>;
         fn pop(&mut self) -> Option<Entry<K>>;
+        fn replace_top_with(&mut self, id: u32, key: K, seq: u64);
         fn peek(&self) -> Option<Entry<K>>;
         fn get(&self, id: u32) -> Option<Entry<K>>;
         fn len(&self) -> usize;
@@ -834,6 +840,9 @@ mod tests {
         }
         fn pop(&mut self) -> Option<Entry<K>> {
             IndexedHeap::pop(self)
+        }
+        fn replace_top_with(&mut self, id: u32, key: K, seq: u64) {
+            IndexedHeap::replace_top_with(self, id, key, seq, 0)
         }
         fn peek(&self) -> Option<Entry<K>> {
             IndexedHeap::peek(self).copied()
@@ -858,6 +867,9 @@ mod tests {
         }
         fn pop(&mut self) -> Option<Entry<VirtualTime>> {
             VirtualTimeHeap::pop(self)
+        }
+        fn replace_top_with(&mut self, id: u32, key: VirtualTime, seq: u64) {
+            VirtualTimeHeap::replace_top_with(self, id, key, seq, 0)
         }
         fn peek(&self) -> Option<Entry<VirtualTime>> {
             VirtualTimeHeap::peek(self)
@@ -906,6 +918,16 @@ mod tests {
                         model.remove(&entry.id);
                     }
                     prop_assert_eq!(heap.pop(), expected);
+                }
+                Op::ReplaceTop(id, value, seq) => {
+                    let Some(top) = least(&model) else { continue };
+                    if model.contains_key(&id) && id != top.id {
+                        continue;
+                    }
+                    let (key, seq) = (key_of(value, region), seq << 8 | id as u64);
+                    heap.replace_top_with(id, key, seq);
+                    model.remove(&top.id);
+                    model.insert(id, (key, seq));
                 }
             }
             heap.check();

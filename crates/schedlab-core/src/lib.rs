@@ -36,6 +36,7 @@ pub mod registry;
 pub mod round_robin;
 pub mod scheduler;
 pub mod stage;
+pub mod tag_calendar;
 pub mod tagged_queues;
 pub mod time;
 pub mod virtual_time;

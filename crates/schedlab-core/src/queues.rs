@@ -324,6 +324,19 @@ impl FlowQueues {
         }
     }
 
+    /// The pool index of the node of the head packet of `flow` (`u32::MAX` if it has none), for
+    /// [`FlowQueues::prefetch_node`] without reading the flow's list ends again.
+    #[inline(always)]
+    pub fn head_node(&self, flow: FlowId) -> u32 {
+        self.ends.get(flow as usize).map_or(u32::MAX, ListEnds::head_node)
+    }
+
+    /// Prefetches the packet node `node` (from [`FlowQueues::head_node`]; none if out of range).
+    #[inline(always)]
+    pub fn prefetch_node(&self, node: u32) {
+        self.pool.prefetch_node(node);
+    }
+
     /// Prefetches the node of the head packet of `flow` (reads its list ends).
     #[inline(always)]
     pub fn prefetch_head(&self, flow: FlowId) {

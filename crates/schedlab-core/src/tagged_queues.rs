@@ -24,14 +24,21 @@
 //! tables exceed the caches and each dependent read would wait for memory.
 //!
 //! Tie rule: equal keys are served in arrival order (`seq` is a global arrival counter).
+//!
+//! Order structure ([`HeadOrder`]): each discipline chooses it as the second type parameter.
+//! The default is the 4-ary [`VirtualTimeHeap`] (WFQ, Virtual Clock: a newly backlogged flow
+//! may get a key below the one served last). [`TagCalendar`] is exact for any keys too, and
+//! cheaper when the heads lie within a bounded window above the key last served (SCFQ, STFQ;
+//! see their headers).
 
 use crate::config::{BufferLimit, ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
-use crate::indexed_heap::{VirtualTimeHeap, PREFETCH_ENTRIES};
+use crate::indexed_heap::{Entry, VirtualTimeHeap, PREFETCH_ENTRIES};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
+use crate::tag_calendar::TagCalendar;
 use crate::virtual_time::VirtualTime;
 
 /// The tags of one queued packet.
@@ -82,29 +89,155 @@ struct FlowSlot<S> {
     state: S,
 }
 
-/// Per-flow queues of tagged packets, per-flow discipline state `S`, and a heap over the
+/// The order of the head-of-line tags: one entry per backlogged flow, keyed `(key, seq)`, with
+/// the owner's [`Entry::aux`] (the pool index of the flow's second tag).
+pub trait HeadOrder: Clone + std::fmt::Debug + Default {
+    /// Number of entries.
+    fn len(&self) -> usize;
+    /// Whether there is no entry.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Whether `id` has an entry.
+    fn contains(&self, id: u32) -> bool;
+    /// The entry of `id`, if any.
+    fn get(&self, id: u32) -> Option<Entry<VirtualTime>>;
+    /// The least entry.
+    fn peek(&self) -> Option<Entry<VirtualTime>>;
+    /// Adds `id` (which has no entry).
+    fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32);
+    /// Sets the [`Entry::aux`] of `id` (which has an entry).
+    fn set_aux(&mut self, id: u32, aux: u32);
+    /// Removes the entry of `id`, if any.
+    fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>>;
+    /// Takes the least entry out, then files its id again with the `(key, seq, aux)` that
+    /// `next` returns for it (if any); returns the entry taken out.
+    fn pop_then(
+        &mut self,
+        next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
+    ) -> Option<Entry<VirtualTime>>;
+    /// The ids and [`Entry::aux`] worth prefetching for before the next pops: none below
+    /// [`PREFETCH_ENTRIES`] entries, else the least, and from [`crate::indexed_heap::PREFETCH_AHEAD_ENTRIES`]
+    /// entries on also the one after it.
+    fn upcoming(&self) -> [Option<(u32, u32)>; 2];
+}
+
+impl HeadOrder for VirtualTimeHeap {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        VirtualTimeHeap::len(self)
+    }
+    #[inline(always)]
+    fn contains(&self, id: u32) -> bool {
+        VirtualTimeHeap::contains(self, id)
+    }
+    #[inline(always)]
+    fn get(&self, id: u32) -> Option<Entry<VirtualTime>> {
+        VirtualTimeHeap::get(self, id)
+    }
+    #[inline(always)]
+    fn peek(&self) -> Option<Entry<VirtualTime>> {
+        VirtualTimeHeap::peek(self)
+    }
+    #[inline(always)]
+    fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        VirtualTimeHeap::push_with(self, id, key, seq, aux)
+    }
+    #[inline(always)]
+    fn set_aux(&mut self, id: u32, aux: u32) {
+        VirtualTimeHeap::set_aux(self, id, aux)
+    }
+    #[inline(always)]
+    fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
+        VirtualTimeHeap::remove(self, id)
+    }
+    #[inline(always)]
+    fn pop_then(
+        &mut self,
+        next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
+    ) -> Option<Entry<VirtualTime>> {
+        // The top's key changes in place: one sift-down instead of a removal and a push.
+        let top = VirtualTimeHeap::peek(self)?;
+        match next(&top) {
+            // Within a flow keys never decrease, and the next tag arrived later.
+            Some((key, seq, aux)) => self.replace_top_with(top.id, key, seq, aux),
+            None => {
+                self.pop();
+            }
+        }
+        Some(top)
+    }
+    #[inline(always)]
+    fn upcoming(&self) -> [Option<(u32, u32)>; 2] {
+        VirtualTimeHeap::upcoming(self)
+    }
+}
+
+impl HeadOrder for TagCalendar {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        TagCalendar::len(self)
+    }
+    #[inline(always)]
+    fn contains(&self, id: u32) -> bool {
+        TagCalendar::contains(self, id)
+    }
+    #[inline(always)]
+    fn get(&self, id: u32) -> Option<Entry<VirtualTime>> {
+        TagCalendar::get(self, id)
+    }
+    #[inline(always)]
+    fn peek(&self) -> Option<Entry<VirtualTime>> {
+        TagCalendar::peek(self)
+    }
+    #[inline(always)]
+    fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        TagCalendar::push_with(self, id, key, seq, aux)
+    }
+    #[inline(always)]
+    fn set_aux(&mut self, id: u32, aux: u32) {
+        TagCalendar::set_aux(self, id, aux)
+    }
+    #[inline(always)]
+    fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
+        TagCalendar::remove(self, id)
+    }
+    #[inline(always)]
+    fn pop_then(
+        &mut self,
+        next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
+    ) -> Option<Entry<VirtualTime>> {
+        TagCalendar::pop_then(self, next)
+    }
+    #[inline(always)]
+    fn upcoming(&self) -> [Option<(u32, u32)>; 2] {
+        TagCalendar::upcoming(self)
+    }
+}
+
+/// Per-flow queues of tagged packets, per-flow discipline state `S`, and the order `H` of the
 /// head-of-line keys.
 #[derive(Clone, Debug)]
-pub struct TaggedQueues<S> {
+pub struct TaggedQueues<S, H = VirtualTimeHeap> {
     queues: FlowQueues,
     slots: Vec<FlowSlot<S>>,
     /// Every flow's tag list.
     pool: PooledLists<Tagged>,
     /// Head-of-line keys by flow: entry `seq` is the head packet's arrival sequence.
-    heads: VirtualTimeHeap,
+    heads: H,
     next_seq: u64,
     /// Push-outs of the last admission (capacity kept, so no allocation in steady state).
     pushed_out: Vec<(FlowId, VirtualTime)>,
 }
 
-impl<S: Default + Clone> TaggedQueues<S> {
+impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
     /// Empty queues with `limit`.
-    pub fn new(limit: BufferLimit) -> TaggedQueues<S> {
+    pub fn new(limit: BufferLimit) -> TaggedQueues<S, H> {
         TaggedQueues {
             queues: FlowQueues::new(limit),
             slots: Vec::new(),
             pool: PooledLists::default(),
-            heads: VirtualTimeHeap::new(),
+            heads: H::default(),
             next_seq: 0,
             pushed_out: Vec::new(),
         }
@@ -237,26 +370,22 @@ impl<S: Default + Clone> TaggedQueues<S> {
     /// tags, recording it as sent. O(log active flows).
     #[inline]
     pub fn pop_min(&mut self) -> Option<(Packet, PacketTag)> {
-        let top = self.heads.peek()?;
+        let prefetch_head = self.heads.len() >= PREFETCH_ENTRIES;
+        let (slots, pool, queues) = (&mut self.slots, &mut self.pool, &self.queues);
+        let mut tag = PacketTag::default();
+        let top = self.heads.pop_then(|top| {
+            if prefetch_head {
+                // Its packet's node is read last: start the load now.
+                queues.prefetch_head(top.id);
+            }
+            let slot = &mut slots[top.id as usize];
+            tag = tag_of(top.key, slot.head_finish_offset);
+            slot.last_sent_finish = tag.finish;
+            let next = pool.pop_front(&mut slot.tags)?;
+            slot.head_finish_offset = next.finish_offset;
+            Some((next.key, next.seq, slot.tags.head_node()))
+        })?;
         let flow = top.id;
-        if self.heads.len() >= PREFETCH_ENTRIES {
-            // Its packet's node is read last: start the load now.
-            self.queues.prefetch_head(flow);
-        }
-        let slot = &mut self.slots[flow as usize];
-        let tag = tag_of(top.key, slot.head_finish_offset);
-        match self.pool.pop_front(&mut slot.tags) {
-            Some(next) => {
-                slot.head_finish_offset = next.finish_offset;
-                // Within a flow keys never decrease, and `next` arrived later.
-                self.heads
-                    .raise_top_with(next.key, next.seq, slot.tags.head_node());
-            }
-            None => {
-                self.heads.pop();
-            }
-        }
-        slot.last_sent_finish = tag.finish;
         let packet = self.queues.pop_sent(flow).expect("tags run parallel to packets");
         // The next flow to serve is known now, and (see `VirtualTimeHeap::upcoming`) the one
         // after it is one of its children in the heap: start loading what the next calls read

@@ -20,11 +20,19 @@
 //!
 //! Invariants: a flow's tags increase packet by packet; `virtual_time` never decreases (a
 //! packet dequeued later has a tag at least that of the one in service: every arrival's tag
-//! exceeds `virtual_time`); only head-of-line tags are in the priority heap.
+//! exceeds `virtual_time`); only head-of-line tags are in the priority structure, and they lie
+//! in `[v̂, v̂ + L_max/w_min]`: a packet that becomes a head gets `F̂ = v̂ + L/w` (its flow's
+//! previous tag was just served, or was served before and so is at most `v̂`). A push-out never
+//! lowers a head (a pushed-out head leaves; a pushed-out tail only lowers `last_finish`, which
+//! the next arrival raises to at least `v̂` again).
 //!
 //! Guarantee (Golestani's fairness theorem): over any interval in which flows i and j are both
-//! backlogged, `|W_i/w_i − W_j/w_j| ≤ L_i^max/w_i + L_j^max/w_j` (W in bytes). Complexity
-//! O(log active flows) per packet.
+//! backlogged, `|W_i/w_i − W_j/w_j| ≤ L_i^max/w_i + L_j^max/w_j` (W in bytes).
+//!
+//! Complexity: the heads are kept in a [`TagCalendar`] (buckets of half a byte per unit weight
+//! from `v̂` on, each sorted by (tag, arrival), a bitmap to find the first): O(1) per packet
+//! while the heads per bucket stay few, exact order in every case (tags outside its window go
+//! to a 4-ary heap beside it).
 //!
 //! Choices where the paper is silent:
 //! * The paper resets `v̂` to zero (and every tag) at the end of a busy period. Here `v̂` is
@@ -41,6 +49,7 @@ use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
+use crate::tag_calendar::TagCalendar;
 use crate::tagged_queues::{share_param, PacketTag, ShareParams, TaggedQueues};
 use crate::time::TimeNs;
 use crate::virtual_time::VirtualTime;
@@ -61,7 +70,7 @@ pub struct ScfqFlow {
 /// Self-Clocked Fair Queueing scheduler.
 #[derive(Clone, Debug)]
 pub struct Scfq {
-    queues: TaggedQueues<ScfqFlow>,
+    queues: TaggedQueues<ScfqFlow, TagCalendar>,
     table: FlowParamTable<ShareParams>,
     virtual_time: VirtualTime,
 }
@@ -96,7 +105,7 @@ impl Discipline for Scfq {
         id: "scfq",
         name: "Self-Clocked Fair Queueing",
         citation: "Golestani, IEEE INFOCOM 1994",
-        summary: "Serves the least finish tag F = max(F_prev, v) + L/w, where v is the finish tag of the packet in service. O(log flows); byte shares in proportion to weights within L_i/w_i + L_j/w_j.",
+        summary: "Serves the least finish tag F = max(F_prev, v) + L/w, where v is the finish tag of the packet in service. Heads in a calendar queue (O(1) per packet for tags within its window, a heap beside it for others); byte shares in proportion to weights within L_i/w_i + L_j/w_j.",
         scheduler_params: &[],
         flow_params: &[share_param("share of the link, in proportion to the shares of the backlogged flows")],
         per_flow_queues: true,

@@ -21,10 +21,18 @@
 //! `l/w` rounded up).
 //!
 //! Invariants: a flow's start tags increase packet by packet; `virtual_time` never decreases;
-//! only head-of-line tags are in the priority heap.
+//! only head-of-line tags are in the priority structure, and they lie in
+//! `[v, v + l_max/w_min]`: a packet that becomes a head while its flow is backlogged gets
+//! `S = F_prev = S_prev + l/w` with `S_prev` just served (at most `v`), and one arriving to an
+//! empty flow gets `S = max(v, F_prev)` with `F_prev` at most `v + l/w` for the same reason.
 //!
 //! Guarantee (Theorem 1): over any interval in which flows f and m are both backlogged,
-//! `|W_f/w_f − W_m/w_m| ≤ l_f^max/w_f + l_m^max/w_m`. Complexity O(log active flows) per packet.
+//! `|W_f/w_f − W_m/w_m| ≤ l_f^max/w_f + l_m^max/w_m`.
+//!
+//! Complexity: the heads are kept in a [`TagCalendar`] (buckets of half a byte per unit weight
+//! from `v` on, each sorted by (tag, arrival), a bitmap to find the first): O(1) per packet
+//! while the heads per bucket stay few, exact order in every case (tags outside its window go
+//! to a 4-ary heap beside it).
 //!
 //! Choices where the paper is silent:
 //! * The end of a busy period is when the link finishes the last packet with nothing queued.
@@ -41,6 +49,7 @@ use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
+use crate::tag_calendar::TagCalendar;
 use crate::tagged_queues::{share_param, PacketTag, ShareParams, TaggedQueues};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
@@ -61,7 +70,7 @@ pub struct StfqFlow {
 /// Start-time Fair Queueing scheduler.
 #[derive(Clone, Debug)]
 pub struct Stfq {
-    queues: TaggedQueues<StfqFlow>,
+    queues: TaggedQueues<StfqFlow, TagCalendar>,
     table: FlowParamTable<ShareParams>,
     virtual_time: VirtualTime,
     max_finish_served: VirtualTime,
@@ -109,7 +118,7 @@ impl Discipline for Stfq {
         id: "stfq",
         name: "Start-time Fair Queueing",
         citation: "Goyal, Vin & Cheng, ACM SIGCOMM 1996",
-        summary: "Serves the least start tag S = max(v, F_prev), where v is the start tag of the packet in service. O(log flows); byte shares in proportion to weights within l_f/w_f + l_m/w_m.",
+        summary: "Serves the least start tag S = max(v, F_prev), where v is the start tag of the packet in service. Heads in a calendar queue (O(1) per packet for tags within its window, a heap beside it for others); byte shares in proportion to weights within l_f/w_f + l_m/w_m.",
         scheduler_params: &[],
         flow_params: &[share_param("share of the link, in proportion to the shares of the backlogged flows")],
         per_flow_queues: true,

@@ -18,7 +18,9 @@
 //!   when no backlogged session is eligible V jumps to the least start tag;
 //! * "serve, among the sessions with `S_i ≤ V` (eligible), the one with the least `F_i`" →
 //!   heap `eligible` keyed (F, head arrival sequence); ineligible sessions wait in
-//!   `ineligible` keyed (S, head arrival sequence) and move over as V passes their S.
+//!   `ineligible` keyed (S, head arrival sequence) and move over as V passes their S (a
+//!   served flow that turns ineligible while ineligible's least flow has turned eligible
+//!   trades places with it at the top of both heaps, `Wf2qPlus::exchange`).
 //!
 //! Units and rounding: [`VirtualTime`] fixed point (2^-32 byte/weight); `L/w` and `L/Σw`
 //! rounded up.
@@ -52,7 +54,7 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::VirtualTimeHeap;
+use crate::indexed_heap::{Entry, VirtualTimeHeap};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -89,7 +91,7 @@ impl Place {
 
 /// A packet queued behind its flow's head: what filing the flow again needs once the packet
 /// before it is sent, kept apart from the packet itself so that a service reads one small
-/// node (whose index the flow's heap entry carries, for prefetching) instead of the packet.
+/// node instead of the packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Behind {
     /// Arrival sequence number (the tie-breaker among equal tags).
@@ -125,13 +127,12 @@ const _: () = assert!(std::mem::size_of::<Wf2qPlusFlow>() == 64);
 pub struct Wf2qPlus {
     queues: FlowQueues,
     flows: Vec<Wf2qPlusFlow>,
-    /// Every flow's list of the packets behind its head. The heap entry of a backlogged flow
-    /// (in `eligible` or `ineligible`) keeps the pool index of the first of them in
-    /// [`crate::indexed_heap::Entry::aux`], so that it can be prefetched before the flow is
-    /// served.
+    /// Every flow's list of the packets behind its head.
     behind: PooledLists<Behind>,
     table: FlowParamTable<ShareParams>,
-    /// Eligible flows by (F, head arrival sequence).
+    /// Eligible flows by (F, head arrival sequence). In `eligible` and `ineligible` an entry's
+    /// [`Entry::aux`] is the pool index of the flow's head packet, so that the packets of the
+    /// next flows to serve can be prefetched from the entries alone.
     eligible: VirtualTimeHeap,
     /// Backlogged flows with S > V, by (S, head arrival sequence).
     ineligible: VirtualTimeHeap,
@@ -194,28 +195,45 @@ impl Wf2qPlus {
         }
     }
 
-    /// Files `flow` (backlogged, tags set, `seq` its head's arrival sequence) under `eligible`
-    /// or `ineligible`, moving it out of the heap it was in.
+    /// Files `flow` (backlogged, tags set, `seq` its head's arrival sequence, `head` its head
+    /// packet's node in the packet pool) under `eligible` or `ineligible`, moving it out of the
+    /// heap it was in.
     #[inline]
-    fn file(&mut self, flow: FlowId, seq: u64) {
+    fn file(&mut self, flow: FlowId, seq: u64, head: u32) {
         let state = &mut self.flows[flow as usize];
         let (place, key) = if state.start <= self.virtual_time {
             (Place::Eligible, state.finish)
         } else {
             (Place::Ineligible, state.start)
         };
-        let second = state.behind.head_node();
         let previous = std::mem::replace(&mut state.place, place);
         if previous == place {
             let heap = self.heap(place).expect("a filed place has a heap");
-            heap.update_with(flow, key, seq, second);
+            heap.update_with(flow, key, seq, head);
             return;
         }
         if let Some(heap) = self.heap(previous) {
             heap.remove(flow);
         }
         let heap = self.heap(place).expect("a filed place has a heap");
-        heap.push_with(flow, key, seq, second);
+        heap.push_with(flow, key, seq, head);
+    }
+
+    /// `flow`, on top of `eligible` and with its next head's tags set (`seq` that head's arrival
+    /// sequence), has become ineligible, while `top`, the least entry of `ineligible`, has
+    /// become eligible: each takes the other's place at the top of the other heap, one pass
+    /// down each instead of a removal and an insertion in each. `select` would move `top` the
+    /// same way before the next choice (V only grows), so the order is the same.
+    #[inline]
+    fn exchange(&mut self, flow: FlowId, seq: u64, top: Entry<VirtualTime>) {
+        let moving = &mut self.flows[top.id as usize];
+        moving.place = Place::Eligible;
+        let finish = moving.finish;
+        self.eligible.replace_top_with(top.id, finish, top.seq, top.aux);
+        let state = &mut self.flows[flow as usize];
+        state.place = Place::Ineligible;
+        let head = self.queues.head_node(flow);
+        self.ineligible.replace_top_with(flow, state.start, seq, head);
     }
 
     /// `flow` has no packets left: it lingers while F > V, else leaves Σweight.
@@ -257,7 +275,7 @@ impl Wf2qPlus {
             if top.key > self.virtual_time {
                 break;
             }
-            self.file(top.id, top.seq);
+            self.file(top.id, top.seq, top.aux);
         }
         self.eligible.peek().map(|top| top.id)
     }
@@ -267,11 +285,7 @@ impl Wf2qPlus {
     fn roll_back(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
         if self.behind.pop_back(&mut state.behind).is_some() {
-            let (place, second) = (state.place, state.behind.head_node());
-            self.heap(place)
-                .expect("a flow with packets is filed")
-                .set_aux(flow, second);
-            return;
+            return; // the head stays
         }
         state.finish = state.finish_before_head;
         state.start = state.finish;
@@ -352,18 +366,11 @@ impl Scheduler for Wf2qPlus {
         let state = &mut self.flows[flow as usize];
         if state.place.is_backlogged() {
             // Not the head: tags are computed when it reaches the head.
-            let first_behind = state.behind.is_empty();
             let behind = Behind {
                 seq: sequence,
                 size: size as u32,
             };
             self.behind.push_back(&mut state.behind, behind);
-            if first_behind {
-                let (place, second) = (state.place, state.behind.head_node());
-                self.heap(place)
-                    .expect("a flow with packets is filed")
-                    .set_aux(flow, second);
-            }
             return;
         }
         match state.place {
@@ -381,7 +388,7 @@ impl Scheduler for Wf2qPlus {
             // V = max(V, min S): the only backlogged flow is eligible at once.
             self.virtual_time = self.virtual_time.max(state.start);
         }
-        self.file(flow, sequence);
+        self.file(flow, sequence, self.queues.head_node(flow));
     }
 
     fn dequeue(&mut self, now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
@@ -404,15 +411,29 @@ impl Scheduler for Wf2qPlus {
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
-                self.file(flow, head.seq);
+                match self.ineligible.peek() {
+                    Some(top) if state.start > self.virtual_time && top.key <= self.virtual_time => {
+                        self.exchange(flow, head.seq, top);
+                    }
+                    _ => self.file(flow, head.seq, self.queues.head_node(flow)),
+                }
             }
             None => self.retire(flow),
         }
         // Start loading what the next calls read from tables of every flow: the state, the
         // packet queue's ends and counters, and the packet behind the head (the entry's aux).
-        for (next, second) in self.eligible.upcoming().into_iter().flatten() {
-            self.queues.prefetch_flow(next);
-            self.flows.get(next as usize).inspect(|state| prefetch(*state));
+        let [next, after_next] = self.eligible.upcoming();
+        for (flow, head) in [next, after_next].into_iter().flatten() {
+            self.queues.prefetch_flow(flow);
+            self.queues.prefetch_node(head);
+            self.flows.get(flow as usize).inspect(|state| prefetch(*state));
+        }
+        if let Some((next, _)) = next {
+            // Its state was (usually) prefetched one call ago: the packet behind its head.
+            let second = self
+                .flows
+                .get(next as usize)
+                .map_or(u32::MAX, |state| state.behind.head_node());
             self.behind.prefetch_node(second);
         }
         Some(packet)

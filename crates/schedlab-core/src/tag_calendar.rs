@@ -1,0 +1,699 @@
+//! A calendar queue of [`VirtualTime`] keys with exact `(key, seq)` order, for owners whose
+//! keys almost never go below the key last popped and lie within a bounded window above it:
+//! the head-of-line tags of SCFQ and STFQ. There a flow's new head gets `F = v + L/w` (SCFQ) or
+//! `S = F_prev ≤ v + L/w` (STFQ), with `v` the tag last served, so every head lies in
+//! `[v, v + L_max/w_min]`.
+//!
+//! R. Brown, "Calendar Queues: A Fast O(1) Priority Queue Implementation for the Simulation
+//! Event Set Problem", Communications of the ACM 31(10), 1988: a circular array of buckets
+//! ("days") of fixed width, each bucket a sorted list, scanned from the current day on.
+//!
+//! Here a key's *day* is `key >> DAY_SHIFT` (half a unit: half a byte per unit weight for the
+//! tags of SCFQ and STFQ), the calendar holds the entries whose day lies in
+//! `[cursor, cursor + BUCKETS)` in bucket `day mod BUCKETS`, each bucket a list sorted by
+//! `(key, seq)`, and a two-level bitmap finds the first non-empty bucket from the cursor. Every
+//! other entry (a key below the cursor or [`BUCKETS`] days or more above it, or any key while
+//! there are [`CALENDAR_MAX_ENTRIES`] entries or more) goes to an overflow [`VirtualTimeHeap`], so the
+//! order is exact for any keys: a pop takes the smaller of
+//! the calendar's first entry and the heap's top. The cursor moves to the day of each entry the
+//! calendar serves (the least in the calendar, so no calendar entry is left behind it); when the
+//! calendar is empty, a push sets it to the last pop's day if the key lies in that window, else
+//! to the key's day.
+//!
+//! Cost: a push walks its bucket's list (entries per bucket = flows / days spanned by their
+//! tags; about one at 1,024 flows of 64–1,500-byte packets), a pop reads a bitmap word or two;
+//! against log₄ n levels of four comparisons for each sift-down of the 4-ary heap. The nodes
+//! are indexed by id and the buckets are linked lists through them: no allocation once every
+//! id has been seen (the bucket array is allocated on the first push).
+
+use crate::indexed_heap::{Entry, VirtualTimeHeap, PREFETCH_AHEAD_ENTRIES, PREFETCH_ENTRIES};
+use crate::virtual_time::{VirtualTime, FRACTION_BITS};
+
+/// Bits of a raw key below its day: a day is half a unit (half a byte per unit weight for SCFQ
+/// and STFQ; one-byte days put about 11 heads in a bucket at 16,384 flows, quarter-byte days
+/// need a bucket array twice as large, sparsely touched at few flows).
+pub const DAY_SHIFT: u32 = FRACTION_BITS - 1;
+/// Buckets (days) of the calendar: 16,384 bytes per unit weight of tags ahead of the cursor
+/// (room for a 9,000-byte packet at weight 1).
+pub const BUCKETS: usize = 1 << 15;
+/// From this many entries (calendar and heap) on, pushes go to the heap. With more, the sorted
+/// insertion walks lists of nodes spread over a table larger than the second-level cache (at
+/// 16,384 flows, +20 to +37 % time per packet against the heap alone, under load), while the
+/// heap's upper levels stay cached.
+pub const CALENDAR_MAX_ENTRIES: usize = 4096;
+/// Bitmap words.
+const WORDS: usize = BUCKETS / 64;
+/// Summary words (bit `w` of word `w / 64`: bitmap word `w` is not zero).
+const SUMMARY_WORDS: usize = WORDS / 64;
+/// The end of a list, and the bucket of an id that is not in the calendar.
+const NIL: u32 = u32::MAX;
+
+/// One id's entry and links.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    key: u128,
+    seq: u64,
+    aux: u32,
+    /// The bucket holding the id, or [`NIL`] (not in the calendar).
+    bucket: u32,
+    next: u32,
+    prev: u32,
+}
+
+impl Default for Node {
+    fn default() -> Node {
+        Node {
+            key: 0,
+            seq: 0,
+            aux: 0,
+            bucket: NIL,
+            next: NIL,
+            prev: NIL,
+        }
+    }
+}
+
+/// Whether `(key, seq)` comes before `(other_key, other_seq)`.
+#[inline(always)]
+fn precedes(key: u128, seq: u64, other_key: u128, other_seq: u64) -> bool {
+    let (high, other_high) = ((key >> 64) as u64, (other_key >> 64) as u64);
+    if high != other_high {
+        // Rare: live keys almost always share their high 64 bits.
+        return high < other_high;
+    }
+    ((key as u64 as u128) << 64 | seq as u128) < ((other_key as u64 as u128) << 64 | other_seq as u128)
+}
+
+/// The day of a raw key.
+#[inline(always)]
+fn day_of(key: u128) -> u128 {
+    key >> DAY_SHIFT
+}
+
+/// The bucket array and its bitmap (fixed sizes, so that masked indices need no bounds check).
+#[derive(Clone, Debug)]
+struct Buckets {
+    /// First (least) id of each bucket, or [`NIL`].
+    heads: [u32; BUCKETS],
+    /// Bit `b % 64` of word `b / 64`: bucket `b` is not empty.
+    words: [u64; WORDS],
+}
+
+impl Buckets {
+    /// Empty buckets, on the heap. Out of line: built in place, its 132 KiB would otherwise make
+    /// every push probe that much stack.
+    #[cold]
+    #[inline(never)]
+    fn new() -> Box<Buckets> {
+        Box::new(Buckets {
+            heads: [NIL; BUCKETS],
+            words: [0; WORDS],
+        })
+    }
+}
+
+/// A priority queue of ids by `(key, seq)`: a calendar for the keys near the cursor and a heap
+/// for the others (see the module documentation).
+#[derive(Clone, Debug, Default)]
+pub struct TagCalendar {
+    nodes: Vec<Node>,
+    /// The buckets, allocated on the first push.
+    buckets: Option<Box<Buckets>>,
+    summary: [u64; SUMMARY_WORDS],
+    /// The first day the calendar covers.
+    cursor: u128,
+    /// The day of the key last popped.
+    floor: u128,
+    /// Entries in the calendar.
+    calendar_len: usize,
+    /// Entries outside the calendar's days.
+    overflow: VirtualTimeHeap,
+}
+
+impl TagCalendar {
+    /// An empty calendar.
+    pub fn new() -> TagCalendar {
+        TagCalendar::default()
+    }
+
+    /// Number of entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.calendar_len + self.overflow.len()
+    }
+
+    /// Whether there is no entry.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `id` has an entry.
+    #[inline]
+    pub fn contains(&self, id: u32) -> bool {
+        self.in_calendar(id) || self.overflow.contains(id)
+    }
+
+    /// Whether `id` is in the calendar (the nodes are not read while the calendar is empty,
+    /// as it is from [`CALENDAR_MAX_ENTRIES`] entries on: at many flows they are not cached).
+    #[inline(always)]
+    fn in_calendar(&self, id: u32) -> bool {
+        self.calendar_len > 0 && self.nodes.get(id as usize).is_some_and(|node| node.bucket != NIL)
+    }
+
+    #[inline(always)]
+    fn entry(&self, id: u32) -> Entry<VirtualTime> {
+        let node = &self.nodes[id as usize];
+        Entry {
+            key: VirtualTime::from_raw(node.key),
+            seq: node.seq,
+            id,
+            aux: node.aux,
+        }
+    }
+
+    /// The entry of `id`, if any.
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<Entry<VirtualTime>> {
+        if self.in_calendar(id) {
+            Some(self.entry(id))
+        } else {
+            self.overflow.get(id)
+        }
+    }
+
+    /// The buckets (allocated: the calendar holds or held an entry).
+    #[inline(always)]
+    fn table(&self) -> &Buckets {
+        self.buckets
+            .as_deref()
+            .expect("a calendar with entries has buckets")
+    }
+
+    /// The first non-empty bucket at or after `from` (no wrapping).
+    #[inline(always)]
+    fn bucket_from(&self, from: usize) -> Option<usize> {
+        let word = from / 64;
+        if word >= WORDS {
+            return None;
+        }
+        let words = &self.table().words;
+        let bits = words[word] & (u64::MAX << (from % 64));
+        if bits != 0 {
+            return Some((word * 64 + bits.trailing_zeros() as usize) % BUCKETS);
+        }
+        let next_word = word + 1;
+        for summary_word in next_word / 64..SUMMARY_WORDS {
+            let mut bits = self.summary[summary_word];
+            if summary_word == next_word / 64 {
+                bits &= u64::MAX << (next_word % 64);
+            }
+            if bits != 0 {
+                let word = summary_word * 64 + bits.trailing_zeros() as usize;
+                return Some((word * 64 + words[word % WORDS].trailing_zeros() as usize) % BUCKETS);
+            }
+        }
+        None
+    }
+
+    /// The calendar's first bucket (from the cursor's, wrapping around).
+    #[inline(always)]
+    fn first_bucket(&self) -> Option<usize> {
+        if self.calendar_len == 0 {
+            return None;
+        }
+        let start = self.cursor as usize & (BUCKETS - 1);
+        self.bucket_from(start).or_else(|| self.bucket_from(0))
+    }
+
+    /// The least id of the calendar.
+    #[inline(always)]
+    fn calendar_first(&self) -> Option<u32> {
+        self.first_bucket().map(|bucket| self.table().heads[bucket])
+    }
+
+    /// The least entry's id, and whether it is in the calendar.
+    #[inline(always)]
+    fn least(&self) -> Option<(u32, bool)> {
+        let first = self.calendar_first();
+        if self.overflow.is_empty() {
+            return first.map(|id| (id, true));
+        }
+        let top = self.overflow.peek().expect("the overflow heap is not empty");
+        match first {
+            Some(id) => {
+                let node = &self.nodes[id as usize];
+                if precedes(top.key.raw(), top.seq, node.key, node.seq) {
+                    Some((top.id, false))
+                } else {
+                    Some((id, true))
+                }
+            }
+            None => Some((top.id, false)),
+        }
+    }
+
+    /// The least entry.
+    #[inline]
+    pub fn peek(&self) -> Option<Entry<VirtualTime>> {
+        match self.least()? {
+            (id, true) => Some(self.entry(id)),
+            (_, false) => self.overflow.peek(),
+        }
+    }
+
+    /// Makes room for ids below `ids`, so that later pushes of such ids do not allocate.
+    pub fn reserve_ids(&mut self, ids: usize) {
+        if self.nodes.len() < ids {
+            self.nodes.resize(ids, Node::default());
+        }
+        self.overflow.reserve_ids(ids);
+    }
+
+    /// Adds `id` (which must have no entry) with `key`, `seq` and `aux`.
+    #[inline]
+    pub fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        let index = id as usize;
+        if index >= self.nodes.len() {
+            self.nodes.resize(index + 1, Node::default());
+        }
+        debug_assert!(!self.contains(id), "id {id} already has an entry");
+        let raw = key.raw();
+        let day = day_of(raw);
+        let Some(cursor) = self.window_for(day, self.len()) else {
+            self.overflow.push_with(id, key, seq, aux);
+            return;
+        };
+        self.cursor = cursor;
+        let table = self.buckets.get_or_insert_with(Buckets::new);
+        let bucket = day as usize & (BUCKETS - 1);
+        // The list stays sorted: the new entry goes before the first entry it precedes.
+        let (mut prev, mut at) = (NIL, table.heads[bucket]);
+        while at != NIL {
+            let node = &self.nodes[at as usize];
+            if precedes(raw, seq, node.key, node.seq) {
+                break;
+            }
+            (prev, at) = (at, node.next);
+        }
+        self.nodes[index] = Node {
+            key: raw,
+            seq,
+            aux,
+            bucket: bucket as u32,
+            next: at,
+            prev,
+        };
+        if at != NIL {
+            self.nodes[at as usize].prev = id;
+        }
+        if prev != NIL {
+            self.nodes[prev as usize].next = id;
+        } else {
+            table.heads[bucket] = id;
+            table.words[bucket / 64] |= 1 << (bucket % 64);
+            self.summary[bucket / 4096] |= 1 << (bucket / 64 % 64);
+        }
+        self.calendar_len += 1;
+    }
+
+    /// The calendar's first day if a key of `day` pushed while there are `len` entries goes
+    /// to the calendar, else `None` (it goes to the heap). When the calendar is empty any
+    /// window will do: from the last pop's day if it covers `day` (later pushes of SCFQ and
+    /// STFQ lie above that day), else from `day`.
+    #[inline(always)]
+    fn window_for(&self, day: u128, len: usize) -> Option<u128> {
+        if len >= CALENDAR_MAX_ENTRIES {
+            return None;
+        }
+        let cursor = if self.calendar_len > 0 {
+            self.cursor
+        } else if day.wrapping_sub(self.floor) < BUCKETS as u128 {
+            self.floor
+        } else {
+            day
+        };
+        (day.wrapping_sub(cursor) < BUCKETS as u128).then_some(cursor)
+    }
+
+    /// Takes the least entry out, then files its id again with the `(key, seq, aux)` that
+    /// `next` returns for it (if any), which must not precede the entry taken out; returns
+    /// that entry. When both are in the heap, the heap's top is changed in place.
+    #[inline]
+    pub fn pop_then(
+        &mut self,
+        next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
+    ) -> Option<Entry<VirtualTime>> {
+        let (id, in_calendar) = self.least()?;
+        if in_calendar {
+            let top = self.entry(id);
+            self.unlink(id);
+            self.cursor = day_of(top.key.raw());
+            self.floor = self.cursor;
+            if let Some((key, seq, aux)) = next(&top) {
+                self.push_with(id, key, seq, aux);
+            }
+            return Some(top);
+        }
+        let top = self.overflow.peek().expect("the least entry is the heap's top");
+        self.floor = day_of(top.key.raw());
+        match next(&top) {
+            Some((key, seq, aux)) if self.window_for(day_of(key.raw()), self.len() - 1).is_none() => {
+                self.overflow.replace_top_with(id, key, seq, aux);
+            }
+            Some((key, seq, aux)) => {
+                self.overflow.pop();
+                self.push_with(id, key, seq, aux);
+            }
+            None => {
+                self.overflow.pop();
+            }
+        }
+        Some(top)
+    }
+
+    /// Unlinks `id` (in the calendar) from its bucket.
+    #[inline(always)]
+    fn unlink(&mut self, id: u32) {
+        let Node {
+            bucket, next, prev, ..
+        } = self.nodes[id as usize];
+        let bucket = bucket as usize % BUCKETS;
+        if next != NIL {
+            self.nodes[next as usize].prev = prev;
+        }
+        if prev != NIL {
+            self.nodes[prev as usize].next = next;
+        } else {
+            let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
+            table.heads[bucket] = next;
+            if next == NIL {
+                let word = &mut table.words[bucket / 64];
+                *word &= !(1 << (bucket % 64));
+                if *word == 0 {
+                    self.summary[bucket / 4096] &= !(1 << (bucket / 64 % 64));
+                }
+            }
+        }
+        self.nodes[id as usize].bucket = NIL;
+        self.calendar_len -= 1;
+    }
+
+    /// Sets the [`Entry::aux`] of `id` (which must have an entry); the order is unchanged.
+    #[inline]
+    pub fn set_aux(&mut self, id: u32, aux: u32) {
+        if self.in_calendar(id) {
+            self.nodes[id as usize].aux = aux;
+        } else {
+            self.overflow.set_aux(id, aux);
+        }
+    }
+
+    /// Removes `id`'s entry, if any, and returns it.
+    #[inline]
+    pub fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
+        if !self.in_calendar(id) {
+            return self.overflow.remove(id);
+        }
+        let entry = self.entry(id);
+        self.unlink(id);
+        Some(entry)
+    }
+
+    /// Removes and returns the least entry; the cursor moves to its day if the calendar held
+    /// it.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Entry<VirtualTime>> {
+        match self.least()? {
+            (id, true) => {
+                let entry = self.entry(id);
+                self.unlink(id);
+                self.cursor = day_of(entry.key.raw());
+                self.floor = self.cursor;
+                Some(entry)
+            }
+            (_, false) => {
+                let entry = self.overflow.pop()?;
+                self.floor = day_of(entry.key.raw());
+                Some(entry)
+            }
+        }
+    }
+
+    /// The id and [`Entry::aux`] of the least entry, and (from [`PREFETCH_AHEAD_ENTRIES`]
+    /// entries on, while the overflow heap is empty) of the one after it; none below
+    /// [`PREFETCH_ENTRIES`] entries. A prefetch hint only.
+    #[inline(always)]
+    pub fn upcoming(&self) -> [Option<(u32, u32)>; 2] {
+        if self.calendar_len == 0 {
+            return self.overflow.upcoming();
+        }
+        let len = self.len();
+        if len < PREFETCH_ENTRIES {
+            return [None, None];
+        }
+        let Some((id, in_calendar)) = self.least() else {
+            return [None, None];
+        };
+        let id_aux = |id: u32| (id, self.entry(id).aux);
+        if !in_calendar {
+            return [self.overflow.peek_id_aux(), None];
+        }
+        if len < PREFETCH_AHEAD_ENTRIES || !self.overflow.is_empty() {
+            return [Some(id_aux(id)), None];
+        }
+        let node = &self.nodes[id as usize];
+        let after = if node.next != NIL {
+            Some(node.next)
+        } else {
+            let bucket = node.bucket as usize;
+            self.bucket_from(bucket + 1)
+                .or_else(|| self.bucket_from(0).filter(|&other| other != bucket))
+                .map(|other| self.table().heads[other])
+        };
+        [Some(id_aux(id)), after.map(id_aux)]
+    }
+
+    /// Checks the lists, the bitmaps and the window (tests).
+    #[cfg(test)]
+    fn check(&self) {
+        let mut seen = 0;
+        let Some(table) = self.buckets.as_deref() else {
+            assert_eq!(self.calendar_len, 0);
+            return;
+        };
+        // The buckets whose bit is set (every calendar node is counted below, so a list
+        // without its bit would show as a count mismatch).
+        let set_buckets = (0..WORDS).flat_map(|word| {
+            (0..64)
+                .filter(move |bit| table.words[word] >> bit & 1 == 1)
+                .map(move |bit| word * 64 + bit)
+        });
+        for bucket in set_buckets {
+            assert_ne!(table.heads[bucket], NIL, "bitmap of bucket {bucket}");
+            let (mut prev, mut at) = (NIL, table.heads[bucket]);
+            while at != NIL {
+                let node = &self.nodes[at as usize];
+                assert_eq!(node.bucket as usize, bucket);
+                assert_eq!(node.prev, prev);
+                let day = day_of(node.key);
+                assert!(
+                    day.wrapping_sub(self.cursor) < BUCKETS as u128,
+                    "day {day} outside the window"
+                );
+                assert_eq!(day as usize & (BUCKETS - 1), bucket);
+                if prev != NIL {
+                    let before = &self.nodes[prev as usize];
+                    assert!(
+                        precedes(before.key, before.seq, node.key, node.seq),
+                        "sorted bucket"
+                    );
+                }
+                seen += 1;
+                (prev, at) = (at, node.next);
+            }
+        }
+        for word in 0..WORDS {
+            assert_eq!(
+                self.summary[word / 64] >> (word % 64) & 1 == 1,
+                table.words[word] != 0
+            );
+        }
+        assert_eq!(seen, self.calendar_len);
+        assert_eq!(self.nodes.iter().filter(|node| node.bucket != NIL).count(), seen);
+        for id in 0..self.nodes.len() as u32 {
+            assert!(!(self.nodes[id as usize].bucket != NIL && self.overflow.contains(id)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn v(value: u64) -> VirtualTime {
+        VirtualTime::from_integer(value)
+    }
+
+    #[test]
+    fn pops_in_key_then_sequence_order_across_calendar_and_overflow() {
+        let mut calendar = TagCalendar::new();
+        calendar.push_with(0, v(30), 0, 7);
+        calendar.push_with(1, v(10), 1, 8); // below the cursor (day 30): overflow
+        calendar.push_with(2, v(30), 2, 9); // same day and key, later: after id 0
+        calendar.push_with(3, v(30 + BUCKETS as u64), 3, 0); // beyond the window: overflow
+        calendar.push_with(4, VirtualTime::from_raw(v(31).raw() - 1), 4, 0); // end of day 30
+        calendar.check();
+        assert_eq!(calendar.peek().map(|e| (e.id, e.aux)), Some((1, 8)));
+        let order: Vec<u32> = std::iter::from_fn(|| {
+            let top = calendar.pop();
+            calendar.check();
+            top.map(|e| e.id)
+        })
+        .collect();
+        assert_eq!(order, vec![1, 0, 2, 4, 3]);
+        assert!(calendar.is_empty());
+    }
+
+    /// Beyond [`CALENDAR_MAX_ENTRIES`] entries the pushes go to the heap, and popping with a
+    /// push of the next key keeps the exact order across both.
+    #[test]
+    fn many_entries_spill_to_the_heap_in_order() {
+        let mut calendar = TagCalendar::new();
+        let flows = CALENDAR_MAX_ENTRIES as u32 + 904;
+        let mut seq = 0;
+        for id in 0..flows {
+            // Keys 0, 7/16, 14/16, … units: several per day, out of id order.
+            let key = VirtualTime::from_raw((((id * 7919) % flows) as u128) << 28);
+            calendar.push_with(id, key, seq, 0);
+            seq += 1;
+        }
+        calendar.check();
+        assert!(calendar.calendar_len == CALENDAR_MAX_ENTRIES && calendar.overflow.len() == 904);
+        let mut last = (0, 0);
+        for _ in 0..3 * flows {
+            seq += 1;
+            let top = calendar
+                .pop_then(|top| Some((top.key.saturating_add(VirtualTime::from_raw(1 << 35)), seq, 0)))
+                .unwrap();
+            assert!(
+                (top.key.raw(), top.seq) > last || last == (0, 0),
+                "order at {top:?}"
+            );
+            last = (top.key.raw(), top.seq);
+        }
+        calendar.check();
+        assert_eq!(calendar.len(), flows as usize);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Push (after removing it, if present) an id with a key above the last popped key
+        /// (`offset` in 1/16 days, so several keys share a day) or anywhere (`free`).
+        Push {
+            id: u32,
+            region: u8,
+            offset: u64,
+            free: bool,
+        },
+        Remove(u32),
+        Pop,
+        /// Pop, then push the popped id again `offset` 1/16 days above the popped key.
+        PopThen(u64),
+    }
+
+    fn arb_op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u32..40, 0u8..4, 0u64..(BUCKETS as u64 * 20), prop::bool::weighted(0.1))
+                .prop_map(|(id, region, offset, free)| Op::Push { id, region, offset, free }),
+            1 => (0u32..40).prop_map(Op::Remove),
+            2 => Just(Op::Pop),
+            2 => (0u64..(BUCKETS as u64 * 20)).prop_map(Op::PopThen),
+        ]
+    }
+
+    proptest! {
+        /// Against a sorted map of (key, seq) → id: keys near the last pop, keys beyond the
+        /// window and below the cursor, far-apart regions (across 2^64 and 2^96 raw units and
+        /// near the top of the range), equal keys (ties by seq), removals.
+        #[test]
+        fn follows_a_sorted_map(ops in proptest::collection::vec(arb_op(), 1..400)) {
+            let mut calendar = TagCalendar::new();
+            let mut model: BTreeMap<(u128, u64), u32> = BTreeMap::new();
+            let mut by_id: BTreeMap<u32, (u128, u64)> = BTreeMap::new();
+            let mut last = 0u128;
+            let mut seq = 0u64;
+            for op in ops {
+                match op {
+                    Op::Push { id, region, offset, free } => {
+                        if let Some(old) = by_id.remove(&id) {
+                            model.remove(&old);
+                            prop_assert!(calendar.remove(id).is_some());
+                        }
+                        let base = [0u128, 1 << 64, 3 << 96, u128::MAX - (1 << 60)][region as usize];
+                        let step = (offset as u128) << (DAY_SHIFT - 4);
+                        let raw = if free {
+                            base.saturating_add(step)
+                        } else {
+                            last.max(base).saturating_add(step / 64)
+                        };
+                        seq += 1;
+                        calendar.push_with(id, VirtualTime::from_raw(raw), seq, id + 1);
+                        model.insert((raw, seq), id);
+                        by_id.insert(id, (raw, seq));
+                    }
+                    Op::Remove(id) => {
+                        let expected = by_id.remove(&id);
+                        if let Some(key) = expected {
+                            model.remove(&key);
+                        }
+                        let removed = calendar.remove(id).map(|e| (e.key.raw(), e.seq));
+                        prop_assert_eq!(removed, expected);
+                    }
+                    Op::PopThen(offset) => {
+                        let expected = model.pop_first();
+                        seq += 1;
+                        let mut pushed = None;
+                        let popped = calendar.pop_then(|top| {
+                            let raw = top.key.raw().saturating_add((offset as u128) << (DAY_SHIFT - 4));
+                            pushed = Some((top.id, raw));
+                            Some((VirtualTime::from_raw(raw), seq, top.id + 1))
+                        });
+                        prop_assert_eq!(
+                            popped.map(|e| ((e.key.raw(), e.seq), e.id, e.aux)),
+                            expected.map(|(key, id)| (key, id, id + 1))
+                        );
+                        if let (Some(((key, _), _)), Some((id, raw))) = (expected, pushed) {
+                            last = key;
+                            model.insert((raw, seq), id);
+                            by_id.insert(id, (raw, seq));
+                        }
+                    }
+                    Op::Pop => {
+                        let expected = model.pop_first();
+                        let popped = calendar.pop();
+                        prop_assert_eq!(
+                            popped.map(|e| ((e.key.raw(), e.seq), e.id, e.aux)),
+                            expected.map(|(key, id)| (key, id, id + 1))
+                        );
+                        if let Some(((key, _), id)) = expected {
+                            by_id.remove(&id);
+                            last = key;
+                        }
+                    }
+                }
+                calendar.check();
+                prop_assert_eq!(calendar.len(), model.len());
+                prop_assert_eq!(calendar.peek().map(|e| e.id), model.first_key_value().map(|(_, &id)| id));
+                for (&id, &(key, seq)) in &by_id {
+                    let entry = calendar.get(id).expect("present");
+                    prop_assert_eq!((entry.key.raw(), entry.seq), (key, seq));
+                }
+            }
+        }
+    }
+}
