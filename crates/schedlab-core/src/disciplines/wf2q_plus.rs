@@ -79,8 +79,28 @@ pub enum Place {
     Ineligible,
 }
 
-/// Per-flow WF2Q+ state.
+impl Place {
+    /// Whether a flow at this place has packets queued.
+    #[inline]
+    fn is_backlogged(self) -> bool {
+        matches!(self, Place::Eligible | Place::Ineligible)
+    }
+}
+
+/// A packet queued behind its flow's head: what filing the flow again needs once the packet
+/// before it is sent, kept apart from the packet itself so that a service reads one small
+/// node (whose index the flow's heap entry carries, for prefetching) instead of the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Behind {
+    /// Arrival sequence number (the tie-breaker among equal tags).
+    seq: u64,
+    /// Size in bytes: `L_i` once the packet is the head.
+    size: u32,
+}
+
+/// Per-flow WF2Q+ state: one cache line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[repr(align(64))]
 pub struct Wf2qPlusFlow {
     /// The flow's weight (0 until first seen).
     pub weight: u32,
@@ -92,18 +112,24 @@ pub struct Wf2qPlusFlow {
     pub place: Place,
     /// `F_i` before the current head arrived to an empty queue (restored if it is pushed out).
     finish_before_head: VirtualTime,
-    /// Arrival sequence numbers of the queued packets (in `Wf2qPlus::arrivals`), parallel to
-    /// the packet queue.
-    arrivals: ListEnds,
+    /// The packets behind the head (in `Wf2qPlus::behind`), in queue order: the packet queue
+    /// without its head.
+    behind: ListEnds,
 }
+
+// The hot per-flow state fills exactly one cache line.
+const _: () = assert!(std::mem::size_of::<Wf2qPlusFlow>() == 64);
 
 /// WF2Q+ scheduler.
 #[derive(Clone, Debug)]
 pub struct Wf2qPlus {
     queues: FlowQueues,
     flows: Vec<Wf2qPlusFlow>,
-    /// Every flow's list of arrival sequence numbers.
-    arrivals: PooledLists<u64>,
+    /// Every flow's list of the packets behind its head. The heap entry of a backlogged flow
+    /// (in `eligible` or `ineligible`) keeps the pool index of the first of them in
+    /// [`crate::indexed_heap::Entry::aux`], so that it can be prefetched before the flow is
+    /// served.
+    behind: PooledLists<Behind>,
     table: FlowParamTable<ShareParams>,
     /// Eligible flows by (F, head arrival sequence).
     eligible: VirtualTimeHeap,
@@ -170,6 +196,7 @@ impl Wf2qPlus {
 
     /// Files `flow` (backlogged, tags set, `seq` its head's arrival sequence) under `eligible`
     /// or `ineligible`, moving it out of the heap it was in.
+    #[inline]
     fn file(&mut self, flow: FlowId, seq: u64) {
         let state = &mut self.flows[flow as usize];
         let (place, key) = if state.start <= self.virtual_time {
@@ -177,15 +204,18 @@ impl Wf2qPlus {
         } else {
             (Place::Ineligible, state.start)
         };
+        let second = state.behind.head_node();
         let previous = std::mem::replace(&mut state.place, place);
-        if previous != place {
-            if let Some(heap) = self.heap(previous) {
-                heap.remove(flow);
-            }
+        if previous == place {
+            let heap = self.heap(place).expect("a filed place has a heap");
+            heap.update_with(flow, key, seq, second);
+            return;
         }
-        self.heap(place)
-            .expect("a filed place has a heap")
-            .set(flow, key, seq);
+        if let Some(heap) = self.heap(previous) {
+            heap.remove(flow);
+        }
+        let heap = self.heap(place).expect("a filed place has a heap");
+        heap.push_with(flow, key, seq, second);
     }
 
     /// `flow` has no packets left: it lingers while F > V, else leaves Σweight.
@@ -232,16 +262,20 @@ impl Wf2qPlus {
         self.eligible.peek().map(|top| top.id)
     }
 
-    /// A pushed-out packet of `flow`: forget its arrival; if it was the head, restore the
+    /// A pushed-out packet of `flow` (its tail): forget it; if it was the head, restore the
     /// flow's finish tag and take the flow off the heaps.
     fn roll_back(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
-        self.arrivals.pop_back(&mut state.arrivals);
-        if state.arrivals.is_empty() {
-            state.finish = state.finish_before_head;
-            state.start = state.finish;
-            self.retire(flow);
+        if self.behind.pop_back(&mut state.behind).is_some() {
+            let (place, second) = (state.place, state.behind.head_node());
+            self.heap(place)
+                .expect("a flow with packets is filed")
+                .set_aux(flow, second);
+            return;
         }
+        state.finish = state.finish_before_head;
+        state.start = state.finish;
+        self.retire(flow);
     }
 }
 
@@ -265,7 +299,7 @@ impl Discipline for Wf2qPlus {
         Ok(Wf2qPlus {
             queues: FlowQueues::new(context.limit),
             flows: Vec::new(),
-            arrivals: PooledLists::default(),
+            behind: PooledLists::default(),
             table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
             eligible: VirtualTimeHeap::new(),
             ineligible: VirtualTimeHeap::new(),
@@ -316,10 +350,21 @@ impl Scheduler for Wf2qPlus {
         self.next_sequence += 1;
         let nothing_else_backlogged = self.queues.counters.backlog().packets == 1;
         let state = &mut self.flows[flow as usize];
-        let was_empty = state.arrivals.is_empty();
-        self.arrivals.push_back(&mut state.arrivals, sequence);
-        if !was_empty {
-            return; // not the head: tags are computed when it reaches the head
+        if state.place.is_backlogged() {
+            // Not the head: tags are computed when it reaches the head.
+            let first_behind = state.behind.is_empty();
+            let behind = Behind {
+                seq: sequence,
+                size: size as u32,
+            };
+            self.behind.push_back(&mut state.behind, behind);
+            if first_behind {
+                let (place, second) = (state.place, state.behind.head_node());
+                self.heap(place)
+                    .expect("a flow with packets is filed")
+                    .set_aux(flow, second);
+            }
+            return;
         }
         match state.place {
             Place::Idle => self.weight_sum += state.weight as u64,
@@ -352,22 +397,23 @@ impl Scheduler for Wf2qPlus {
         self.last_dequeue_size = size;
         let state = &mut self.flows[flow as usize];
         self.max_finish_served = self.max_finish_served.max(state.finish);
-        self.arrivals.pop_front(&mut state.arrivals);
         state.start = state.finish;
-        match (self.queues.head(flow), self.arrivals.front(&state.arrivals)) {
-            (Some(head), Some(&seq)) => {
+        match self.behind.pop_front(&mut state.behind) {
+            Some(head) => {
                 // New head of a backlogged flow: S = F;  F = S + L/w
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
-                self.file(flow, seq);
+                self.file(flow, head.seq);
             }
-            _ => self.retire(flow),
+            None => self.retire(flow),
         }
-        // Start loading what the next calls read from tables of every flow.
-        for (next, _) in self.eligible.upcoming().into_iter().flatten() {
+        // Start loading what the next calls read from tables of every flow: the state, the
+        // packet queue's ends and counters, and the packet behind the head (the entry's aux).
+        for (next, second) in self.eligible.upcoming().into_iter().flatten() {
             self.queues.prefetch_flow(next);
             self.flows.get(next as usize).inspect(|state| prefetch(*state));
+            self.behind.prefetch_node(second);
         }
         Some(packet)
     }
