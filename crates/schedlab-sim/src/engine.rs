@@ -2192,6 +2192,24 @@ fn run_replication_shortcuts(
 mod tests {
     use std::path::Path;
 
+    /// One `[[source]]` of the random test networks: flow `flow` over `path` (quoted link
+    /// names, comma-separated), arrivals by `model` (0 Poisson, 1 CBR, otherwise on-off at
+    /// three times the rate while on) at `rate_pps`, sizes uniform from 40 to `max_size` bytes.
+    fn source_toml(flow: usize, path: &str, model: u8, rate_pps: u32, max_size: u32) -> String {
+        let arrivals = match model % 3 {
+            0 => format!("{{ model = \"poisson\", rate_pps = {rate_pps} }}"),
+            1 => format!("{{ model = \"cbr\", rate_pps = {rate_pps} }}"),
+            _ => format!(
+                "{{ model = \"on_off\", mean_on = \"20ms\", mean_off = \"30ms\", rate_pps = {} }}",
+                rate_pps * 3
+            ),
+        };
+        format!(
+            "[[source]]\nflow = {flow}\npath = [{path}]\narrivals = {arrivals}\n\
+             size = {{ dist = \"uniform\", min = 40, max = {max_size} }}\n"
+        )
+    }
+
     use proptest::prelude::*;
 
     /// A random network: `links` links in a chain with random rates, delays and buffers, and
@@ -2210,19 +2228,7 @@ mod tests {
             let from = from % links.len();
             let to = (from + 1 + hops % (links.len() - from)).min(links.len());
             let path: Vec<String> = (from..to).map(|l| format!("\"l{l}\"")).collect();
-            let arrivals = match model % 3 {
-                0 => format!("{{ model = \"poisson\", rate_pps = {rate} }}"),
-                1 => format!("{{ model = \"cbr\", rate_pps = {rate} }}"),
-                _ => format!(
-                    "{{ model = \"on_off\", mean_on = \"20ms\", mean_off = \"30ms\", rate_pps = {} }}",
-                    rate * 3
-                ),
-            };
-            text += &format!(
-                "[[source]]\nflow = {i}\npath = [{}]\narrivals = {arrivals}\n\
-                 size = {{ dist = \"uniform\", min = 40, max = {size} }}\n",
-                path.join(", ")
-            );
+            text += &source_toml(i, &path.join(", "), *model, *rate, *size);
         }
         text
     }
@@ -2420,18 +2426,7 @@ mod tests {
                 );
             }
             for (i, (_, _, model, rate, size)) in access.iter().enumerate() {
-                let arrivals = match model {
-                    0 => format!("{{ model = \"poisson\", rate_pps = {rate} }}"),
-                    1 => format!("{{ model = \"cbr\", rate_pps = {rate} }}"),
-                    _ => format!(
-                        "{{ model = \"on_off\", mean_on = \"20ms\", mean_off = \"30ms\", rate_pps = {} }}",
-                        rate * 3
-                    ),
-                };
-                text += &format!(
-                    "[[source]]\nflow = {i}\npath = [\"access_{i}\", \"bottleneck\"]\narrivals = {arrivals}\n\
-                     size = {{ dist = \"uniform\", min = 40, max = {size} }}\n"
-                );
+                text += &source_toml(i, &format!("\"access_{i}\", \"bottleneck\""), *model, *rate, *size);
             }
             let scenario = crate::scenario::parse_scenario(&text, Path::new(".")).unwrap();
             let with = super::run_replication_shortcuts(&scenario, 0, true).unwrap();
