@@ -35,6 +35,7 @@ pub mod queues;
 pub mod registry;
 pub mod round_robin;
 pub mod scheduler;
+pub mod sorted_runs;
 pub mod stage;
 pub mod tag_calendar;
 pub mod tagged_queues;

@@ -73,6 +73,7 @@ use crate::loss_window::{LossWindow, LossWindowCounts};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
+use crate::sorted_runs::SortedRuns;
 use crate::time::TimeNs;
 
 /// Loss-tolerance of flows whose parameters give none: every packet may be late.
@@ -381,7 +382,7 @@ impl DwcsStream {
 /// 4. all other cases: first come, first served (`arrival`).
 ///
 /// Four words, compared as two 128-bit numbers: a heap entry is 48 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Precedence {
     /// x'/y' as ⌊2⁶⁴·x'/y'⌋ (0 for a zero tolerance, `u64::MAX` for x' = y'): one-to-one
     /// while y' < 2³² (fractions with such denominators differ by more than 2⁻⁶⁴; method 1
@@ -457,7 +458,7 @@ enum Order {
     /// Figure 3(a): deadline heap (streams with deadlines) and loss-tolerance heap.
     Heap {
         deadlines: IndexedHeap<TimeNs>,
-        precedence: IndexedHeap<Precedence>,
+        precedence: SortedRuns<Precedence>,
     },
     /// The backlogged streams' entries in no particular order: the check scans them for
     /// missed deadlines and the selection for the table 1 minimum.
@@ -469,7 +470,7 @@ impl Order {
         match structure {
             Structure::Heap => Order::Heap {
                 deadlines: IndexedHeap::new(),
-                precedence: IndexedHeap::new(),
+                precedence: SortedRuns::new(),
             },
             Structure::List => Order::List { entries: Vec::new() },
         }
@@ -484,7 +485,7 @@ impl Order {
                 deadlines,
                 precedence,
             } => {
-                precedence.set(flow, key, seq);
+                precedence.set(flow, key, seq, key.level);
                 if stream.has_deadlines() {
                     deadlines.set(flow, stream.deadline, seq);
                 }
@@ -507,7 +508,8 @@ impl Order {
                 deadlines,
                 precedence,
             } => {
-                precedence.update(flow, stream.precedence(), flow as u64);
+                let key = stream.precedence();
+                precedence.set(flow, key, flow as u64, key.level);
                 if own_deadline && stream.has_deadlines() {
                     deadlines.update(flow, stream.deadline, flow as u64);
                 }
@@ -539,9 +541,9 @@ impl Order {
             Order::Heap { precedence, .. } => precedence.peek(),
             Order::List { entries } => entries
                 .iter()
-                .reduce(|best, entry| if entry.before(best) { entry } else { best }),
+                .reduce(|best, entry| if entry.before(best) { entry } else { best })
+                .map(|entry| entry.id),
         }
-        .map(|entry| entry.id)
     }
 }
 
@@ -689,7 +691,8 @@ impl Dwcs {
                     }
                     match miss(streams, flow, &mut self.queues, drops) {
                         (true, stream) => {
-                            precedence.update(flow, stream.precedence(), flow as u64);
+                            let key = stream.precedence();
+                            precedence.set(flow, key, flow as u64, key.level);
                             deadlines.update(flow, stream.deadline, flow as u64);
                         }
                         (false, _) => {
