@@ -1,5 +1,5 @@
-//! One indexed min-heap, shared by DWCS (its deadline and table 1 heaps) and the fair-queueing
-//! family (`tagged_queues`' heap of head-of-line tags, WFQ's GPS departures, WF2Q+'s eligible
+//! One indexed min-heap, shared by DWCS (its deadline heap, and the heap of runs of its table 1
+//! order in [`crate::sorted_runs::SortedRuns`]) and the fair-queueing family (`tagged_queues`' heap of head-of-line tags, WFQ's GPS departures, WF2Q+'s eligible
 //! and ineligible sets).
 //!
 //! Each entry stands for one *item* (a flow) named by a small integer `id`, and is ordered by
