@@ -139,14 +139,22 @@ impl<K: HeapKey + Default> SortedRuns<K> {
     /// Adds `id` with `key` and `seq`, or changes its key and seq if it is in the queue.
     /// `class` names the keys that tend to follow one another in increasing order (DWCS: the
     /// loss-tolerance level); any value is correct, a good one keeps the runs few.
-    #[inline]
+    #[inline(always)]
     pub fn set(&mut self, id: u32, key: K, seq: u64, class: u64) {
         let index = id as usize;
         if index >= self.nodes.len() {
             self.reserve_ids(index + 1);
         }
-        let hint = self.hints[hint_slot(class)];
         let present = self.nodes[index].run != NONE;
+        if present && self.len == 1 {
+            // The only item (DWCS with one backlogged stream): no run to look for.
+            let node = &mut self.nodes[index];
+            node.key = key;
+            node.seq = seq;
+            self.firsts.update_with(node.run, key, seq, id);
+            return;
+        }
+        let hint = self.hints[hint_slot(class)];
         if let Some(run) = self.appendable(hint, id, &key, seq) {
             if present {
                 self.detach(id);
