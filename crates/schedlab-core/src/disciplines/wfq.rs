@@ -190,7 +190,11 @@ impl Wfq {
         while let Some(top) = self.departures.peek() {
             let sum = self.backlogged_weight as u128;
             let gap = top.key.raw().saturating_sub(self.virtual_time.raw());
-            let need = gap.saturating_mul(sum);
+            let need = match u64::try_from(gap) {
+                // Σφ < 2^64 and a gap below 2^64 units (the common case): one 64-bit product.
+                Ok(gap) => gap as u128 * sum,
+                Err(_) => gap.saturating_mul(sum),
+            };
             if available < need {
                 // V moves up by available/Σφ; the remainder waits for the next event.
                 let reachable = match (u64::try_from(available), u64::try_from(sum)) {
