@@ -13,7 +13,8 @@
 //!   [`WfqFlow::gps_backlogged`]: a flow is in B while its last finish tag exceeds V;
 //! * `V(t)`, with `∂V/∂t = C / Σ_{i∈B(t)} φ_i` → [`Wfq::virtual_time_at`]; between events
 //!   V is advanced through every GPS departure (a flow leaves B when V reaches its last
-//!   finish tag), taken in finish-tag order from a heap of the flows' last finish tags;
+//!   finish tag), taken in finish-tag order from a heap keyed by lower bounds of the flows'
+//!   last finish tags (an entry is brought up to date only when V reaches its key);
 //! * `S_i^k = max(F_i^{k−1}, V(a_i^k))`, `F_i^k = S_i^k + L_i^k/φ_i` → computed in
 //!   [`Wfq::enqueue`]; `F_i^{k−1}` → [`WfqFlow::last_finish`];
 //! * PGPS, "when the server becomes free, pick the first packet that would complete service
@@ -38,7 +39,9 @@
 //! Guarantees (Parekh–Gallager Theorem 1 and its corollary): every packet leaves no later than
 //! its GPS finish time plus `L_max/C`, and every flow has received, at any time, at least its
 //! GPS service minus `L_max`. Complexity: O(log active flows) per packet amortised (each GPS
-//! departure is paid for by the arrival that put the flow in B).
+//! departure is paid for by the arrival that put the flow in B; an arrival to a flow already in
+//! B does not touch the departure heap, whose entry is re-keyed at most once each time V
+//! reaches it).
 //!
 //! Choices where the paper is silent:
 //! * V is advanced at arrivals only (tags need it there); dequeues only compare tags.
@@ -98,10 +101,11 @@ pub struct Wfq {
     clock: TimeNs,
     /// Σ φ_i over B.
     backlogged_weight: u64,
-    /// The flows in B keyed by last finish tag: GPS departures in finish-tag order (ties by
-    /// flow id; simultaneous departures are all taken together). An entry whose tag is below
-    /// the flow's current `last_finish` (it received packets since) is re-keyed when it
-    /// surfaces.
+    /// The flows in B, each keyed by a lower bound of its last finish tag: its `last_finish`
+    /// when the entry was made (ties by flow id; simultaneous departures are all taken
+    /// together). An entry whose key is below the flow's current `last_finish` (it received
+    /// packets since) is re-keyed only when V reaches the key, so the flows' arrivals do not
+    /// touch the heap and GPS departures still come in finish-tag order.
     departures: VirtualTimeHeap,
     /// Link work (units of 2^-32 byte) done in GPS but not yet turned into V: below Σφ.
     residual_work: u128,
@@ -166,20 +170,6 @@ impl Wfq {
         }
     }
 
-    /// The flow in B with the least last finish tag, re-keying entries that lag behind.
-    fn next_departure(&mut self) -> Option<(VirtualTime, FlowId)> {
-        loop {
-            let top = self.departures.peek()?;
-            let state = self.queues.state(top.id).expect("flows in the heap have state");
-            if state.last_finish == top.key {
-                return Some((top.key, top.id));
-            }
-            // The flow received packets since this entry was made: its GPS backlog now runs
-            // out later.
-            self.departures.update(top.id, state.last_finish, top.seq);
-        }
-    }
-
     /// Advances V from `clock` to `now` through every GPS departure in between.
     fn advance(&mut self, now: TimeNs) {
         if now <= self.clock {
@@ -194,10 +184,17 @@ impl Wfq {
             Some(work) => work.saturating_add(self.residual_work),
             None => u128::MAX,
         };
-        while let Some((finish, flow)) = self.next_departure() {
+        // The heap's keys are lower bounds of the flows' last finish tags (see `departures`):
+        // V cannot pass a flow's departure before it reaches the flow's key, so an entry is
+        // re-keyed only when V would reach it, not on every arrival of its flow.
+        while let Some(top) = self.departures.peek() {
             let sum = self.backlogged_weight as u128;
-            let gap = finish.raw().saturating_sub(self.virtual_time.raw());
-            let need = gap.saturating_mul(sum);
+            let gap = top.key.raw().saturating_sub(self.virtual_time.raw());
+            let need = match u64::try_from(gap) {
+                // Σφ < 2^64 and a gap below 2^64 units (the common case): one 64-bit product.
+                Ok(gap) => gap as u128 * sum,
+                Err(_) => gap.saturating_mul(sum),
+            };
             if available < need {
                 // V moves up by available/Σφ; the remainder waits for the next event.
                 let reachable = match (u64::try_from(available), u64::try_from(sum)) {
@@ -208,11 +205,18 @@ impl Wfq {
                 self.residual_work = available - reachable * sum;
                 return;
             }
+            let state = self.queues.state_mut(top.id);
+            if state.last_finish != top.key {
+                // The flow received packets since this entry was made: its GPS backlog runs
+                // out later. V does not move (the work is still available).
+                let last_finish = state.last_finish;
+                self.departures.update(top.id, last_finish, top.seq);
+                continue;
+            }
             // V reaches the flow's last finish tag: it leaves B.
             available -= need;
-            self.virtual_time = finish;
+            self.virtual_time = top.key;
             self.departures.pop();
-            let state = self.queues.state_mut(flow);
             state.gps_backlogged = false;
             self.backlogged_weight -= state.weight as u64;
             if self.backlogged_weight == 0 {
@@ -439,6 +443,31 @@ mod tests {
         assert_eq!(s.virtual_time_at(8000), v(500));
         // 1 ns carries 1/8 byte, 1/16 byte/weight: exact in fixed point.
         assert_eq!(s.virtual_time_at(8001).raw(), v(500).raw() + (1 << 28));
+    }
+
+    /// Arrivals to a flow already in B leave its departure entry behind (a lower bound); V
+    /// reaching that stale key re-keys it without a departure. Test link: 1 byte per µs.
+    /// * t = 0: flow 0 100 B (F = 100), flow 1 1000 B (F = 1000); Σφ = 2.
+    /// * 50 µs (V = 25) and 150 µs (V = 75): flow 0 100 B each, F = 200 and 300.
+    /// * 200 µs: V = 100, flow 0's entry (100) is stale: no departure, Σφ stays 2.
+    /// * 600 µs: V = 300, flow 0 leaves; flow 1 alone reaches 1000 at 1300 µs.
+    #[test]
+    fn a_stale_departure_is_re_keyed_when_v_reaches_it() {
+        let mut s = wfq(&[], BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        s.enqueue(Packet::new(0, 0, 100, 0), 0, &mut drops);
+        s.enqueue(Packet::new(1, 1, 1000, 0), 0, &mut drops);
+        s.enqueue(Packet::new(2, 0, 100, 50 * US), 50 * US, &mut drops);
+        s.enqueue(Packet::new(3, 0, 100, 150 * US), 150 * US, &mut drops);
+        assert_eq!(s.flow(0).unwrap().last_finish, v(300));
+        assert_eq!(s.virtual_time_at(250 * US), v(125));
+        assert_eq!(s.backlogged_weight(), 2);
+        assert_eq!(s.virtual_time_at(599 * US), VirtualTime::ratio_ceil(599, 2));
+        assert_eq!(s.backlogged_weight(), 2);
+        assert_eq!(s.virtual_time_at(600 * US), v(300));
+        assert_eq!(s.backlogged_weight(), 1);
+        assert_eq!(s.virtual_time_at(1300 * US), v(1000));
+        assert_eq!(s.backlogged_weight(), 0);
     }
 
     #[test]
