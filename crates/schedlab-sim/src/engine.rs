@@ -1155,7 +1155,10 @@ impl<'s> Engine<'s> {
         if let Some(&(l, bytes)) = self.first_links.get(s) {
             prefetch(&self.links, l as usize, bytes as usize);
         }
-        prefetch(&self.flows, s, Accumulator::SENT_BYTES);
+        if let Some(flow) = self.flows.get(s) {
+            // The line of the fields a sent packet touches.
+            schedlab_core::pool::prefetch(&flow.shaper_delay_sum);
+        }
     }
 
     fn end_window(&mut self, now: TimeNs) {

@@ -184,9 +184,9 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
         row.push(("in_flight", Cell::Count(n)));
     }
     let jitter = &acc.jitter;
-    let gap_mean = ratio(jitter.gap_sum, jitter.gap_count);
+    let gap_mean = ratio(jitter.gap_sum, jitter.gap_count());
     let gap_std = gap_mean.map(|m| {
-        let mean_square = jitter.gap_square_sum as f64 / jitter.gap_count as f64;
+        let mean_square = jitter.gap_square_sum as f64 / jitter.gap_count() as f64;
         (mean_square - m * m).max(0.0).sqrt()
     });
     row.extend([
@@ -218,11 +218,11 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
         ("jitter_std_s", Cell::Real(gap_std.map(|g| g / 1e9))),
         (
             "jitter_max_s",
-            Cell::Max((jitter.gap_count > 0).then(|| seconds(jitter.gap_max))),
+            Cell::Max((jitter.gap_count() > 0).then(|| seconds(jitter.gap_max))),
         ),
         (
             "ipdv_mean_s",
-            Cell::Real(ratio(jitter.ipdv_sum, jitter.gap_count).map(|d| d / 1e9)),
+            Cell::Real(ratio(jitter.ipdv_sum, jitter.gap_count()).map(|d| d / 1e9)),
         ),
         (
             "shaper_delay_mean_s",

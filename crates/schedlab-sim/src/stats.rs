@@ -63,8 +63,9 @@ fn bucket_value(index: usize) -> u64 {
 
 /// Bucket indices a [`DelayHistogram`] collects before it adds them to its counts. With many
 /// flows each flow's counts are far apart in memory and an increment is a cache miss; adding
-/// eight at a time lets the processor wait for the eight misses at once.
-const PENDING: usize = 8;
+/// seven at a time lets the processor wait for the seven misses at once (seven: with their
+/// number, the extremes and the counts' handle, they fill one cache line).
+const PENDING: usize = 7;
 
 // Every bucket index fits the `u16` of the pending list.
 const _: () = assert!(bucket_index(HISTOGRAM_MAX_NS) <= u16::MAX as usize);
@@ -92,18 +93,24 @@ enum Counts {
 /// `saturating_record` at a time. Recorded bucket indices wait in a short pending list and are
 /// added to the counts [`PENDING`] at a time, in recording order, so that the counts go through
 /// exactly the states they would have gone through one value at a time.
+///
+/// What a value touches comes first, in 63 bytes (`repr(C)`): one cache line where the
+/// histogram starts on a line boundary, as in [`Accumulator`].
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct DelayHistogram {
     counts: Counts,
     /// Smallest and largest value counted (`u64::MAX`, 0 while empty), pending ones included.
     min: u64,
     max: u64,
-    /// Values above [`HISTOGRAM_MAX_NS`].
-    beyond: Vec<u64>,
     /// Bucket indices recorded and not yet in `counts`: the first `pending_len`.
     pending: [u16; PENDING],
     pending_len: u8,
+    /// Values above [`HISTOGRAM_MAX_NS`].
+    beyond: Vec<u64>,
 }
+
+const _: () = assert!(std::mem::offset_of!(DelayHistogram, beyond) <= 64);
 
 /// Equal when the same values were recorded (whether or not they are still pending).
 impl PartialEq for DelayHistogram {
@@ -346,65 +353,77 @@ impl DelayHistogram {
 
 /// Receive-gap (jitter) and delay-variation statistics of one flow or class. Updated in
 /// reception order, so it cannot be merged after the fact.
+///
+/// 80 bytes: with the other fields a received packet touches, two cache lines of an
+/// [`Accumulator`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Jitter {
-    /// Time and delay of the previous reception.
-    last: Option<(TimeNs, u64)>,
-    /// Number of receive gaps.
-    pub gap_count: u64,
     /// Sum of receive gaps, ns.
     pub gap_sum: u128,
     /// Sum of squared receive gaps, ns².
     pub gap_square_sum: u128,
-    /// Largest receive gap, ns.
-    pub gap_max: u64,
     /// Sum of |D_k − D_{k−1}|, ns.
     pub ipdv_sum: u128,
+    /// Largest receive gap, ns.
+    pub gap_max: u64,
+    /// Receptions so far (one more than the gaps, once there is one).
+    receptions: u64,
+    /// Time and delay of the previous reception (when `receptions > 0`).
+    last_receive: TimeNs,
+    last_delay: u64,
 }
 
 impl Jitter {
     /// A packet was received at `now` after `delay` ns.
     #[inline]
     pub fn on_received(&mut self, now: TimeNs, delay: u64) {
-        if let Some((last_receive, last_delay)) = self.last {
-            let gap = now - last_receive;
-            self.gap_count += 1;
+        if self.receptions > 0 {
+            let gap = now - self.last_receive;
             self.gap_sum += gap as u128;
             self.gap_square_sum += gap as u128 * gap as u128;
             self.gap_max = self.gap_max.max(gap);
-            self.ipdv_sum += last_delay.abs_diff(delay) as u128;
+            self.ipdv_sum += self.last_delay.abs_diff(delay) as u128;
         }
-        self.last = Some((now, delay));
+        self.receptions += 1;
+        self.last_receive = now;
+        self.last_delay = delay;
+    }
+
+    /// Number of receive gaps.
+    #[inline]
+    pub fn gap_count(&self) -> u64 {
+        self.receptions.saturating_sub(1)
     }
 }
 
 /// Accumulated statistics of one flow or one class over the measurement window.
 ///
-/// The fields a sent packet touches come first (one cache line from the start, which
-/// `align(64)` puts on a line boundary), then those a received packet touches; the engine
-/// prefetches [`Accumulator::SENT_BYTES`] and [`Accumulator::RECEIVED_BYTES`] of a flow's
+/// The fields a received packet touches come first (two cache lines from the start, which
+/// `align(64)` puts on a line boundary), then the delay histogram (whose per-value fields fill
+/// the third line) and those a sent packet touches (the fourth); the engine prefetches
+/// [`Accumulator::RECEIVED_BYTES`] and the line of [`Accumulator::sent`] of a flow's
 /// accumulator ahead of its packets, and with many flows each line is otherwise a miss.
 #[derive(Clone, Debug, Default)]
 #[repr(C, align(64))]
 pub struct Accumulator {
-    /// Packets that entered the network in the window.
-    pub sent: u64,
-    /// Their bytes.
-    pub sent_bytes: u64,
-    /// Of those, packets delivered.
+    /// Of those sent, packets delivered.
     pub received: u64,
     /// Their bytes.
     pub received_bytes: u64,
-    /// Sum of shaping delays of the packets sent, ns.
-    pub shaper_delay_sum: u128,
     /// Sum of one-way delays, ns.
     pub delay_sum: u128,
     /// Largest one-way delay, ns.
     pub delay_max: u64,
-    /// Delay histogram, ns.
-    pub delay: DelayHistogram,
     /// Receive gaps and delay variation.
     pub jitter: Jitter,
+    /// Delay histogram, ns.
+    pub delay: DelayHistogram,
+    /// Sum of shaping delays of the packets sent, ns.
+    pub shaper_delay_sum: u128,
+    /// Packets that entered the network in the window.
+    pub sent: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
     /// Of those, packets dropped, by [`DropReason`] order.
     pub dropped: [u64; DropReason::COUNT],
     /// Bytes dropped.
@@ -418,13 +437,18 @@ pub struct Accumulator {
     pub rtt_sum: u128,
 }
 
+// The layout the comment above describes.
+const _: () = {
+    assert!(std::mem::offset_of!(Accumulator, jitter) + std::mem::size_of::<Jitter>() <= 128);
+    assert!(std::mem::offset_of!(Accumulator, delay) == 128);
+    assert!(std::mem::offset_of!(Accumulator, shaper_delay_sum) >= 192);
+    assert!(std::mem::offset_of!(Accumulator, sent_bytes) + 8 <= 256);
+};
+
 impl Accumulator {
-    /// Bytes from the start that [`Accumulator::on_sent`] touches.
-    pub const SENT_BYTES: usize = std::mem::offset_of!(Accumulator, shaper_delay_sum) + 16;
     /// Bytes from the start that [`Accumulator::on_received`] touches (the delay histogram's
-    /// counts are elsewhere, and are added to only every eighth packet).
-    pub const RECEIVED_BYTES: usize =
-        std::mem::offset_of!(Accumulator, jitter) + std::mem::size_of::<Jitter>();
+    /// counts are added to only every seventh packet).
+    pub const RECEIVED_BYTES: usize = std::mem::offset_of!(Accumulator, delay) + 64;
 
     /// A measured packet entered the network after `shaping` ns in the shaper.
     #[inline]
@@ -600,11 +624,11 @@ mod tests {
 
     #[test]
     fn pending_values_count_in_equality_merge_and_output() {
-        // 13 values: 8 added to the counts, 5 still pending.
+        // 13 values: 7 added to the counts, 6 still pending.
         let values: Vec<u64> = (0..13).map(|k| 1_000_000 + k * 40_000).collect();
         let mut recorded = DelayHistogram::new();
         values.iter().for_each(|&v| recorded.record(v));
-        assert_eq!(recorded.pending_len, 5);
+        assert_eq!(recorded.pending_len as usize, values.len() % PENDING);
         let mut merged = DelayHistogram::new();
         merged.merge(&recorded);
         assert_eq!(merged.pending_len, 0);
