@@ -524,24 +524,27 @@ impl std::ops::Deref for LinkPath {
     }
 }
 
-/// A source's state. `path` and `flow` come first, in the first cache line (`repr(C)`, from a
-/// line boundary): a packet moving on to its next hop reads only that line.
+/// A source's state. What a packet reads comes first (`repr(C)`, from a line boundary): `path`
+/// and `flow` in the first cache line (a packet moving on to its next hop reads only that
+/// line), the pending packet in the second, the generator's per-packet fields in the next
+/// three ([`SourceState::HOT_BYTES`] in all); the fields of TCP, lateness and echoes follow.
 #[repr(C, align(64))]
 struct SourceState {
     path: LinkPath,
     flow: u32,
-    generator: Generator,
-    shaper: Option<TokenBucket>,
-    /// The next packet, its `time` the release time (entry into the network).
-    pending: Emission,
+    class: u8,
+    dscp: u8,
+    tcp: Option<Box<TcpState>>,
+    /// The source's (σ, ρ) shaper (boxed: read only to see whether there is one).
+    shaper: Option<Box<TokenBucket>>,
     /// When the pending packet was generated (before shaping).
     generated: TimeNs,
     /// No packet generated at or after this time.
     stop: TimeNs,
-    class: u8,
-    dscp: u8,
+    /// The next packet, its `time` the release time (entry into the network).
+    pending: Emission,
     deadline: Option<TimeNs>,
-    tcp: Option<Box<TcpState>>,
+    generator: Generator,
     /// The lateness measure of the source's `lateness` table, applied on its first link.
     lateness: Option<Box<LatenessMeter>>,
     /// Open-loop echoes: the links they cross back (empty: none, or a fixed delay).
@@ -549,6 +552,17 @@ struct SourceState {
     /// Open-loop echoes over a fixed return delay instead of links.
     echo_delay: Option<TimeNs>,
 }
+
+impl SourceState {
+    /// Bytes from the start that an open-loop packet's entry into the network reads.
+    const HOT_BYTES: usize = std::mem::offset_of!(SourceState, generator) + Generator::HOT_BYTES;
+}
+
+// The layout the comment above describes.
+const _: () = {
+    assert!(std::mem::offset_of!(SourceState, tcp) + 16 <= 64);
+    assert!(std::mem::offset_of!(SourceState, deadline) + 16 <= 128);
+};
 
 /// A TCP source's connection and the engine's bookkeeping around it.
 struct TcpState {
@@ -811,7 +825,7 @@ impl<'s> Engine<'s> {
             sources.push(SourceState {
                 generator: Generator::new(&source.arrivals, source.size.clone(), source.start, rng)
                     .with_fragmentation(source.fragmentation),
-                shaper: source.shaper.map(|s| TokenBucket::new(s.sigma, s.rho)),
+                shaper: source.shaper.map(|s| Box::new(TokenBucket::new(s.sigma, s.rho))),
                 pending: Emission {
                     time: 0,
                     size: 0,
@@ -1151,7 +1165,7 @@ impl<'s> Engine<'s> {
     fn prefetch_source(&mut self, s: usize) {
         self.prefetched_source = s;
         self.arrivals.prefetch_path(s);
-        prefetch(&self.sources, s, std::mem::size_of::<SourceState>());
+        prefetch(&self.sources, s, SourceState::HOT_BYTES);
         if let Some(&(l, bytes)) = self.first_links.get(s) {
             prefetch(&self.links, l as usize, bytes as usize);
         }
