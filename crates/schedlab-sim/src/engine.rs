@@ -417,13 +417,19 @@ impl PrivateHop {
     /// Whether no packet is in service or queued at `now` (before an arrival at `now`).
     #[inline(always)]
     fn is_idle(&self, now: TimeNs) -> bool {
-        self.entries.back().is_none_or(|e| e.end < now)
+        // `free_at` is the last entry's end: the entries themselves are not read.
+        self.entries.is_empty() || self.free_at < now
     }
 
     /// The packets queued and not in service at `now` (a service starting at `now` has not
     /// started: arrivals and marks at a time come before the decisions at that time).
+    #[inline(always)]
     fn waiting(&self, now: TimeNs) -> Backlog {
         let mut backlog = Backlog::default();
+        if self.free_at < now {
+            // Every service started before `now` (each starts by the end of the last).
+            return backlog;
+        }
         for e in self.entries.iter().rev().take_while(|e| e.start >= now) {
             backlog.packets += 1;
             backlog.bytes += e.packet.size as u64;
