@@ -475,7 +475,7 @@ fn tcp_row(flow: u64, name: &str, raw: &TcpRaw, window_ns: u64) -> Row {
 /// the raw replication from packets measured on a real network.
 pub fn reduce(
     scenario: &Scenario,
-    raw: RawReplication,
+    mut raw: RawReplication,
     wall_time_s: f64,
     histograms: &mut [DelayHistogram],
 ) -> ReplicationResult {
@@ -493,8 +493,7 @@ pub fn reduce(
         .unwrap_or_default();
     let mut flows = Vec::with_capacity(raw.flows.len());
     let mut throughputs = Vec::with_capacity(raw.flows.len());
-    for (i, (source, acc)) in scenario.sources.iter().zip(&raw.flows).enumerate() {
-        histograms[i].merge(&acc.delay);
+    for (i, (source, acc)) in scenario.sources.iter().zip(&mut raw.flows).enumerate() {
         let mut row: Row = vec![
             ("flow", Cell::Id(source.flow as u64)),
             ("name", Cell::Text(source.name.clone())),
@@ -510,6 +509,8 @@ pub fn reduce(
         }
         throughputs.push(acc.received_bytes as f64 * 8.0 / seconds(window));
         flows.push(row);
+        // Not read again: moved, not copied, into the histogram merged over replications.
+        histograms[i].merge_owned(std::mem::take(&mut acc.delay));
     }
     let classes = raw
         .classes

@@ -316,6 +316,17 @@ impl DelayHistogram {
         self.max == 0 && self.beyond.is_empty()
     }
 
+    /// [`DelayHistogram::merge`] of a histogram not needed after it (taken over when nothing
+    /// was recorded here, without a copy).
+    pub fn merge_owned(&mut self, mut other: DelayHistogram) {
+        if self.is_empty() {
+            other.flush();
+            *self = other;
+        } else {
+            self.merge(&other);
+        }
+    }
+
     /// Adds `other`'s counts.
     pub fn merge(&mut self, other: &DelayHistogram) {
         if self.is_empty() {
