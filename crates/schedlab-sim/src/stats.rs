@@ -8,7 +8,7 @@
 //! and CDF points are read from those buckets as `hdrhistogram` would compute them
 //! ([`DelayHistogram::values_at_quantiles`], [`DelayHistogram::for_each_recorded`]; a test
 //! compares them), without the full-range histogram (a few hundred kB per flow, which with
-//! 1,000 flows took about a fifth of the CPU time of a 2-million-packet run of the ns-2
+//! 1,000 flows took about 18 % of the CPU time of a 2-million-packet run of the ns-2
 //! scenario); [`DelayHistogram::to_hdr`] gives the identical `hdrhistogram::Histogram`.
 //!
 //! Jitter follows Yokota, Kato and Tominaga (paper 003, §5.2): "the difference in arrival
