@@ -193,13 +193,24 @@ pub struct ClassAtLink {
 
 /// A link's state. The fields every packet touches come first, in a few adjacent cache lines
 /// (`repr(C)` keeps this order, from a cache-line boundary): with many links, each line of a
-/// link's state that a packet touches is a cache miss.
+/// link's state that a packet touches is a cache miss. A packet entering a private hop (see
+/// [`PrivateHop`]) touches only the first three lines: the running totals, the service and
+/// flags, and the hop's own state. The scheduler is boxed (its enum is several hundred bytes,
+/// which a private hop never touches).
 #[repr(C, align(64))]
 struct LinkState {
+    area_packets: u128,
+    area_bytes: u128,
+    busy_done: u64,
+    sent_packets: u64,
+    sent_bytes: u64,
+    max_packets: u64,
+    max_bytes: u64,
+    delay: TimeNs,
+    service: ServiceTime,
     /// The scheduler's backlog, read after each enqueue and dequeue (it changes only then),
     /// so the per-packet paths do not dispatch to the scheduler to ask again.
     backlog: Backlog,
-    last_change: TimeNs,
     busy: bool,
     /// Whether a conditioner or a drop policy sees each arriving packet (read on every
     /// arrival; the two fields themselves lie after the scheduler, off the per-packet lines).
@@ -207,29 +218,22 @@ struct LinkState {
     /// Whether the link is a private FIFO hop (see [`PrivateHop`]): its packets bypass the
     /// scheduler and its statistics are kept by [`LinkState::pass_private`].
     private: bool,
-    area_packets: u128,
-    area_bytes: u128,
+    /// A private FIFO hop's packets, from those still propagating to those whose transmission
+    /// may not have ended yet.
+    transit: PrivateHop,
+    last_change: TimeNs,
     decision_seq: u64,
     decision_at: TimeNs,
     tx_start: TimeNs,
-    busy_done: u64,
-    sent_packets: u64,
-    sent_bytes: u64,
-    max_packets: u64,
-    max_bytes: u64,
     /// A packet is lost when a uniform `u64` draw is below this (`loss · 2⁶⁴`).
     loss_threshold: u64,
-    delay: TimeNs,
     /// `max_sojourn`, or `TimeNs::MAX` (never overdue).
     max_sojourn: TimeNs,
-    service: ServiceTime,
     in_service: Packet,
     pipe: VecDeque<(TimeNs, Packet)>,
-    /// Per class (index = class, grown on first sight).
+    /// Per class (index = class, grown on first sight; a private hop's are in `transit`).
     classes: Vec<ClassAtLink>,
-    /// A private FIFO hop's packets whose transmission may not have ended yet.
-    transit: PrivateHop,
-    scheduler: AnyScheduler,
+    scheduler: Box<AnyScheduler>,
     drop_policy: Option<LinkDropPolicy>,
     conditioner: Option<Conditioner>,
     dropped: [u64; DropReason::COUNT],
@@ -249,9 +253,13 @@ struct LinkState {
 }
 
 impl LinkState {
-    /// Bytes from the start that a packet's arrival, service and transmission end touch:
-    /// the per-packet fields and the head of the scheduler.
-    const HOT_BYTES: usize = std::mem::offset_of!(LinkState, scheduler) + 64;
+    /// Bytes from the start that a packet's arrival, service and transmission end touch (the
+    /// per-packet fields; the scheduler's own state is elsewhere).
+    const HOT_BYTES: usize = std::mem::offset_of!(LinkState, scheduler) + 8;
+    /// Bytes from the start that a packet entering a private hop touches (besides the hop's
+    /// queue of packets).
+    const PRIVATE_HOT_BYTES: usize =
+        std::mem::offset_of!(LinkState, transit) + std::mem::size_of::<PrivateHop>();
 
     /// Accumulates the backlog integral up to `now` (call before the backlog changes).
     #[inline(always)]
@@ -311,6 +319,9 @@ impl LinkState {
 
     /// The per-class totals at `now`, counting the packet in service up to `now`.
     fn class_snapshot(&self, now: TimeNs) -> Vec<ClassAtLink> {
+        if self.private {
+            return self.transit.class_snapshot(now, self);
+        }
         let mut classes = self.classes.clone();
         if self.busy {
             let class = self.in_service.class as usize;
@@ -318,9 +329,6 @@ impl LinkState {
                 classes.resize(class + 1, ClassAtLink::default());
             }
             classes[class].busy += now - self.tx_start;
-        }
-        if self.private {
-            self.transit.take_back_classes(now, &mut classes);
         }
         classes
     }
@@ -332,10 +340,12 @@ impl LinkState {
     /// [`LinkState::class_snapshot`] take back what lies after the snapshot's time. Returns
     /// the packet's transmission end.
     #[inline(always)]
-    fn pass_private(&mut self, packet: &Packet, now: TimeNs, measuring: bool) -> TimeNs {
-        // Entries that ended before now matter to no later snapshot.
-        while self.transit.entries.front().is_some_and(|e| e.end < now) {
-            self.transit.entries.pop_front();
+    fn pass_private(&mut self, packet: Packet, now: TimeNs, measuring: bool) -> TimeNs {
+        // Entries forwarded and ended before now matter to no later snapshot.
+        let transit = &mut self.transit;
+        while transit.forwarded > 0 && transit.entries.front().is_some_and(|e| e.end < now) {
+            transit.entries.pop_front();
+            transit.forwarded -= 1;
         }
         if measuring {
             // The backlog right after the enqueue, as the scheduler would have had it.
@@ -353,17 +363,11 @@ impl LinkState {
         self.busy_done += service;
         self.sent_packets += 1;
         self.sent_bytes += packet.size as u64;
-        let class = self.class_mut(packet.class);
-        class.busy += service;
-        class.sent_packets += 1;
-        class.delay_sum += (end - now) as u128;
-        self.transit.entries.push_back(Transit {
-            arrival: now,
-            start,
-            end,
-            size: packet.size,
-            class: packet.class,
-        });
+        // The hop's one class (see `private_hops`): its busy time and sent packets are the
+        // link's.
+        self.transit.class = packet.class;
+        self.transit.delay_sum += (end - now) as u128;
+        self.transit.entries.push_back(Transit { packet, start, end });
         end
     }
 }
@@ -379,38 +383,56 @@ impl LinkState {
 /// here whose transmission had not ended at the snapshot's time (a transmission ending at the
 /// snapshot's very time counts as not ended, as the engine handles the marks and ticks of a
 /// time before the transmission ends scheduled later).
+///
+/// Its packets propagate in the order they arrived, so the same queue holds them until they
+/// reach their next hop (its front `forwarded` entries have, and stay while a snapshot may
+/// still need them). All its packets are of its source's one class (a trace source, whose
+/// classes vary per packet, has no private hop), so its per-class totals are its link totals
+/// and the sum of their delays.
 #[derive(Debug, Default)]
 struct PrivateHop {
+    /// Σ (transmission end − arrival) of the packets that entered, ns (the class's
+    /// `ClassAtLink::delay_sum`).
+    delay_sum: u128,
     /// The end of the last transmission (the link is free from then on).
     free_at: TimeNs,
-    /// Packets in arrival order whose transmission ended at or after the last arrival.
+    /// Packets in arrival order: those not yet at their next hop, and before them those
+    /// forwarded whose transmission ended at or after the last arrival.
     entries: VecDeque<Transit>,
+    /// How many of the front entries were forwarded to their next hop.
+    forwarded: u32,
+    /// The class of the hop's packets.
+    class: u8,
 }
 
-/// A packet at a private hop.
+/// A packet at a private hop (its `arrival` is the time it entered the hop).
 #[derive(Clone, Copy, Debug)]
 struct Transit {
-    arrival: TimeNs,
+    packet: Packet,
     start: TimeNs,
     end: TimeNs,
-    size: u32,
-    class: u8,
 }
 
 impl PrivateHop {
     /// Whether no packet is in service or queued at `now` (before an arrival at `now`).
     #[inline(always)]
     fn is_idle(&self, now: TimeNs) -> bool {
-        self.entries.back().is_none_or(|e| e.end < now)
+        // `free_at` is the last entry's end: the entries themselves are not read.
+        self.entries.is_empty() || self.free_at < now
     }
 
     /// The packets queued and not in service at `now` (a service starting at `now` has not
     /// started: arrivals and marks at a time come before the decisions at that time).
+    #[inline(always)]
     fn waiting(&self, now: TimeNs) -> Backlog {
         let mut backlog = Backlog::default();
+        if self.free_at < now {
+            // Every service started before `now` (each starts by the end of the last).
+            return backlog;
+        }
         for e in self.entries.iter().rev().take_while(|e| e.start >= now) {
             backlog.packets += 1;
-            backlog.bytes += e.size as u64;
+            backlog.bytes += e.packet.size as u64;
         }
         backlog
     }
@@ -421,23 +443,44 @@ impl PrivateHop {
         for e in self.entries.iter().rev().take_while(|e| e.end >= now) {
             snapshot.busy -= e.end - e.start.max(now);
             snapshot.sent_packets -= 1;
-            snapshot.sent_bytes -= e.size as u64;
+            snapshot.sent_bytes -= e.packet.size as u64;
             if e.start > now {
-                let queued = (e.start - e.arrival.max(now)) as u128;
+                let queued = (e.start - e.packet.arrival.max(now)) as u128;
                 snapshot.area_packets -= queued;
-                snapshot.area_bytes -= queued * e.size as u128;
+                snapshot.area_bytes -= queued * e.packet.size as u128;
             }
         }
     }
 
-    /// [`PrivateHop::take_back`] for the per-class totals.
-    fn take_back_classes(&self, now: TimeNs, classes: &mut [ClassAtLink]) {
+    /// The per-class totals of `link` (this hop's link) at `now`: none before its first
+    /// packet, then its class's (the link's totals and the sum of delays), less what lies
+    /// after `now` (as [`PrivateHop::take_back`]), at the class's index.
+    fn class_snapshot(&self, now: TimeNs, link: &LinkState) -> Vec<ClassAtLink> {
+        if link.sent_packets == 0 {
+            return Vec::new();
+        }
+        let mut classes = vec![ClassAtLink::default(); self.class as usize + 1];
+        let class = &mut classes[self.class as usize];
+        class.busy = link.busy_done;
+        class.sent_packets = link.sent_packets;
+        class.delay_sum = self.delay_sum;
         for e in self.entries.iter().rev().take_while(|e| e.end >= now) {
-            let class = &mut classes[e.class as usize];
             class.busy -= e.end - e.start.max(now);
             class.sent_packets -= 1;
-            class.delay_sum -= (e.end - e.arrival) as u128;
+            class.delay_sum -= (e.end - e.packet.arrival) as u128;
         }
+        classes
+    }
+
+    /// The next packet to reach the next hop (the front one not yet forwarded), and when the
+    /// one after it will (after a propagation `delay`), if any.
+    #[inline(always)]
+    fn forward_next(&mut self, delay: TimeNs) -> (Packet, Option<TimeNs>) {
+        let index = self.forwarded as usize;
+        self.forwarded += 1;
+        let packet = self.entries[index].packet;
+        let next = self.entries.get(index + 1).map(|e| e.end + delay);
+        (packet, next)
     }
 
     /// Transmissions ending at or after `now` (not yet ended when a run halts at `now`).
@@ -487,24 +530,27 @@ impl std::ops::Deref for LinkPath {
     }
 }
 
-/// A source's state. `path` and `flow` come first, in the first cache line (`repr(C)`, from a
-/// line boundary): a packet moving on to its next hop reads only that line.
+/// A source's state. What a packet reads comes first (`repr(C)`, from a line boundary): `path`
+/// and `flow` in the first cache line (a packet moving on to its next hop reads only that
+/// line), the pending packet in the second, the generator's per-packet fields in the next
+/// three ([`SourceState::HOT_BYTES`] in all); the fields of TCP, lateness and echoes follow.
 #[repr(C, align(64))]
 struct SourceState {
     path: LinkPath,
     flow: u32,
-    generator: Generator,
-    shaper: Option<TokenBucket>,
-    /// The next packet, its `time` the release time (entry into the network).
-    pending: Emission,
+    class: u8,
+    dscp: u8,
+    tcp: Option<Box<TcpState>>,
+    /// The source's (σ, ρ) shaper (boxed: read only to see whether there is one).
+    shaper: Option<Box<TokenBucket>>,
     /// When the pending packet was generated (before shaping).
     generated: TimeNs,
     /// No packet generated at or after this time.
     stop: TimeNs,
-    class: u8,
-    dscp: u8,
+    /// The next packet, its `time` the release time (entry into the network).
+    pending: Emission,
     deadline: Option<TimeNs>,
-    tcp: Option<Box<TcpState>>,
+    generator: Generator,
     /// The lateness measure of the source's `lateness` table, applied on its first link.
     lateness: Option<Box<LatenessMeter>>,
     /// Open-loop echoes: the links they cross back (empty: none, or a fixed delay).
@@ -512,6 +558,17 @@ struct SourceState {
     /// Open-loop echoes over a fixed return delay instead of links.
     echo_delay: Option<TimeNs>,
 }
+
+impl SourceState {
+    /// Bytes from the start that an open-loop packet's entry into the network reads.
+    const HOT_BYTES: usize = std::mem::offset_of!(SourceState, generator) + Generator::HOT_BYTES;
+}
+
+// The layout the comment above describes.
+const _: () = {
+    assert!(std::mem::offset_of!(SourceState, tcp) + 16 <= 64);
+    assert!(std::mem::offset_of!(SourceState, deadline) + 16 <= 128);
+};
 
 /// A TCP source's connection and the engine's bookkeeping around it.
 struct TcpState {
@@ -685,8 +742,9 @@ struct Engine<'s> {
     packet_log: Option<PacketLog>,
     /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
     metering: bool,
-    /// Per source: the first link of its path (`u32::MAX`: none), for [`Engine::prefetch_source`].
-    first_links: Vec<u32>,
+    /// Per source: the first link of its path (`u32::MAX`: none) and the bytes of its state
+    /// that a packet entering it touches, for [`Engine::prefetch_source`].
+    first_links: Vec<(u32, u32)>,
     /// The source whose state was last prefetched (`usize::MAX`: none).
     prefetched_source: usize,
     /// Whether to prefetch per-flow state ahead of the packets (see [`PREFETCH_ABOVE`]).
@@ -729,7 +787,7 @@ impl<'s> Engine<'s> {
                 drop_policy: link.build_drop_policy(),
                 conditioner: link.conditioner.clone(),
                 delay: link.delay,
-                scheduler: link.build_scheduler(index)?,
+                scheduler: Box::new(link.build_scheduler(index)?),
                 backlog: Backlog::default(),
                 busy: false,
                 in_service: Packet::new(0, 0, 0, 0),
@@ -773,7 +831,7 @@ impl<'s> Engine<'s> {
             sources.push(SourceState {
                 generator: Generator::new(&source.arrivals, source.size.clone(), source.start, rng)
                     .with_fragmentation(source.fragmentation),
-                shaper: source.shaper.map(|s| TokenBucket::new(s.sigma, s.rho)),
+                shaper: source.shaper.map(|s| Box::new(TokenBucket::new(s.sigma, s.rho))),
                 pending: Emission {
                     time: 0,
                     size: 0,
@@ -860,11 +918,7 @@ impl<'s> Engine<'s> {
             now: 0,
             packet_log: None,
             metering: scenario.sources.iter().any(|s| s.lateness.is_some()),
-            first_links: scenario
-                .sources
-                .iter()
-                .map(|s| s.path.first().map_or(u32::MAX, |&l| l as u32))
-                .collect(),
+            first_links: Vec::new(),
             prefetched_source: usize::MAX,
             prefetching: false,
             deferred_delays: VecDeque::with_capacity(DEFERRED_DELAYS + 1),
@@ -875,6 +929,15 @@ impl<'s> Engine<'s> {
         for (link, private) in engine.links.iter_mut().zip(private_hops(scenario)) {
             link.private = private;
         }
+        engine.first_links = scenario
+            .sources
+            .iter()
+            .map(|s| match s.path.first() {
+                Some(&l) if engine.links[l].private => (l as u32, LinkState::PRIVATE_HOT_BYTES as u32),
+                Some(&l) => (l as u32, LinkState::HOT_BYTES as u32),
+                None => (u32::MAX, 0),
+            })
+            .collect();
         let per_source = std::mem::size_of::<SourceState>()
             + std::mem::size_of::<LinkState>()
             + std::mem::size_of::<Accumulator>();
@@ -1108,11 +1171,14 @@ impl<'s> Engine<'s> {
     fn prefetch_source(&mut self, s: usize) {
         self.prefetched_source = s;
         self.arrivals.prefetch_path(s);
-        prefetch(&self.sources, s, std::mem::size_of::<SourceState>());
-        if let Some(&l) = self.first_links.get(s) {
-            prefetch(&self.links, l as usize, LinkState::HOT_BYTES);
+        prefetch(&self.sources, s, SourceState::HOT_BYTES);
+        if let Some(&(l, bytes)) = self.first_links.get(s) {
+            prefetch(&self.links, l as usize, bytes as usize);
         }
-        prefetch(&self.flows, s, Accumulator::SENT_BYTES);
+        if let Some(flow) = self.flows.get(s) {
+            // The line of the fields a sent packet touches.
+            schedlab_core::pool::prefetch(&flow.shaper_delay_sum);
+        }
     }
 
     fn end_window(&mut self, now: TimeNs) {
@@ -1222,13 +1288,13 @@ impl<'s> Engine<'s> {
             self.elided_events += 1;
         }
         let link = &mut self.links[l];
-        let end = link.pass_private(&packet, now, self.measuring);
+        let end = link.pass_private(packet, now, self.measuring);
         // Without propagation delay, the propagation event stands for the transmission end
         // (which forwarded the packet at once).
         self.elided_events += u64::from(link.delay > 0);
         let at = end + link.delay;
-        link.pipe.push_back((at, packet));
-        if link.pipe.len() == 1 {
+        let transit = &link.transit;
+        if transit.entries.len() - transit.forwarded as usize == 1 {
             self.push(at, PROPAGATED, l);
         }
     }
@@ -1509,10 +1575,19 @@ impl<'s> Engine<'s> {
 
     fn propagated(&mut self, l: usize) {
         let link = &mut self.links[l];
-        let (_, packet) = link.pipe.pop_front().expect("a propagation event has a packet");
-        if let Some(&(next, _)) = link.pipe.front() {
-            self.push(next, PROPAGATED, l);
-        }
+        let packet = if link.private {
+            let (packet, next) = link.transit.forward_next(link.delay);
+            if let Some(next) = next {
+                self.push(next, PROPAGATED, l);
+            }
+            packet
+        } else {
+            let (_, packet) = link.pipe.pop_front().expect("a propagation event has a packet");
+            if let Some(&(next, _)) = link.pipe.front() {
+                self.push(next, PROPAGATED, l);
+            }
+            packet
+        };
         self.forward(packet);
     }
 

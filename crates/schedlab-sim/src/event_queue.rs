@@ -232,7 +232,8 @@ impl SourceClock {
 
     /// Starts loading into the cache what the next update of `source`'s key will read: the
     /// keys of the current winners of the subtrees beside its path (with many sources each is
-    /// otherwise a cache miss at the update). A hint: the winners may change before then.
+    /// otherwise a cache miss at the update), but for the top four levels, which every update
+    /// reads. A hint: the winners may change before then.
     #[inline(always)]
     pub fn prefetch_path(&self, source: usize) {
         let leaf_mask = self.leaves - 1;
@@ -240,7 +241,7 @@ impl SourceClock {
         let keys = &self.keys[..=leaf_mask];
         let winner = &self.winner[..=node_mask];
         let mut node = self.leaves + (source & leaf_mask);
-        while node > 1 {
+        while node >= 16 {
             let sibling = winner[(node ^ 1) & node_mask] as usize & leaf_mask;
             crate::prefetch::prefetch(keys, sibling, 16);
             node /= 2;

@@ -440,7 +440,7 @@ impl<F: FnMut(&ReplayRow) -> Result<(), InputError>> Departures<F> {
                     delay_max_s: 0.0,
                 };
                 if f.sent > 0 {
-                    let p99 = f.delays.to_hdr().value_at_quantile(0.99);
+                    let p99 = f.delays.value_at_quantile(0.99);
                     summary.delay_mean_s = f.delay_sum as f64 / f.sent as f64 / 1e9;
                     summary.delay_p99_s = seconds(p99.min(f.delay_max));
                     summary.delay_max_s = seconds(f.delay_max);

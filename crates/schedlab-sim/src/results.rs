@@ -14,7 +14,6 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use hdrhistogram::Histogram;
 use schedlab_core::conditioning::{ColourCounters, MeterKind, Profile, Selector};
 use schedlab_core::DropReason;
 use serde_json::{json, Map, Value};
@@ -166,9 +165,11 @@ fn ratio(numerator: u128, denominator: u64) -> Option<f64> {
     (denominator > 0).then(|| numerator as f64 / denominator as f64)
 }
 
-fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>, window_ns: u64) -> Row {
+fn traffic_row(acc: &Accumulator, in_flight: Option<u64>, window_ns: u64) -> Row {
+    let delay = &acc.delay;
     let window = seconds(window_ns);
-    let quantile = |q: f64| (acc.received > 0).then(|| seconds(delay.value_at_quantile(q)));
+    let [p50, p95, p99, p999] = delay.values_at_quantiles([0.5, 0.95, 0.99, 0.999]);
+    let quantile = |value: u64| (acc.received > 0).then(|| seconds(value));
     let mut row: Row = vec![
         ("sent", Cell::Count(acc.sent)),
         ("sent_bytes", Cell::Count(acc.sent_bytes)),
@@ -184,9 +185,9 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
         row.push(("in_flight", Cell::Count(n)));
     }
     let jitter = &acc.jitter;
-    let gap_mean = ratio(jitter.gap_sum, jitter.gap_count);
+    let gap_mean = ratio(jitter.gap_sum, jitter.gap_count());
     let gap_std = gap_mean.map(|m| {
-        let mean_square = jitter.gap_square_sum as f64 / jitter.gap_count as f64;
+        let mean_square = jitter.gap_square_sum as f64 / jitter.gap_count() as f64;
         (mean_square - m * m).max(0.0).sqrt()
     });
     row.extend([
@@ -206,10 +207,10 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
             "delay_mean_s",
             Cell::Real(ratio(acc.delay_sum, acc.received).map(|d| d / 1e9)),
         ),
-        ("delay_p50_s", Cell::Real(quantile(0.5))),
-        ("delay_p95_s", Cell::Real(quantile(0.95))),
-        ("delay_p99_s", Cell::Real(quantile(0.99))),
-        ("delay_p999_s", Cell::Real(quantile(0.999))),
+        ("delay_p50_s", Cell::Real(quantile(p50))),
+        ("delay_p95_s", Cell::Real(quantile(p95))),
+        ("delay_p99_s", Cell::Real(quantile(p99))),
+        ("delay_p999_s", Cell::Real(quantile(p999))),
         (
             "delay_max_s",
             Cell::Max((acc.received > 0).then(|| seconds(acc.delay_max))),
@@ -218,11 +219,11 @@ fn traffic_row(acc: &Accumulator, delay: &Histogram<u64>, in_flight: Option<u64>
         ("jitter_std_s", Cell::Real(gap_std.map(|g| g / 1e9))),
         (
             "jitter_max_s",
-            Cell::Max((jitter.gap_count > 0).then(|| seconds(jitter.gap_max))),
+            Cell::Max((jitter.gap_count() > 0).then(|| seconds(jitter.gap_max))),
         ),
         (
             "ipdv_mean_s",
-            Cell::Real(ratio(jitter.ipdv_sum, jitter.gap_count).map(|d| d / 1e9)),
+            Cell::Real(ratio(jitter.ipdv_sum, jitter.gap_count()).map(|d| d / 1e9)),
         ),
         (
             "shaper_delay_mean_s",
@@ -474,7 +475,7 @@ fn tcp_row(flow: u64, name: &str, raw: &TcpRaw, window_ns: u64) -> Row {
 /// the raw replication from packets measured on a real network.
 pub fn reduce(
     scenario: &Scenario,
-    raw: RawReplication,
+    mut raw: RawReplication,
     wall_time_s: f64,
     histograms: &mut [DelayHistogram],
 ) -> ReplicationResult {
@@ -492,17 +493,13 @@ pub fn reduce(
         .unwrap_or_default();
     let mut flows = Vec::with_capacity(raw.flows.len());
     let mut throughputs = Vec::with_capacity(raw.flows.len());
-    for (i, (source, acc)) in scenario.sources.iter().zip(&raw.flows).enumerate() {
-        // One flow's full-range histogram at a time (each is a few hundred kB); the merged
-        // ones stay compact.
-        let delay = acc.delay.to_hdr();
-        histograms[i].merge(&acc.delay);
+    for (i, (source, acc)) in scenario.sources.iter().zip(&mut raw.flows).enumerate() {
         let mut row: Row = vec![
             ("flow", Cell::Id(source.flow as u64)),
             ("name", Cell::Text(source.name.clone())),
             ("class", Cell::Id(source.class as u64)),
         ];
-        row.extend(traffic_row(acc, &delay, Some(raw.in_flight[i]), window));
+        row.extend(traffic_row(acc, Some(raw.in_flight[i]), window));
         if metered {
             row.extend(lateness_cells(raw.lateness[i].as_ref()));
         }
@@ -512,6 +509,8 @@ pub fn reduce(
         }
         throughputs.push(acc.received_bytes as f64 * 8.0 / seconds(window));
         flows.push(row);
+        // Not read again: moved, not copied, into the histogram merged over replications.
+        histograms[i].merge_owned(std::mem::take(&mut acc.delay));
     }
     let classes = raw
         .classes
@@ -524,7 +523,7 @@ pub fn reduce(
                     Cell::Text(scenario.class_name(*class).unwrap_or("").to_string()),
                 ),
             ];
-            row.extend(traffic_row(acc, &acc.delay.to_hdr(), None, window));
+            row.extend(traffic_row(acc, None, window));
             if metered {
                 let mut sum: Option<LatenessCounts> = None;
                 for (source, counts) in scenario.sources.iter().zip(&raw.lateness) {
@@ -1183,32 +1182,45 @@ impl SimResults {
     }
 
     fn delay_cdf_csv(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        fn cdf_row(
+            out: &mut dyn std::io::Write,
+            source: &crate::scenario::SourceConfig,
+            value: u64,
+            cdf: f64,
+        ) -> std::io::Result<()> {
+            writeln!(
+                out,
+                "{},{},{},{}",
+                source.flow,
+                csv_text(&source.name),
+                seconds(value),
+                cdf
+            )
+        }
         writeln!(out, "flow,name,delay_s,cdf")?;
         for (source, compact) in self.scenario.sources.iter().zip(&self.delay_histograms) {
             if compact.is_empty() {
                 continue;
             }
-            // From the full histogram (3 significant digits): a point at a recorded bucket's
-            // upper edge whenever the CDF has risen by at least `DELAY_CDF_STEP` since the last
-            // point, and at the last bucket. The values are exact at every point; a flow of fewer
-            // than 1/step packets keeps every recorded bucket, any flow at most ~1/step points.
-            let histogram = compact.to_hdr();
+            // From the histogram's buckets (3 significant digits): a point at a recorded
+            // bucket's upper edge whenever the CDF has risen by at least `DELAY_CDF_STEP` since
+            // the last point, and at the last bucket. The values are exact at every point; a
+            // flow of fewer than 1/step packets keeps every recorded bucket, any flow at most
+            // ~1/step points.
             let mut last_written = 0.0;
-            let mut recorded = histogram.iter_recorded().peekable();
-            while let Some(v) = recorded.next() {
-                let cdf = v.quantile_iterated_to();
-                if cdf - last_written < DELAY_CDF_STEP && recorded.peek().is_some() {
-                    continue;
+            let mut last = None;
+            compact.for_each_recorded(|value, cdf| {
+                // Each bucket is written once the next is seen (the last one always).
+                if let Some((value, cdf)) = last.replace((value, cdf)) {
+                    if cdf - last_written >= DELAY_CDF_STEP {
+                        last_written = cdf;
+                        cdf_row(out, source, value, cdf)?;
+                    }
                 }
-                last_written = cdf;
-                writeln!(
-                    out,
-                    "{},{},{},{}",
-                    source.flow,
-                    csv_text(&source.name),
-                    seconds(histogram.highest_equivalent(v.value_iterated_to())),
-                    cdf
-                )?;
+                Ok::<(), std::io::Error>(())
+            })?;
+            if let Some((value, cdf)) = last {
+                cdf_row(out, source, value, cdf)?;
             }
         }
         Ok(())

@@ -609,19 +609,27 @@ impl Fragmentation {
 }
 
 /// Produces a source's packets in time order (before shaping), from its own random stream.
+///
+/// What every packet reads comes first, in [`Generator::HOT_BYTES`] bytes (`repr(C)`; three
+/// cache lines where the generator starts on a line boundary, as in the engine's source
+/// state); the unit being fragmented follows.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Generator {
     rng: SourceRng,
-    state: State,
-    size: Option<SizeDist>,
     start: TimeNs,
     fragmentation: Option<Fragmentation>,
+    unit_left: u32,
+    state: State,
+    size: Option<SizeDist>,
     /// The unit being fragmented (its time, class, deadline) and its bytes not yet sent.
     unit: Emission,
-    unit_left: u32,
 }
 
 impl Generator {
+    /// Bytes from the start that drawing a packet reads (all but the unit being fragmented).
+    pub const HOT_BYTES: usize = std::mem::offset_of!(Generator, unit);
+
     /// A generator of `model` starting at `start` (ns), with `size` for models that need it
     /// (a constant 1000-byte size is used if it is missing).
     pub fn new(model: &ArrivalModel, size: Option<SizeDist>, start: TimeNs, mut rng: SourceRng) -> Generator {
