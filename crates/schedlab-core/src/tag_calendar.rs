@@ -41,6 +41,10 @@ pub const BUCKETS: usize = 1 << 15;
 /// 16,384 flows, +20 to +37 % time per packet against the heap alone, under load), while the
 /// heap's upper levels stay cached.
 pub const CALENDAR_MAX_ENTRIES: usize = 4096;
+/// A push that would pass more entries than this in its bucket goes to the heap: the cost of a
+/// push stays bounded whatever the spread of the keys against the day (a day chosen too wide
+/// for some owner's keys costs heap pushes, not long walks).
+pub const BUCKET_WALK_LIMIT: usize = 8;
 /// Bitmap words.
 const WORDS: usize = BUCKETS / 64;
 /// Summary words (bit `w` of word `w / 64`: bitmap word `w` is not zero).
@@ -84,12 +88,6 @@ fn precedes(key: u128, seq: u64, other_key: u128, other_seq: u64) -> bool {
     ((key as u64 as u128) << 64 | seq as u128) < ((other_key as u64 as u128) << 64 | other_seq as u128)
 }
 
-/// The day of a raw key.
-#[inline(always)]
-fn day_of(key: u128) -> u128 {
-    key >> DAY_SHIFT
-}
-
 /// The bucket array and its bitmap (fixed sizes, so that masked indices need no bounds check).
 #[derive(Clone, Debug)]
 struct Buckets {
@@ -114,7 +112,7 @@ impl Buckets {
 
 /// A priority queue of ids by `(key, seq)`: a calendar for the keys near the cursor and a heap
 /// for the others (see the module documentation).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TagCalendar {
     nodes: Vec<Node>,
     /// The buckets, allocated on the first push.
@@ -122,18 +120,48 @@ pub struct TagCalendar {
     summary: [u64; SUMMARY_WORDS],
     /// The first day the calendar covers.
     cursor: u128,
-    /// The day of the key last popped.
-    floor: u128,
+    /// The key last popped (raw; its day is computed only when an empty calendar needs it).
+    last_popped: u128,
     /// Entries in the calendar.
     calendar_len: usize,
     /// Entries outside the calendar's days.
     overflow: VirtualTimeHeap,
+    /// Bits of a raw key below its day ([`DAY_SHIFT`] unless the owner chose another width).
+    day_shift: u32,
+}
+
+impl Default for TagCalendar {
+    fn default() -> TagCalendar {
+        TagCalendar::with_day_shift(DAY_SHIFT)
+    }
 }
 
 impl TagCalendar {
-    /// An empty calendar.
+    /// An empty calendar with days of half a unit ([`DAY_SHIFT`]).
     pub fn new() -> TagCalendar {
         TagCalendar::default()
+    }
+
+    /// An empty calendar whose day is `2^day_shift` raw units (at most 2^127): the owner
+    /// chooses it so that its keys spread over a few thousand days (the order is exact with
+    /// any width; only the cost changes).
+    pub fn with_day_shift(day_shift: u32) -> TagCalendar {
+        TagCalendar {
+            nodes: Vec::new(),
+            buckets: None,
+            summary: [0; SUMMARY_WORDS],
+            cursor: 0,
+            last_popped: 0,
+            calendar_len: 0,
+            overflow: VirtualTimeHeap::default(),
+            day_shift: day_shift.min(127),
+        }
+    }
+
+    /// The day of a raw key.
+    #[inline(always)]
+    fn day_of(&self, key: u128) -> u128 {
+        key >> self.day_shift
     }
 
     /// Number of entries.
@@ -279,20 +307,27 @@ impl TagCalendar {
         }
         debug_assert!(!self.contains(id), "id {id} already has an entry");
         let raw = key.raw();
-        let day = day_of(raw);
-        let Some(cursor) = self.window_for(day, self.len()) else {
+        let Some(cursor) = self.window_for(raw, self.len()) else {
             self.overflow.push_with(id, key, seq, aux);
             return;
         };
         self.cursor = cursor;
+        let day = self.day_of(raw);
         let table = self.buckets.get_or_insert_with(Buckets::new);
         let bucket = day as usize & (BUCKETS - 1);
-        // The list stays sorted: the new entry goes before the first entry it precedes.
+        // The list stays sorted: the new entry goes before the first entry it precedes. A
+        // crowded bucket (keys much denser than the days) sends it to the heap instead.
         let (mut prev, mut at) = (NIL, table.heads[bucket]);
+        let mut walked = 0;
         while at != NIL {
             let node = &self.nodes[at as usize];
             if precedes(raw, seq, node.key, node.seq) {
                 break;
+            }
+            walked += 1;
+            if walked > BUCKET_WALK_LIMIT {
+                self.overflow.push_with(id, key, seq, aux);
+                return;
             }
             (prev, at) = (at, node.next);
         }
@@ -317,21 +352,25 @@ impl TagCalendar {
         self.calendar_len += 1;
     }
 
-    /// The calendar's first day if a key of `day` pushed while there are `len` entries goes
-    /// to the calendar, else `None` (it goes to the heap). When the calendar is empty any
-    /// window will do: from the last pop's day if it covers `day` (later pushes of SCFQ and
-    /// STFQ lie above that day), else from `day`.
+    /// The calendar's first day if a key `raw` pushed while there are `len` entries goes to
+    /// the calendar, else `None` (it goes to the heap). When the calendar is empty any window
+    /// will do: from the last pop's day if it covers the key's (later pushes of SCFQ and STFQ
+    /// lie above that day), else from the key's day.
     #[inline(always)]
-    fn window_for(&self, day: u128, len: usize) -> Option<u128> {
+    fn window_for(&self, raw: u128, len: usize) -> Option<u128> {
         if len >= CALENDAR_MAX_ENTRIES {
             return None;
         }
+        let day = self.day_of(raw);
         let cursor = if self.calendar_len > 0 {
             self.cursor
-        } else if day.wrapping_sub(self.floor) < BUCKETS as u128 {
-            self.floor
         } else {
-            day
+            let floor = self.day_of(self.last_popped);
+            if day.wrapping_sub(floor) < BUCKETS as u128 {
+                floor
+            } else {
+                day
+            }
         };
         (day.wrapping_sub(cursor) < BUCKETS as u128).then_some(cursor)
     }
@@ -344,26 +383,39 @@ impl TagCalendar {
         &mut self,
         next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
     ) -> Option<Entry<VirtualTime>> {
-        let (id, in_calendar) = self.least()?;
-        if in_calendar {
-            let top = self.entry(id);
-            self.unlink(id);
-            self.cursor = day_of(top.key.raw());
-            self.floor = self.cursor;
-            if let Some((key, seq, aux)) = next(&top) {
-                self.push_with(id, key, seq, aux);
-            }
-            return Some(top);
+        if self.calendar_len == 0 {
+            // The heap alone (always from `CALENDAR_MAX_ENTRIES` entries on): no bucket to look at.
+            return self.pop_overflow_then(next);
         }
-        let top = self.overflow.peek().expect("the least entry is the heap's top");
-        self.floor = day_of(top.key.raw());
+        let (id, in_calendar) = self.least()?;
+        if !in_calendar {
+            return self.pop_overflow_then(next);
+        }
+        let top = self.entry(id);
+        self.unlink(id);
+        self.cursor = self.day_of(top.key.raw());
+        self.last_popped = top.key.raw();
+        if let Some((key, seq, aux)) = next(&top) {
+            self.push_with(id, key, seq, aux);
+        }
+        Some(top)
+    }
+
+    /// [`TagCalendar::pop_then`] when the least entry is the overflow heap's top (if any).
+    #[inline(always)]
+    fn pop_overflow_then(
+        &mut self,
+        next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
+    ) -> Option<Entry<VirtualTime>> {
+        let top = self.overflow.peek()?;
+        self.last_popped = top.key.raw();
         match next(&top) {
-            Some((key, seq, aux)) if self.window_for(day_of(key.raw()), self.len() - 1).is_none() => {
-                self.overflow.replace_top_with(id, key, seq, aux);
+            Some((key, seq, aux)) if self.window_for(key.raw(), self.len() - 1).is_none() => {
+                self.overflow.replace_top_with(top.id, key, seq, aux);
             }
             Some((key, seq, aux)) => {
                 self.overflow.pop();
-                self.push_with(id, key, seq, aux);
+                self.push_with(top.id, key, seq, aux);
             }
             None => {
                 self.overflow.pop();
@@ -428,13 +480,13 @@ impl TagCalendar {
             (id, true) => {
                 let entry = self.entry(id);
                 self.unlink(id);
-                self.cursor = day_of(entry.key.raw());
-                self.floor = self.cursor;
+                self.cursor = self.day_of(entry.key.raw());
+                self.last_popped = entry.key.raw();
                 Some(entry)
             }
             (_, false) => {
                 let entry = self.overflow.pop()?;
-                self.floor = day_of(entry.key.raw());
+                self.last_popped = entry.key.raw();
                 Some(entry)
             }
         }
@@ -496,7 +548,7 @@ impl TagCalendar {
                 let node = &self.nodes[at as usize];
                 assert_eq!(node.bucket as usize, bucket);
                 assert_eq!(node.prev, prev);
-                let day = day_of(node.key);
+                let day = self.day_of(node.key);
                 assert!(
                     day.wrapping_sub(self.cursor) < BUCKETS as u128,
                     "day {day} outside the window"
@@ -532,6 +584,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
 
     use super::*;
 
@@ -557,6 +610,23 @@ mod tests {
         .collect();
         assert_eq!(order, vec![1, 0, 2, 4, 3]);
         assert!(calendar.is_empty());
+    }
+
+    /// A push that would pass more than [`BUCKET_WALK_LIMIT`] entries of its bucket goes to
+    /// the heap, and the pops still come out in order.
+    #[test]
+    fn a_crowded_bucket_sends_pushes_to_the_heap() {
+        let mut calendar = TagCalendar::new();
+        let pushes = BUCKET_WALK_LIMIT as u32 + 12;
+        for id in 0..pushes {
+            // All in day 0, in increasing order: each push passes every entry before it.
+            calendar.push_with(id, VirtualTime::from_raw(id as u128), id as u64, 0);
+        }
+        calendar.check();
+        assert_eq!(calendar.calendar_len, BUCKET_WALK_LIMIT + 1);
+        assert_eq!(calendar.overflow.len(), pushes as usize - BUCKET_WALK_LIMIT - 1);
+        let order: Vec<u32> = std::iter::from_fn(|| calendar.pop().map(|e| e.id)).collect();
+        assert_eq!(order, (0..pushes).collect::<Vec<_>>());
     }
 
     /// Beyond [`CALENDAR_MAX_ENTRIES`] entries the pushes go to the heap, and popping with a
@@ -622,14 +692,35 @@ mod tests {
         /// near the top of the range), equal keys (ties by seq), removals.
         #[test]
         fn follows_a_sorted_map(ops in proptest::collection::vec(arb_op(), 1..400)) {
-            let mut calendar = TagCalendar::new();
+            follows_the_model(TagCalendar::new(), ops)?;
+        }
+
+        /// The same with days far wider than the keys' spacing (up to 2^40 raw units, a
+        /// thousand times the default): crowded buckets, pushes beyond
+        /// [`BUCKET_WALK_LIMIT`] to the heap.
+        #[test]
+        fn follows_a_sorted_map_with_wide_days(
+            ops in proptest::collection::vec(arb_op(), 1..400),
+            day_shift in DAY_SHIFT..DAY_SHIFT + 10,
+        ) {
+            follows_the_model(TagCalendar::with_day_shift(day_shift), ops)?;
+        }
+    }
+
+    fn follows_the_model(mut calendar: TagCalendar, ops: Vec<Op>) -> Result<(), TestCaseError> {
+        {
             let mut model: BTreeMap<(u128, u64), u32> = BTreeMap::new();
             let mut by_id: BTreeMap<u32, (u128, u64)> = BTreeMap::new();
             let mut last = 0u128;
             let mut seq = 0u64;
             for op in ops {
                 match op {
-                    Op::Push { id, region, offset, free } => {
+                    Op::Push {
+                        id,
+                        region,
+                        offset,
+                        free,
+                    } => {
                         if let Some(old) = by_id.remove(&id) {
                             model.remove(&old);
                             prop_assert!(calendar.remove(id).is_some());
@@ -688,12 +779,16 @@ mod tests {
                 }
                 calendar.check();
                 prop_assert_eq!(calendar.len(), model.len());
-                prop_assert_eq!(calendar.peek().map(|e| e.id), model.first_key_value().map(|(_, &id)| id));
+                prop_assert_eq!(
+                    calendar.peek().map(|e| e.id),
+                    model.first_key_value().map(|(_, &id)| id)
+                );
                 for (&id, &(key, seq)) in &by_id {
                     let entry = calendar.get(id).expect("present");
                     prop_assert_eq!((entry.key.raw(), entry.seq), (key, seq));
                 }
             }
         }
+        Ok(())
     }
 }

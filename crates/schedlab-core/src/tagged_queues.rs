@@ -233,11 +233,18 @@ pub struct TaggedQueues<S, H = VirtualTimeHeap> {
 impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
     /// Empty queues with `limit`.
     pub fn new(limit: BufferLimit) -> TaggedQueues<S, H> {
+        TaggedQueues::with_heads(limit, H::default())
+    }
+
+    /// Empty queues with `limit`, ordering the heads in `heads` (empty; for instance a
+    /// [`TagCalendar`] with a day width chosen for the discipline's keys).
+    pub fn with_heads(limit: BufferLimit, heads: H) -> TaggedQueues<S, H> {
+        debug_assert!(heads.is_empty());
         TaggedQueues {
             queues: FlowQueues::new(limit),
             slots: Vec::new(),
             pool: PooledLists::default(),
-            heads: H::default(),
+            heads,
             next_seq: 0,
             pushed_out: Vec::new(),
         }

@@ -49,6 +49,7 @@ use crate::discipline::{BuildContext, Discipline, DisciplineInfo, ParamInfo};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
+use crate::tag_calendar::TagCalendar;
 use crate::tagged_queues::{share_param, PacketTag, TaggedQueues, DEFAULT_SHARE};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
@@ -87,10 +88,23 @@ impl FlowParams for VirtualClockFlowParams {
 /// Virtual Clock scheduler.
 #[derive(Clone, Debug)]
 pub struct VirtualClock {
-    queues: TaggedQueues<Option<VirtualClockFlow>>,
+    queues: TaggedQueues<Option<VirtualClockFlow>, TagCalendar>,
     table: FlowParamTable<VirtualClockFlowParams>,
     link_rate: Rate,
     share_sum: u64,
+}
+
+/// A full-size packet (bytes) for the calendar's day width.
+const FULL_PACKET_BYTES: u64 = 1500;
+
+/// The calendar's day for stamps when the smallest reserved rate is `least_rate`: the power of
+/// two (in raw units) at most 1/2,048 of a full-size packet's `Vtick` at that rate, so that
+/// the heads, which lie within one `Vtick` above the stamp in service while the flows keep
+/// up with their rates, spread over 2,048 to 4,096 days (SCFQ's and STFQ's half-unit days
+/// give 3,000 to a 1,500-byte packet at weight 1).
+fn stamp_day_shift(least_rate: Rate) -> u32 {
+    let day = (VirtualTime::transmission_time(FULL_PACKET_BYTES, least_rate).raw() >> 11).max(1);
+    u128::BITS - 1 - day.leading_zeros()
 }
 
 /// Σshares over the configured flows without a `rate`.
@@ -112,10 +126,14 @@ impl VirtualClock {
     /// `AR_i` of any flow (seen or not): its `rate`, else `share/Σshares × link rate`, where
     /// an unconfigured flow counts its own share in the sum (see the module docs).
     pub fn reserved_rate(&self, flow: FlowId) -> Rate {
-        let params = self.table.get(flow);
+        self.reserved_rate_of(self.table.get(flow), self.table.is_configured(flow))
+    }
+
+    /// `AR_i` of a flow with `params`, configured or not.
+    fn reserved_rate_of(&self, params: &VirtualClockFlowParams, configured: bool) -> Rate {
         params.rate.unwrap_or_else(|| {
             let share = params.share as u128;
-            let sum = if self.table.is_configured(flow) {
+            let sum = if configured {
                 self.share_sum as u128
             } else {
                 self.share_sum as u128 + share
@@ -123,6 +141,15 @@ impl VirtualClock {
             let bits = share * self.link_rate.bits_per_second() as u128 / sum.max(1);
             Rate::from_bits_per_second((bits as u64).max(1)).expect("at least 1 bit/s")
         })
+    }
+
+    /// The smallest reserved rate of any flow: of the configured flows and of a flow that is
+    /// not configured.
+    fn least_reserved_rate(&self) -> Rate {
+        self.table
+            .configured()
+            .map(|(_, params)| self.reserved_rate_of(params, true))
+            .fold(self.reserved_rate_of(self.table.defaults(), false), Rate::min)
     }
 
     /// The state of `flow`, if seen.
@@ -185,12 +212,15 @@ impl Discipline for VirtualClock {
             )),
             _ => Ok(()),
         })?;
-        Ok(VirtualClock {
+        let mut scheduler = VirtualClock {
             queues: TaggedQueues::new(context.limit),
             link_rate,
             share_sum: share_sum(&table),
             table,
-        })
+        };
+        let day_shift = stamp_day_shift(scheduler.least_reserved_rate());
+        scheduler.queues = TaggedQueues::with_heads(context.limit, TagCalendar::with_day_shift(day_shift));
+        Ok(scheduler)
     }
 }
 
