@@ -52,8 +52,10 @@ const SUMMARY_WORDS: usize = WORDS / 64;
 /// The end of a list, and the bucket of an id that is not in the calendar.
 const NIL: u32 = u32::MAX;
 
-/// One id's entry and links.
+/// One id's entry and links, one cache line (40 bytes unaligned would put half of the nodes
+/// across two lines).
 #[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
 struct Node {
     key: u128,
     seq: u64,
@@ -306,6 +308,14 @@ impl TagCalendar {
             self.nodes.resize(index + 1, Node::default());
         }
         debug_assert!(!self.contains(id), "id {id} already has an entry");
+        self.file(id, key, seq, aux);
+    }
+
+    /// [`TagCalendar::push_with`] for an id that has a node: inlined into
+    /// [`TagCalendar::pop_then`], which files the popped id again on every service.
+    #[inline(always)]
+    fn file(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        let index = id as usize;
         let raw = key.raw();
         let Some(cursor) = self.window_for(raw, self.len()) else {
             self.overflow.push_with(id, key, seq, aux);
@@ -396,7 +406,7 @@ impl TagCalendar {
         self.cursor = self.day_of(top.key.raw());
         self.last_popped = top.key.raw();
         if let Some((key, seq, aux)) = next(&top) {
-            self.push_with(id, key, seq, aux);
+            self.file(id, key, seq, aux);
         }
         Some(top)
     }
@@ -415,7 +425,7 @@ impl TagCalendar {
             }
             Some((key, seq, aux)) => {
                 self.overflow.pop();
-                self.push_with(top.id, key, seq, aux);
+                self.file(top.id, key, seq, aux);
             }
             None => {
                 self.overflow.pop();

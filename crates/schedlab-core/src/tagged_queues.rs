@@ -81,7 +81,11 @@ fn tag_of(key: VirtualTime, finish_offset: u64) -> PacketTag {
 /// One flow's slot: the ends of its tag list (the packets behind the head), the head's
 /// `finish − key` (raw units), the finish tag of its last sent packet and the discipline's
 /// per-flow state.
+/// Aligned to a cache line: with a state of up to 32 bytes (SCFQ, STFQ, Virtual Clock) a slot
+/// is one line, so a service misses it once, not on two lines (−1 to −2 first-level misses
+/// per packet at 1,024 flows with the calendar's nodes aligned too).
 #[derive(Clone, Debug, Default)]
+#[repr(align(64))]
 struct FlowSlot<S> {
     tags: ListEnds,
     head_finish_offset: u64,
