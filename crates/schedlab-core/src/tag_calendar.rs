@@ -45,6 +45,8 @@ pub const CALENDAR_MAX_ENTRIES: usize = 4096;
 /// push stays bounded whatever the spread of the keys against the day (a day chosen too wide
 /// for some owner's keys costs heap pushes, not long walks).
 pub const BUCKET_WALK_LIMIT: usize = 8;
+/// The widest day: 2^112 raw units ([`BUCKETS`] of them still fit in a raw key).
+pub const MAX_DAY_SHIFT: u32 = 127 - BUCKETS.trailing_zeros();
 /// Bitmap words.
 const WORDS: usize = BUCKETS / 64;
 /// Summary words (bit `w` of word `w / 64`: bitmap word `w` is not zero).
@@ -120,8 +122,10 @@ pub struct TagCalendar {
     /// The buckets, allocated on the first push.
     buckets: Option<Box<Buckets>>,
     summary: [u64; SUMMARY_WORDS],
-    /// The first day the calendar covers.
+    /// The first raw key of the first day the calendar covers (a multiple of the day).
     cursor: u128,
+    /// The bucket of the cursor's day.
+    cursor_bucket: usize,
     /// The key last popped (raw; its day is computed only when an empty calendar needs it).
     last_popped: u128,
     /// Entries in the calendar.
@@ -130,6 +134,10 @@ pub struct TagCalendar {
     overflow: VirtualTimeHeap,
     /// Bits of a raw key below its day ([`DAY_SHIFT`] unless the owner chose another width).
     day_shift: u32,
+    /// `!(2^day_shift − 1)`: a raw key's bits above its day.
+    day_mask: u128,
+    /// Raw keys the calendar covers from the cursor on: [`BUCKETS`] days.
+    window: u128,
 }
 
 impl Default for TagCalendar {
@@ -144,19 +152,23 @@ impl TagCalendar {
         TagCalendar::default()
     }
 
-    /// An empty calendar whose day is `2^day_shift` raw units (at most 2^127): the owner
-    /// chooses it so that its keys spread over a few thousand days (the order is exact with
-    /// any width; only the cost changes).
+    /// An empty calendar whose day is `2^day_shift` raw units (at most [`MAX_DAY_SHIFT`]): the
+    /// owner chooses it so that its keys spread over a few thousand days (the order is exact
+    /// with any width; only the cost changes).
     pub fn with_day_shift(day_shift: u32) -> TagCalendar {
+        let day_shift = day_shift.min(MAX_DAY_SHIFT);
         TagCalendar {
             nodes: Vec::new(),
             buckets: None,
             summary: [0; SUMMARY_WORDS],
             cursor: 0,
+            cursor_bucket: 0,
             last_popped: 0,
             calendar_len: 0,
             overflow: VirtualTimeHeap::default(),
-            day_shift: day_shift.min(127),
+            day_shift,
+            day_mask: !((1u128 << day_shift) - 1),
+            window: (BUCKETS as u128) << day_shift,
         }
     }
 
@@ -164,6 +176,12 @@ impl TagCalendar {
     #[inline(always)]
     fn day_of(&self, key: u128) -> u128 {
         key >> self.day_shift
+    }
+
+    /// The bucket of a raw key's day.
+    #[inline(always)]
+    fn bucket_of(&self, key: u128) -> usize {
+        self.day_of(key) as usize & (BUCKETS - 1)
     }
 
     /// Number of entries.
@@ -252,7 +270,8 @@ impl TagCalendar {
         if self.calendar_len == 0 {
             return None;
         }
-        let start = self.cursor as usize & (BUCKETS - 1);
+        // Masked (it is below `BUCKETS` already): the word index needs no check then.
+        let start = self.cursor_bucket & (BUCKETS - 1);
         self.bucket_from(start).or_else(|| self.bucket_from(0))
     }
 
@@ -321,10 +340,12 @@ impl TagCalendar {
             self.overflow.push_with(id, key, seq, aux);
             return;
         };
-        self.cursor = cursor;
-        let day = self.day_of(raw);
+        if self.calendar_len == 0 {
+            self.cursor = cursor;
+            self.cursor_bucket = self.bucket_of(cursor);
+        }
+        let bucket = self.bucket_of(raw);
         let table = self.buckets.get_or_insert_with(Buckets::new);
-        let bucket = day as usize & (BUCKETS - 1);
         // The list stays sorted: the new entry goes before the first entry it precedes. A
         // crowded bucket (keys much denser than the days) sends it to the heap instead.
         let (mut prev, mut at) = (NIL, table.heads[bucket]);
@@ -362,27 +383,41 @@ impl TagCalendar {
         self.calendar_len += 1;
     }
 
-    /// The calendar's first day if a key `raw` pushed while there are `len` entries goes to
-    /// the calendar, else `None` (it goes to the heap). When the calendar is empty any window
-    /// will do: from the last pop's day if it covers the key's (later pushes of SCFQ and STFQ
-    /// lie above that day), else from the key's day.
+    /// The calendar's cursor (first raw key of its first day) if a key `raw` pushed while there
+    /// are `len` entries goes to the calendar, else `None` (it goes to the heap). When the
+    /// calendar is empty any window will do: from the last pop's day if it covers the key
+    /// (later pushes of SCFQ and STFQ lie above that day), else from the key's day.
     #[inline(always)]
     fn window_for(&self, raw: u128, len: usize) -> Option<u128> {
         if len >= CALENDAR_MAX_ENTRIES {
             return None;
         }
-        let day = self.day_of(raw);
         let cursor = if self.calendar_len > 0 {
             self.cursor
         } else {
-            let floor = self.day_of(self.last_popped);
-            if day.wrapping_sub(floor) < BUCKETS as u128 {
+            let floor = self.last_popped & self.day_mask;
+            if self.covers(floor, raw) {
                 floor
             } else {
-                day
+                raw & self.day_mask
             }
         };
-        (day.wrapping_sub(cursor) < BUCKETS as u128).then_some(cursor)
+        self.covers(cursor, raw).then_some(cursor)
+    }
+
+    /// Whether the window from `cursor` (a day's first raw key) covers the raw key `raw`: no
+    /// wrapping past the largest key, so the buckets from the cursor's on hold increasing days.
+    #[inline(always)]
+    fn covers(&self, cursor: u128, raw: u128) -> bool {
+        raw.checked_sub(cursor).is_some_and(|above| above < self.window)
+    }
+
+    /// Moves the cursor to the day of `raw`, whose entry was in `bucket` (the calendar's least).
+    #[inline(always)]
+    fn advance_to(&mut self, raw: u128, bucket: usize) {
+        self.cursor = raw & self.day_mask;
+        self.cursor_bucket = bucket;
+        self.last_popped = raw;
     }
 
     /// Takes the least entry out, then files its id again with the `(key, seq, aux)` that
@@ -402,9 +437,8 @@ impl TagCalendar {
             return self.pop_overflow_then(next);
         }
         let top = self.entry(id);
-        self.unlink(id);
-        self.cursor = self.day_of(top.key.raw());
-        self.last_popped = top.key.raw();
+        let bucket = self.unlink(id);
+        self.advance_to(top.key.raw(), bucket);
         if let Some((key, seq, aux)) = next(&top) {
             self.file(id, key, seq, aux);
         }
@@ -434,9 +468,9 @@ impl TagCalendar {
         Some(top)
     }
 
-    /// Unlinks `id` (in the calendar) from its bucket.
+    /// Unlinks `id` (in the calendar) from its bucket, which it returns.
     #[inline(always)]
-    fn unlink(&mut self, id: u32) {
+    fn unlink(&mut self, id: u32) -> usize {
         let Node {
             bucket, next, prev, ..
         } = self.nodes[id as usize];
@@ -459,6 +493,7 @@ impl TagCalendar {
         }
         self.nodes[id as usize].bucket = NIL;
         self.calendar_len -= 1;
+        bucket
     }
 
     /// Sets the [`Entry::aux`] of `id` (which must have an entry); the order is unchanged.
@@ -489,9 +524,8 @@ impl TagCalendar {
         match self.least()? {
             (id, true) => {
                 let entry = self.entry(id);
-                self.unlink(id);
-                self.cursor = self.day_of(entry.key.raw());
-                self.last_popped = entry.key.raw();
+                let bucket = self.unlink(id);
+                self.advance_to(entry.key.raw(), bucket);
                 Some(entry)
             }
             (_, false) => {
@@ -559,10 +593,7 @@ impl TagCalendar {
                 assert_eq!(node.bucket as usize, bucket);
                 assert_eq!(node.prev, prev);
                 let day = self.day_of(node.key);
-                assert!(
-                    day.wrapping_sub(self.cursor) < BUCKETS as u128,
-                    "day {day} outside the window"
-                );
+                assert!(self.covers(self.cursor, node.key), "day {day} outside the window");
                 assert_eq!(day as usize & (BUCKETS - 1), bucket);
                 if prev != NIL {
                     let before = &self.nodes[prev as usize];
@@ -574,6 +605,10 @@ impl TagCalendar {
                 seen += 1;
                 (prev, at) = (at, node.next);
             }
+        }
+        if self.calendar_len > 0 {
+            assert_eq!(self.cursor & !self.day_mask, 0, "the cursor starts a day");
+            assert_eq!(self.cursor_bucket, self.bucket_of(self.cursor));
         }
         for word in 0..WORDS {
             assert_eq!(
@@ -706,12 +741,13 @@ mod tests {
         }
 
         /// The same with days far wider than the keys' spacing (up to 2^40 raw units, a
-        /// thousand times the default): crowded buckets, pushes beyond
-        /// [`BUCKET_WALK_LIMIT`] to the heap.
+        /// thousand times the default, and the widest): crowded buckets, pushes beyond
+        /// [`BUCKET_WALK_LIMIT`] to the heap; and with one-unit days (a window of 2^15 raw
+        /// units: most keys outside it).
         #[test]
-        fn follows_a_sorted_map_with_wide_days(
+        fn follows_a_sorted_map_with_other_days(
             ops in proptest::collection::vec(arb_op(), 1..400),
-            day_shift in DAY_SHIFT..DAY_SHIFT + 10,
+            day_shift in prop_oneof![DAY_SHIFT..DAY_SHIFT + 10, Just(0), Just(MAX_DAY_SHIFT), Just(u32::MAX)],
         ) {
             follows_the_model(TagCalendar::with_day_shift(day_shift), ops)?;
         }

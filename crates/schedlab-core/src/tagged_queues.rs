@@ -360,7 +360,11 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         let slot = &mut self.slots[flow as usize];
         let tag = tag(&mut slot.state);
         let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
-        if !self.heads.contains(flow) {
+        // The packet is queued already: it is the head iff it is the flow's only packet (the
+        // counters' line, which admission just wrote, instead of the order's entry).
+        let is_head = self.queues.len(flow) == 1;
+        debug_assert_eq!(is_head, !self.heads.contains(flow));
+        if is_head {
             slot.head_finish_offset = finish_offset;
             self.heads.push_with(flow, tag.key, seq, slot.tags.head_node());
             return;
