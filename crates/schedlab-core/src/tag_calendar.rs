@@ -2,18 +2,21 @@
 //! keys almost never go below the key last popped and lie within a bounded window above it:
 //! the head-of-line tags of SCFQ and STFQ. There a flow's new head gets `F = v + L/w` (SCFQ) or
 //! `S = F_prev ≤ v + L/w` (STFQ), with `v` the tag last served, so every head lies in
-//! `[v, v + L_max/w_min]`.
+//! `[v, v + L_max/w_min]`. Virtual Clock's stamps mostly do the same while the flows keep up
+//! with their reserved rates.
 //!
 //! R. Brown, "Calendar Queues: A Fast O(1) Priority Queue Implementation for the Simulation
 //! Event Set Problem", Communications of the ACM 31(10), 1988: a circular array of buckets
 //! ("days") of fixed width, each bucket a sorted list, scanned from the current day on.
 //!
-//! Here a key's *day* is `key >> DAY_SHIFT` (half a unit: half a byte per unit weight for the
-//! tags of SCFQ and STFQ), the calendar holds the entries whose day lies in
+//! Here a key's *day* is `key >> day_shift` ([`DAY_SHIFT`], half a unit, by default: half a byte
+//! per unit weight for the tags of SCFQ and STFQ; Virtual Clock chooses one for its stamps with
+//! [`TagCalendar::with_day_shift`]), the calendar holds the entries whose day lies in
 //! `[cursor, cursor + BUCKETS)` in bucket `day mod BUCKETS`, each bucket a list sorted by
 //! `(key, seq)`, and a two-level bitmap finds the first non-empty bucket from the cursor. Every
-//! other entry (a key below the cursor or [`BUCKETS`] days or more above it, or any key while
-//! there are [`CALENDAR_MAX_ENTRIES`] entries or more) goes to an overflow [`VirtualTimeHeap`], so the
+//! other entry (a key below the cursor or [`BUCKETS`] days or more above it, a push that would
+//! pass more than [`BUCKET_WALK_LIMIT`] entries of its bucket, or any key while there are
+//! [`CALENDAR_MAX_ENTRIES`] entries or more) goes to an overflow [`VirtualTimeHeap`], so the
 //! order is exact for any keys: a pop takes the smaller of
 //! the calendar's first entry and the heap's top. The cursor moves to the day of each entry the
 //! calendar serves (the least in the calendar, so no calendar entry is left behind it); when the
@@ -21,7 +24,10 @@
 //! to the key's day.
 //!
 //! Cost: a push walks its bucket's list (entries per bucket = flows / days spanned by their
-//! tags; about one at 1,024 flows of 64–1,500-byte packets), a pop reads a bitmap word or two;
+//! tags; about one at 1,024 flows of 64–1,500-byte packets; at most [`BUCKET_WALK_LIMIT`]), a
+//! pop reads a bitmap word or two; while the calendar is empty (from
+//! [`CALENDAR_MAX_ENTRIES`] entries on) a pop goes straight to the heap's in-place top
+//! replacement;
 //! against log₄ n levels of four comparisons for each sift-down of the 4-ary heap. The nodes
 //! are indexed by id and the buckets are linked lists through them: no allocation once every
 //! id has been seen (the bucket array is allocated on the first push).

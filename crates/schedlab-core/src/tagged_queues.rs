@@ -26,10 +26,10 @@
 //! Tie rule: equal keys are served in arrival order (`seq` is a global arrival counter).
 //!
 //! Order structure ([`HeadOrder`]): each discipline chooses it as the second type parameter.
-//! The default is the 4-ary [`VirtualTimeHeap`] (WFQ, Virtual Clock: a newly backlogged flow
-//! may get a key below the one served last). [`TagCalendar`] is exact for any keys too, and
-//! cheaper when the heads lie within a bounded window above the key last served (SCFQ, STFQ;
-//! see their headers).
+//! The default is the 4-ary [`VirtualTimeHeap`] (WFQ). [`TagCalendar`] is exact for any keys
+//! too, and cheaper when the heads mostly lie within a bounded window above the key last
+//! served (SCFQ, STFQ, and Virtual Clock with a day chosen for its stamps; see their headers):
+//! keys below the window (a newly backlogged Virtual Clock flow's) go to its heap.
 
 use crate::config::{BufferLimit, ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};

@@ -17,7 +17,12 @@
 //! resolution; `Vtick` rounded up).
 //!
 //! Invariants: a flow's stamps increase packet by packet; only head-of-line stamps are in the
-//! priority heap. Complexity O(log active flows) per packet.
+//! priority structure, a [`TagCalendar`] whose day is chosen at build (see
+//! `stamp_day_shift`): while the flows keep up with their reserved rates the heads lie within
+//! one `Vtick` above the stamp in service, a few thousand days, and a packet costs O(1); a
+//! newly backlogged flow's stamp may fall below the stamp in service (`max(AT_i, auxVC_i)`
+//! uses real time), and such stamps, like any outside the calendar's window, go to the 4-ary
+//! heap beside it: O(log active flows). The order is exact either way.
 //!
 //! Guarantee: a flow that sends no faster than its reserved rate is served as by a TDM link of
 //! that rate (its packets leave within one maximum packet time of their stamp when the
