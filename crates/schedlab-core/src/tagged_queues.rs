@@ -34,7 +34,7 @@
 use crate::config::{BufferLimit, ConfigError, FlowParams, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
-use crate::indexed_heap::{Entry, VirtualTimeHeap, PREFETCH_ENTRIES};
+use crate::indexed_heap::{Entry, VirtualTimeHeap};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -121,7 +121,7 @@ pub trait HeadOrder: Clone + std::fmt::Debug + Default {
         next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
     ) -> Option<Entry<VirtualTime>>;
     /// The ids and [`Entry::aux`] worth prefetching for before the next pops: none below
-    /// [`PREFETCH_ENTRIES`] entries, else the least, and from [`crate::indexed_heap::PREFETCH_AHEAD_ENTRIES`]
+    /// [`crate::indexed_heap::PREFETCH_ENTRIES`] entries, else the least, and from [`crate::indexed_heap::PREFETCH_AHEAD_ENTRIES`]
     /// entries on also the one after it.
     fn upcoming(&self) -> [Option<(u32, u32)>; 2];
 }
@@ -385,14 +385,10 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
     /// tags, recording it as sent. O(log active flows).
     #[inline]
     pub fn pop_min(&mut self) -> Option<(Packet, PacketTag)> {
-        let prefetch_head = self.heads.len() >= PREFETCH_ENTRIES;
-        let (slots, pool, queues) = (&mut self.slots, &mut self.pool, &self.queues);
+        let (slots, pool) = (&mut self.slots, &mut self.pool);
         let mut tag = PacketTag::default();
+        // The served flow's packet node was prefetched one service ago (below), as the next.
         let top = self.heads.pop_then(|top| {
-            if prefetch_head {
-                // Its packet's node is read last: start the load now.
-                queues.prefetch_head(top.id);
-            }
             let slot = &mut slots[top.id as usize];
             tag = tag_of(top.key, slot.head_finish_offset);
             slot.last_sent_finish = tag.finish;
