@@ -2,18 +2,21 @@
 //! keys almost never go below the key last popped and lie within a bounded window above it:
 //! the head-of-line tags of SCFQ and STFQ. There a flow's new head gets `F = v + L/w` (SCFQ) or
 //! `S = F_prev ≤ v + L/w` (STFQ), with `v` the tag last served, so every head lies in
-//! `[v, v + L_max/w_min]`.
+//! `[v, v + L_max/w_min]`. Virtual Clock's stamps mostly do the same while the flows keep up
+//! with their reserved rates.
 //!
 //! R. Brown, "Calendar Queues: A Fast O(1) Priority Queue Implementation for the Simulation
 //! Event Set Problem", Communications of the ACM 31(10), 1988: a circular array of buckets
 //! ("days") of fixed width, each bucket a sorted list, scanned from the current day on.
 //!
-//! Here a key's *day* is `key >> DAY_SHIFT` (half a unit: half a byte per unit weight for the
-//! tags of SCFQ and STFQ), the calendar holds the entries whose day lies in
+//! Here a key's *day* is `key >> day_shift` ([`DAY_SHIFT`], half a unit, by default: half a byte
+//! per unit weight for the tags of SCFQ and STFQ; Virtual Clock chooses one for its stamps with
+//! [`TagCalendar::with_day_shift`]), the calendar holds the entries whose day lies in
 //! `[cursor, cursor + BUCKETS)` in bucket `day mod BUCKETS`, each bucket a list sorted by
 //! `(key, seq)`, and a two-level bitmap finds the first non-empty bucket from the cursor. Every
-//! other entry (a key below the cursor or [`BUCKETS`] days or more above it, or any key while
-//! there are [`CALENDAR_MAX_ENTRIES`] entries or more) goes to an overflow [`VirtualTimeHeap`], so the
+//! other entry (a key below the cursor or [`BUCKETS`] days or more above it, a push that would
+//! pass more than [`BUCKET_WALK_LIMIT`] entries of its bucket, or any key while there are
+//! [`CALENDAR_MAX_ENTRIES`] entries or more) goes to an overflow [`VirtualTimeHeap`], so the
 //! order is exact for any keys: a pop takes the smaller of
 //! the calendar's first entry and the heap's top. The cursor moves to the day of each entry the
 //! calendar serves (the least in the calendar, so no calendar entry is left behind it); when the
@@ -21,7 +24,10 @@
 //! to the key's day.
 //!
 //! Cost: a push walks its bucket's list (entries per bucket = flows / days spanned by their
-//! tags; about one at 1,024 flows of 64–1,500-byte packets), a pop reads a bitmap word or two;
+//! tags; about one at 1,024 flows of 64–1,500-byte packets; at most [`BUCKET_WALK_LIMIT`]), a
+//! pop reads a bitmap word or two; while the calendar is empty (from
+//! [`CALENDAR_MAX_ENTRIES`] entries on) a pop goes straight to the heap's in-place top
+//! replacement;
 //! against log₄ n levels of four comparisons for each sift-down of the 4-ary heap. The nodes
 //! are indexed by id and the buckets are linked lists through them: no allocation once every
 //! id has been seen (the bucket array is allocated on the first push).
@@ -41,6 +47,12 @@ pub const BUCKETS: usize = 1 << 15;
 /// 16,384 flows, +20 to +37 % time per packet against the heap alone, under load), while the
 /// heap's upper levels stay cached.
 pub const CALENDAR_MAX_ENTRIES: usize = 4096;
+/// A push that would pass more entries than this in its bucket goes to the heap: the cost of a
+/// push stays bounded whatever the spread of the keys against the day (a day chosen too wide
+/// for some owner's keys costs heap pushes, not long walks).
+pub const BUCKET_WALK_LIMIT: usize = 8;
+/// The widest day: 2^112 raw units ([`BUCKETS`] of them still fit in a raw key).
+pub const MAX_DAY_SHIFT: u32 = 127 - BUCKETS.trailing_zeros();
 /// Bitmap words.
 const WORDS: usize = BUCKETS / 64;
 /// Summary words (bit `w` of word `w / 64`: bitmap word `w` is not zero).
@@ -48,8 +60,10 @@ const SUMMARY_WORDS: usize = WORDS / 64;
 /// The end of a list, and the bucket of an id that is not in the calendar.
 const NIL: u32 = u32::MAX;
 
-/// One id's entry and links.
+/// One id's entry and links, one cache line (40 bytes unaligned would put half of the nodes
+/// across two lines).
 #[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
 struct Node {
     key: u128,
     seq: u64,
@@ -84,12 +98,6 @@ fn precedes(key: u128, seq: u64, other_key: u128, other_seq: u64) -> bool {
     ((key as u64 as u128) << 64 | seq as u128) < ((other_key as u64 as u128) << 64 | other_seq as u128)
 }
 
-/// The day of a raw key.
-#[inline(always)]
-fn day_of(key: u128) -> u128 {
-    key >> DAY_SHIFT
-}
-
 /// The bucket array and its bitmap (fixed sizes, so that masked indices need no bounds check).
 #[derive(Clone, Debug)]
 struct Buckets {
@@ -114,26 +122,72 @@ impl Buckets {
 
 /// A priority queue of ids by `(key, seq)`: a calendar for the keys near the cursor and a heap
 /// for the others (see the module documentation).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TagCalendar {
     nodes: Vec<Node>,
     /// The buckets, allocated on the first push.
     buckets: Option<Box<Buckets>>,
     summary: [u64; SUMMARY_WORDS],
-    /// The first day the calendar covers.
+    /// The first raw key of the first day the calendar covers (a multiple of the day).
     cursor: u128,
-    /// The day of the key last popped.
-    floor: u128,
+    /// The bucket of the cursor's day.
+    cursor_bucket: usize,
+    /// The key last popped (raw; its day is computed only when an empty calendar needs it).
+    last_popped: u128,
     /// Entries in the calendar.
     calendar_len: usize,
     /// Entries outside the calendar's days.
     overflow: VirtualTimeHeap,
+    /// Bits of a raw key below its day ([`DAY_SHIFT`] unless the owner chose another width).
+    day_shift: u32,
+    /// `!(2^day_shift − 1)`: a raw key's bits above its day.
+    day_mask: u128,
+    /// Raw keys the calendar covers from the cursor on: [`BUCKETS`] days.
+    window: u128,
+}
+
+impl Default for TagCalendar {
+    fn default() -> TagCalendar {
+        TagCalendar::with_day_shift(DAY_SHIFT)
+    }
 }
 
 impl TagCalendar {
-    /// An empty calendar.
+    /// An empty calendar with days of half a unit ([`DAY_SHIFT`]).
     pub fn new() -> TagCalendar {
         TagCalendar::default()
+    }
+
+    /// An empty calendar whose day is `2^day_shift` raw units (at most [`MAX_DAY_SHIFT`]): the
+    /// owner chooses it so that its keys spread over a few thousand days (the order is exact
+    /// with any width; only the cost changes).
+    pub fn with_day_shift(day_shift: u32) -> TagCalendar {
+        let day_shift = day_shift.min(MAX_DAY_SHIFT);
+        TagCalendar {
+            nodes: Vec::new(),
+            buckets: None,
+            summary: [0; SUMMARY_WORDS],
+            cursor: 0,
+            cursor_bucket: 0,
+            last_popped: 0,
+            calendar_len: 0,
+            overflow: VirtualTimeHeap::default(),
+            day_shift,
+            day_mask: !((1u128 << day_shift) - 1),
+            window: (BUCKETS as u128) << day_shift,
+        }
+    }
+
+    /// The day of a raw key.
+    #[inline(always)]
+    fn day_of(&self, key: u128) -> u128 {
+        key >> self.day_shift
+    }
+
+    /// The bucket of a raw key's day.
+    #[inline(always)]
+    fn bucket_of(&self, key: u128) -> usize {
+        self.day_of(key) as usize & (BUCKETS - 1)
     }
 
     /// Number of entries.
@@ -222,7 +276,8 @@ impl TagCalendar {
         if self.calendar_len == 0 {
             return None;
         }
-        let start = self.cursor as usize & (BUCKETS - 1);
+        // Masked (it is below `BUCKETS` already): the word index needs no check then.
+        let start = self.cursor_bucket & (BUCKETS - 1);
         self.bucket_from(start).or_else(|| self.bucket_from(0))
     }
 
@@ -278,21 +333,38 @@ impl TagCalendar {
             self.nodes.resize(index + 1, Node::default());
         }
         debug_assert!(!self.contains(id), "id {id} already has an entry");
+        self.file(id, key, seq, aux);
+    }
+
+    /// [`TagCalendar::push_with`] for an id that has a node: inlined into
+    /// [`TagCalendar::pop_then`], which files the popped id again on every service.
+    #[inline(always)]
+    fn file(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        let index = id as usize;
         let raw = key.raw();
-        let day = day_of(raw);
-        let Some(cursor) = self.window_for(day, self.len()) else {
+        let Some(cursor) = self.window_for(raw, self.len()) else {
             self.overflow.push_with(id, key, seq, aux);
             return;
         };
-        self.cursor = cursor;
+        if self.calendar_len == 0 {
+            self.cursor = cursor;
+            self.cursor_bucket = self.bucket_of(cursor);
+        }
+        let bucket = self.bucket_of(raw);
         let table = self.buckets.get_or_insert_with(Buckets::new);
-        let bucket = day as usize & (BUCKETS - 1);
-        // The list stays sorted: the new entry goes before the first entry it precedes.
+        // The list stays sorted: the new entry goes before the first entry it precedes. A
+        // crowded bucket (keys much denser than the days) sends it to the heap instead.
         let (mut prev, mut at) = (NIL, table.heads[bucket]);
+        let mut walked = 0;
         while at != NIL {
             let node = &self.nodes[at as usize];
             if precedes(raw, seq, node.key, node.seq) {
                 break;
+            }
+            walked += 1;
+            if walked > BUCKET_WALK_LIMIT {
+                self.overflow.push_with(id, key, seq, aux);
+                return;
             }
             (prev, at) = (at, node.next);
         }
@@ -317,23 +389,41 @@ impl TagCalendar {
         self.calendar_len += 1;
     }
 
-    /// The calendar's first day if a key of `day` pushed while there are `len` entries goes
-    /// to the calendar, else `None` (it goes to the heap). When the calendar is empty any
-    /// window will do: from the last pop's day if it covers `day` (later pushes of SCFQ and
-    /// STFQ lie above that day), else from `day`.
+    /// The calendar's cursor (first raw key of its first day) if a key `raw` pushed while there
+    /// are `len` entries goes to the calendar, else `None` (it goes to the heap). When the
+    /// calendar is empty any window will do: from the last pop's day if it covers the key
+    /// (later pushes of SCFQ and STFQ lie above that day), else from the key's day.
     #[inline(always)]
-    fn window_for(&self, day: u128, len: usize) -> Option<u128> {
+    fn window_for(&self, raw: u128, len: usize) -> Option<u128> {
         if len >= CALENDAR_MAX_ENTRIES {
             return None;
         }
         let cursor = if self.calendar_len > 0 {
             self.cursor
-        } else if day.wrapping_sub(self.floor) < BUCKETS as u128 {
-            self.floor
         } else {
-            day
+            let floor = self.last_popped & self.day_mask;
+            if self.covers(floor, raw) {
+                floor
+            } else {
+                raw & self.day_mask
+            }
         };
-        (day.wrapping_sub(cursor) < BUCKETS as u128).then_some(cursor)
+        self.covers(cursor, raw).then_some(cursor)
+    }
+
+    /// Whether the window from `cursor` (a day's first raw key) covers the raw key `raw`: no
+    /// wrapping past the largest key, so the buckets from the cursor's on hold increasing days.
+    #[inline(always)]
+    fn covers(&self, cursor: u128, raw: u128) -> bool {
+        raw.checked_sub(cursor).is_some_and(|above| above < self.window)
+    }
+
+    /// Moves the cursor to the day of `raw`, whose entry was in `bucket` (the calendar's least).
+    #[inline(always)]
+    fn advance_to(&mut self, raw: u128, bucket: usize) {
+        self.cursor = raw & self.day_mask;
+        self.cursor_bucket = bucket;
+        self.last_popped = raw;
     }
 
     /// Takes the least entry out, then files its id again with the `(key, seq, aux)` that
@@ -344,26 +434,38 @@ impl TagCalendar {
         &mut self,
         next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
     ) -> Option<Entry<VirtualTime>> {
-        let (id, in_calendar) = self.least()?;
-        if in_calendar {
-            let top = self.entry(id);
-            self.unlink(id);
-            self.cursor = day_of(top.key.raw());
-            self.floor = self.cursor;
-            if let Some((key, seq, aux)) = next(&top) {
-                self.push_with(id, key, seq, aux);
-            }
-            return Some(top);
+        if self.calendar_len == 0 {
+            // The heap alone (always from `CALENDAR_MAX_ENTRIES` entries on): no bucket to look at.
+            return self.pop_overflow_then(next);
         }
-        let top = self.overflow.peek().expect("the least entry is the heap's top");
-        self.floor = day_of(top.key.raw());
+        let (id, in_calendar) = self.least()?;
+        if !in_calendar {
+            return self.pop_overflow_then(next);
+        }
+        let top = self.entry(id);
+        let bucket = self.unlink(id);
+        self.advance_to(top.key.raw(), bucket);
+        if let Some((key, seq, aux)) = next(&top) {
+            self.file(id, key, seq, aux);
+        }
+        Some(top)
+    }
+
+    /// [`TagCalendar::pop_then`] when the least entry is the overflow heap's top (if any).
+    #[inline(always)]
+    fn pop_overflow_then(
+        &mut self,
+        next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
+    ) -> Option<Entry<VirtualTime>> {
+        let top = self.overflow.peek()?;
+        self.last_popped = top.key.raw();
         match next(&top) {
-            Some((key, seq, aux)) if self.window_for(day_of(key.raw()), self.len() - 1).is_none() => {
-                self.overflow.replace_top_with(id, key, seq, aux);
+            Some((key, seq, aux)) if self.window_for(key.raw(), self.len() - 1).is_none() => {
+                self.overflow.replace_top_with(top.id, key, seq, aux);
             }
             Some((key, seq, aux)) => {
                 self.overflow.pop();
-                self.push_with(id, key, seq, aux);
+                self.file(top.id, key, seq, aux);
             }
             None => {
                 self.overflow.pop();
@@ -372,9 +474,9 @@ impl TagCalendar {
         Some(top)
     }
 
-    /// Unlinks `id` (in the calendar) from its bucket.
+    /// Unlinks `id` (in the calendar) from its bucket, which it returns.
     #[inline(always)]
-    fn unlink(&mut self, id: u32) {
+    fn unlink(&mut self, id: u32) -> usize {
         let Node {
             bucket, next, prev, ..
         } = self.nodes[id as usize];
@@ -397,6 +499,7 @@ impl TagCalendar {
         }
         self.nodes[id as usize].bucket = NIL;
         self.calendar_len -= 1;
+        bucket
     }
 
     /// Sets the [`Entry::aux`] of `id` (which must have an entry); the order is unchanged.
@@ -427,14 +530,13 @@ impl TagCalendar {
         match self.least()? {
             (id, true) => {
                 let entry = self.entry(id);
-                self.unlink(id);
-                self.cursor = day_of(entry.key.raw());
-                self.floor = self.cursor;
+                let bucket = self.unlink(id);
+                self.advance_to(entry.key.raw(), bucket);
                 Some(entry)
             }
             (_, false) => {
                 let entry = self.overflow.pop()?;
-                self.floor = day_of(entry.key.raw());
+                self.last_popped = entry.key.raw();
                 Some(entry)
             }
         }
@@ -496,11 +598,8 @@ impl TagCalendar {
                 let node = &self.nodes[at as usize];
                 assert_eq!(node.bucket as usize, bucket);
                 assert_eq!(node.prev, prev);
-                let day = day_of(node.key);
-                assert!(
-                    day.wrapping_sub(self.cursor) < BUCKETS as u128,
-                    "day {day} outside the window"
-                );
+                let day = self.day_of(node.key);
+                assert!(self.covers(self.cursor, node.key), "day {day} outside the window");
                 assert_eq!(day as usize & (BUCKETS - 1), bucket);
                 if prev != NIL {
                     let before = &self.nodes[prev as usize];
@@ -512,6 +611,10 @@ impl TagCalendar {
                 seen += 1;
                 (prev, at) = (at, node.next);
             }
+        }
+        if self.calendar_len > 0 {
+            assert_eq!(self.cursor & !self.day_mask, 0, "the cursor starts a day");
+            assert_eq!(self.cursor_bucket, self.bucket_of(self.cursor));
         }
         for word in 0..WORDS {
             assert_eq!(
@@ -532,6 +635,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
 
     use super::*;
 
@@ -557,6 +661,23 @@ mod tests {
         .collect();
         assert_eq!(order, vec![1, 0, 2, 4, 3]);
         assert!(calendar.is_empty());
+    }
+
+    /// A push that would pass more than [`BUCKET_WALK_LIMIT`] entries of its bucket goes to
+    /// the heap, and the pops still come out in order.
+    #[test]
+    fn a_crowded_bucket_sends_pushes_to_the_heap() {
+        let mut calendar = TagCalendar::new();
+        let pushes = BUCKET_WALK_LIMIT as u32 + 12;
+        for id in 0..pushes {
+            // All in day 0, in increasing order: each push passes every entry before it.
+            calendar.push_with(id, VirtualTime::from_raw(id as u128), id as u64, 0);
+        }
+        calendar.check();
+        assert_eq!(calendar.calendar_len, BUCKET_WALK_LIMIT + 1);
+        assert_eq!(calendar.overflow.len(), pushes as usize - BUCKET_WALK_LIMIT - 1);
+        let order: Vec<u32> = std::iter::from_fn(|| calendar.pop().map(|e| e.id)).collect();
+        assert_eq!(order, (0..pushes).collect::<Vec<_>>());
     }
 
     /// Beyond [`CALENDAR_MAX_ENTRIES`] entries the pushes go to the heap, and popping with a
@@ -622,14 +743,36 @@ mod tests {
         /// near the top of the range), equal keys (ties by seq), removals.
         #[test]
         fn follows_a_sorted_map(ops in proptest::collection::vec(arb_op(), 1..400)) {
-            let mut calendar = TagCalendar::new();
+            follows_the_model(TagCalendar::new(), ops)?;
+        }
+
+        /// The same with days far wider than the keys' spacing (up to 2^40 raw units, a
+        /// thousand times the default, and the widest): crowded buckets, pushes beyond
+        /// [`BUCKET_WALK_LIMIT`] to the heap; and with one-unit days (a window of 2^15 raw
+        /// units: most keys outside it).
+        #[test]
+        fn follows_a_sorted_map_with_other_days(
+            ops in proptest::collection::vec(arb_op(), 1..400),
+            day_shift in prop_oneof![DAY_SHIFT..DAY_SHIFT + 10, Just(0), Just(MAX_DAY_SHIFT), Just(u32::MAX)],
+        ) {
+            follows_the_model(TagCalendar::with_day_shift(day_shift), ops)?;
+        }
+    }
+
+    fn follows_the_model(mut calendar: TagCalendar, ops: Vec<Op>) -> Result<(), TestCaseError> {
+        {
             let mut model: BTreeMap<(u128, u64), u32> = BTreeMap::new();
             let mut by_id: BTreeMap<u32, (u128, u64)> = BTreeMap::new();
             let mut last = 0u128;
             let mut seq = 0u64;
             for op in ops {
                 match op {
-                    Op::Push { id, region, offset, free } => {
+                    Op::Push {
+                        id,
+                        region,
+                        offset,
+                        free,
+                    } => {
                         if let Some(old) = by_id.remove(&id) {
                             model.remove(&old);
                             prop_assert!(calendar.remove(id).is_some());
@@ -688,12 +831,16 @@ mod tests {
                 }
                 calendar.check();
                 prop_assert_eq!(calendar.len(), model.len());
-                prop_assert_eq!(calendar.peek().map(|e| e.id), model.first_key_value().map(|(_, &id)| id));
+                prop_assert_eq!(
+                    calendar.peek().map(|e| e.id),
+                    model.first_key_value().map(|(_, &id)| id)
+                );
                 for (&id, &(key, seq)) in &by_id {
                     let entry = calendar.get(id).expect("present");
                     prop_assert_eq!((entry.key.raw(), entry.seq), (key, seq));
                 }
             }
         }
+        Ok(())
     }
 }
