@@ -9,11 +9,28 @@ handling, sweeps, figures and reports.
 >>> schedlab.run(s).flows  # doctest: +SKIP
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from schedlab._core import InputError, __version__
 from schedlab._core import disciplines as _disciplines
 from schedlab._core import replay as _replay
-from schedlab.api import Results, run, validate
-from schedlab.scenario import Scenario, ScenarioError
+
+if TYPE_CHECKING:
+    from schedlab.api import Results, run, validate
+    from schedlab.scenario import Scenario, ScenarioError
+
+#: Names imported on first use (PEP 562), so that ``import schedlab`` does not load pandas:
+#: the commands that do not need it (``gateway``, ``gen``, ``sink``, ``measure``, and the
+#: processes ``measure`` starts) start and exit in a fraction of the time.
+_LAZY = {
+    "Results": "schedlab.api",
+    "run": "schedlab.api",
+    "validate": "schedlab.api",
+    "Scenario": "schedlab.scenario",
+    "ScenarioError": "schedlab.scenario",
+}
 
 __all__ = [
     "InputError",
@@ -40,3 +57,14 @@ def replay(config: str, trace: str, out: str, progress=None) -> dict:
     ``progress(percent_done, 100)`` is called at most every 0.2 s; Ctrl-C stops the replay
     (``KeyboardInterrupt``) and leaves no ``out`` file."""
     return _replay(str(config), str(trace), str(out), progress)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'schedlab' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

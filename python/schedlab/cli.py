@@ -585,12 +585,14 @@ realnet.register(app)
 
 def main() -> None:
     """Entry point of the ``schedlab`` command."""
-    from schedlab.interrupts import install
+    from schedlab.interrupts import INTERRUPTED, exit_now, install
 
     install()
     try:
         app()
-    except SystemExit:
+    except SystemExit as e:
+        if e.code in INTERRUPTED:
+            exit_now(e.code)  # the command has cleaned up; skip the interpreter's teardown
         raise
     except Exception as e:  # an internal error: not the user's input
         err.print(f"[bold red]internal error:[/] {type(e).__name__}: {e}", highlight=False)

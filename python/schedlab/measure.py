@@ -18,7 +18,9 @@ their samples become the ``tcp_flows`` of ``summary.json``.
 Layout of ``OUT``: ``summary.json`` … (as ``schedlab run``), ``measure.json`` (duplicates,
 reordering, achieved rates, gateway stats per replication), ``replication-N/{sent.csv,
 received.csv, gateway.json, gen.json}`` (and ``tcp_sent.csv``, ``tcp_received.csv`` with TCP
-sources).
+sources). A replication that does not finish (Ctrl-C, SIGTERM, a failure) leaves its files as
+``NAME.partial`` and no ``summary.json`` is written; its testbed is removed either way
+(:meth:`schedlab.testbed.Testbed.destroy`: about a second at most).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from schedlab import _core, testbed
+from schedlab import _core, interrupts, testbed
 
 PORT = 9000
 PORT_BASE = 20000
@@ -141,25 +143,43 @@ def run_traffic(
         marker.unlink(missing_ok=True)
 
 
+def _set_aside(folder: Path) -> None:
+    """After a replication that did not finish: removes its start-up markers (``*.ready``,
+    ``origin``) and renames every other file in ``folder`` to ``NAME.partial``, so that no
+    log or stats file there looks like the record of a whole run."""
+    for path in folder.iterdir():
+        if path.suffix == ".partial" or not path.is_file():
+            continue
+        if path.suffix == ".ready" or path.name == "origin":
+            path.unlink(missing_ok=True)
+        else:
+            path.replace(path.with_name(path.name + ".partial"))
+
+
 def _replication(
     scenario: Path, replication: int, folder: Path, duration_s: float, destination: str = testbed.SINK_ADDRESS
 ) -> tuple:
     folder.mkdir(parents=True, exist_ok=True)
     stats = folder / "gateway.json"
     stats.unlink(missing_ok=True)
-    with testbed.Testbed() as bed:
-        gateway = bed.spawn(
-            bed.gateway,
-            [sys.executable, "-m", "schedlab", "gateway", "--scenario", str(scenario), "--port-base", str(PORT_BASE)]
-            + ["-i", "gwin", "-e", "gwout", "--stats", str(stats)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        _wait_for(stats, gateway, "the gateway")
-        run_traffic(bed, scenario, folder, duration_s, replication, destination, tcp_sources(scenario))
-        gateway.send_signal(signal.SIGINT)
-        _finish(gateway, "the gateway", 5)
+    try:
+        with testbed.Testbed() as bed:
+            gateway = bed.spawn(
+                bed.gateway,
+                [sys.executable, "-m", "schedlab", "gateway", "--scenario", str(scenario)]
+                + ["--port-base", str(PORT_BASE), "-i", "gwin", "-e", "gwout", "--stats", str(stats)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            _wait_for(stats, gateway, "the gateway")
+            run_traffic(bed, scenario, folder, duration_s, replication, destination, tcp_sources(scenario))
+            gateway.send_signal(signal.SIGINT)
+            _finish(gateway, "the gateway", 5)
+    except BaseException:  # Ctrl-C, SIGTERM or a failure: the testbed is gone, its logs are not results
+        with interrupts.deferred():
+            _set_aside(folder)
+        raise
     return (replication, str(folder / "sent.csv"), str(folder / "received.csv"), str(stats))
 
 

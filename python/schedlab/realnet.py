@@ -11,8 +11,6 @@ duration (restoring Python's afterwards).
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import typer
@@ -61,6 +59,7 @@ def gateway(
     Example: schedlab gateway -c experiments/gateway/drr.toml -i gw-in -e gw-out --stats stats.json
     """
     from schedlab.cli import _fail_input, err
+    from schedlab.interrupts import exit_now
 
     if not hasattr(_core, "gateway"):
         _fail_input("schedlab gateway needs Linux (AF_PACKET)")
@@ -91,12 +90,9 @@ def gateway(
             f"{total['malformed_packets']} malformed, {total['passed_unscheduled']} not IP",
             highlight=False,
         )
-    # Everything is written: exit now rather than after the interpreter's teardown of the
-    # scientific stack (seconds on a loaded machine), so that SIGINT/SIGTERM end the process
-    # within one second.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    # Everything is written: exit now rather than after the interpreter's teardown (seconds
+    # on a loaded machine), so that SIGINT/SIGTERM end the process within one second.
+    exit_now(0)
 
 
 def gen(
@@ -122,6 +118,7 @@ def gen(
     Example: schedlab gen experiments/examples/single_bottleneck.toml -d 198.18.0.2 --log sent.csv
     """
     from schedlab.cli import _fail_input
+    from schedlab.interrupts import exit_now
 
     try:
         text = _core.generate(
@@ -140,6 +137,7 @@ def gen(
         _fail_input(str(e))
         return
     print(json.dumps(json.loads(text), indent=2))
+    exit_now(0)  # as the gateway: the log is written, the teardown would only cost time
 
 
 def sink(
@@ -159,6 +157,7 @@ def sink(
     Example: schedlab sink --log received.csv --until 12
     """
     from schedlab.cli import _fail_input
+    from schedlab.interrupts import exit_now
 
     try:
         text = _core.sink(
@@ -173,6 +172,7 @@ def sink(
         _fail_input(str(e))
         return
     print(text)
+    exit_now(0)  # as the gateway
 
 
 def measure(

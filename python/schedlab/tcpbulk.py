@@ -21,7 +21,9 @@ temporary file and a rename. Times are ``CLOCK_MONOTONIC`` ns relative to the or
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import selectors
 import signal
 import socket
@@ -106,8 +108,13 @@ def send(endpoints: list[dict], destination: str, port: int, origin_file: Path, 
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, CONGESTION_CONTROL[endpoint["variant"]])
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, endpoint["mss"])
                 sock.bind(("", endpoint["port"]))
-                sock.connect((destination, port))
+                # Non-blocking from the start: a handshake that takes long (SYNs lost while the
+                # testbed is stopped) must not hold the loop past SIGTERM. The socket becomes
+                # writable once connected; a failed handshake then fails the first send.
                 sock.setblocking(False)
+                error = sock.connect_ex((destination, port))
+                if error not in (0, errno.EINPROGRESS):
+                    raise OSError(error, f"connect to {destination} port {port}: {os.strerror(error)}")
                 selector.register(sock, selectors.EVENT_WRITE, endpoint)
                 open_sockets[endpoint["source"]] = (endpoint, sock)
             for source, (endpoint, sock) in list(open_sockets.items()):

@@ -25,9 +25,22 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+from schedlab import interrupts
 
 PREFIX = "schedlab-"
+#: Where ``ip netns`` keeps the namespaces' names (bind mounts of their ``nsfs`` files).
+NETNS_DIR = "/var/run/netns"
+#: Seconds the processes of a testbed get to exit after SIGTERM, before SIGKILL.
+GRACE_S = 0.5
+#: Seconds to wait for SIGKILLed processes to be gone (one stuck in the kernel is left to
+#: the namespace's removal rather than waited for without end).
+KILL_WAIT_S = 1.0
+#: Seconds between two looks at whether the signalled processes are gone.
+POLL_S = 0.02
 
 
 def prefix() -> str:
@@ -64,8 +77,12 @@ def can_admin_network() -> bool:
     return False
 
 
-def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(list(args), capture_output=True, text=True, timeout=20)
+def _run(*args: str, check: bool = True, stdin: str | None = None, timeout: float = 20) -> subprocess.CompletedProcess:
+    """Runs one short command (``ip``, ``ethtool``, ``sysctl``) to its end: Ctrl-C and SIGTERM
+    wait for it (an ``ip netns add`` cut off inside ``Popen`` would go on unseen and make a
+    namespace after the cleanup has looked)."""
+    with interrupts.deferred():
+        result = subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:
         raise TestbedError(f"{' '.join(args)}: {result.stderr.strip() or result.stdout.strip()}")
     return result
@@ -74,29 +91,77 @@ def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 def namespaces(start: str | None = None) -> list[str]:
     """Network namespaces whose name starts with ``start`` (default: :func:`prefix`)."""
     start = start or prefix()
-    listing = _run("ip", "netns", "list", check=False).stdout
-    return [line.split()[0] for line in listing.splitlines() if line.split() and line.split()[0].startswith(start)]
+    try:
+        names = os.listdir(NETNS_DIR)
+    except FileNotFoundError:
+        return []
+    return sorted(name for name in names if name.startswith(start))
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The (device, inode) of the namespace file ``path`` (a name in :data:`NETNS_DIR` or a
+    process's ``/proc/PID/ns/net``); None once it is gone (an exited process has none)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _pids_in(identities: set[tuple[int, int]]) -> list[int]:
+    """The processes whose network namespace is one of ``identities`` (as ``ip netns pids``)."""
+    return [
+        int(entry)
+        for entry in os.listdir("/proc")
+        if entry.isdigit() and _identity(f"/proc/{entry}/ns/net") in identities
+    ]
+
+
+Target = TypeVar("Target")
+
+
+def _stop(
+    scan: Callable[[], list[Target]],
+    alive: Callable[[list[Target]], list[Target]],
+    send: Callable[[Target, int], None],
+) -> None:
+    """Stops processes in two rounds, every process of a round signalled at once: SIGTERM
+    and up to :data:`GRACE_S` for them to exit, then SIGKILL to those :func:`scan` still
+    finds and up to :data:`KILL_WAIT_S`. ``alive`` keeps the processes of a list that have
+    not exited yet; ``send`` signals one. Bounded: never more than the two waits and the
+    polls between."""
+    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, KILL_WAIT_S)):
+        left = scan()
+        for target in left:
+            send(target, sig)
+        deadline = time.monotonic() + wait
+        while left and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+            left = alive(left)
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def cleanup(start: str | None = None) -> list[str]:
-    """Kills the processes inside every namespace named ``start…`` (default: :func:`prefix`;
-    by pid) and deletes the namespaces (and with them their veth pairs). Returns the
-    namespaces removed."""
+    """Stops the processes inside every namespace named ``start…`` (default: :func:`prefix`;
+    by pid: SIGTERM, then SIGKILL, see :func:`_stop`) and deletes the namespaces (and with
+    them their veth pairs). Returns the namespaces removed."""
     found = namespaces(start)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        alive = False
-        for ns in found:
-            for pid in _run("ip", "netns", "pids", ns, check=False).stdout.split():
-                alive = True
-                try:
-                    os.kill(int(pid), sig)
-                except (ProcessLookupError, ValueError):
-                    pass
-        if not alive:
-            break
-        time.sleep(0.5)
-    for ns in found:
-        _run("ip", "netns", "delete", ns, check=False)
+    if not found:
+        return found
+    identities = {identity for ns in found if (identity := _identity(f"{NETNS_DIR}/{ns}")) is not None}
+    _stop(
+        lambda: _pids_in(identities),
+        lambda pids: [pid for pid in pids if _identity(f"/proc/{pid}/ns/net") in identities],
+        _kill,
+    )
+    # One `ip` for all of them (-force: go on past a name already gone).
+    _run("ip", "-force", "-batch", "-", check=False, stdin="".join(f"netns delete {ns}\n" for ns in found), timeout=5)
     return found
 
 
@@ -179,30 +244,32 @@ class Testbed:
                 for dev in ("gwin", "gwout"):
                     _run("ip", "-n", self.gateway, "link", "set", dev, "master", "br0")
                 _run("ip", "-n", self.gateway, "link", "set", "br0", "up")
-        except Exception:
+        except BaseException:  # Ctrl-C too: nothing half-made is left
             self.destroy()
             raise
         return self
 
     def spawn(self, ns: str, args: list[str], **kwargs) -> subprocess.Popen:
-        """Starts ``args`` inside namespace ``ns``; :meth:`destroy` stops it."""
-        process = subprocess.Popen(["ip", "netns", "exec", ns, *args], **kwargs)
-        self.processes.append(process)
+        """Starts ``args`` inside namespace ``ns``; :meth:`destroy` stops it. Ctrl-C and
+        SIGTERM wait until the process is recorded (an interrupt inside ``Popen`` would leave
+        a child that :meth:`destroy` does not know)."""
+        with interrupts.deferred():
+            process = subprocess.Popen(["ip", "netns", "exec", ns, *args], **kwargs)
+            self.processes.append(process)
         return process
 
     def destroy(self) -> None:
-        """Stops the processes it started and removes its namespaces."""
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-        deadline = time.monotonic() + 2
-        for process in self.processes:
-            try:
-                process.wait(timeout=max(0.05, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        cleanup(self.prefix)
+        """Stops the processes it started (all signalled at once: SIGTERM, a grace of
+        :data:`GRACE_S`, SIGKILL) and removes its namespaces, with anything still in them.
+        Bounded (about a second when a process needs SIGKILL), and not cut short by Ctrl-C
+        or SIGTERM: those are delivered when it is done."""
+        with interrupts.deferred():
+            _stop(
+                lambda: [process for process in self.processes if process.poll() is None],
+                lambda processes: [process for process in processes if process.poll() is None],
+                lambda process, sig: process.send_signal(sig),
+            )
+            cleanup(self.prefix)
 
     def __enter__(self) -> Testbed:
         return self.create()

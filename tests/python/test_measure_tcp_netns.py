@@ -119,28 +119,80 @@ def test_drr_quanta_1_2_4_order_the_tcp_shares(tmp_path):
         assert goodput / total == pytest.approx(weight / 7, rel=0.3), goodputs
 
 
-@needs_root
-def test_ctrl_c_during_tcp_run_removes_everything(tmp_path):
+#: Seconds from the signal to the exit of `schedlab measure`: the testbed's removal takes about
+#: a second at most (SIGTERM to every process at once, 0.5 s of grace, SIGKILL); the rest is
+#: headroom for a machine shared with builds (about 2.5 s measured at a load average of 17).
+STOP_S = 5
+
+
+def _interrupt(tmp_path: Path, prefix: str, ready, signum: int = signal.SIGINT) -> None:
+    """Starts a 30 s TCP measurement, sends ``signum`` once ``ready(run)`` (polled every 5 ms)
+    is true, and checks that it stops within STOP_S with nothing left: no namespace, no
+    process, no summary, no file that looks complete."""
     scenario = _scenario(tmp_path, (1500, 1500), duration="30s")
-    prefix = f"schedlab-tc{os.getpid()}-"
+    out = tmp_path / "out"
     run = subprocess.Popen(
-        [sys.executable, "-m", "schedlab", "measure", str(scenario), "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "schedlab", "measure", str(scenario), "--out", str(out)],
         env={**os.environ, "SCHEDLAB_NETNS_PREFIX": prefix},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as on a terminal: pytest started as a background job of a non-interactive
+        # shell would hand SIGINT down ignored, and the command keeps an ignored SIGINT.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 30
-    # sink, gateway, gen, the TCP senders and receivers: five processes in the namespaces.
-    while len(_pids(prefix)) < 5:
-        assert run.poll() is None and time.monotonic() < deadline, "measure did not start its processes"
-        time.sleep(0.2)
-    time.sleep(1)
-    run.send_signal(signal.SIGINT)
-    run.wait(timeout=10)
-    assert run.returncode != 0
-    assert testbed.namespaces(prefix) == []
-    assert not (tmp_path / "out" / "summary.json").exists()
+    try:
+        deadline = time.monotonic() + 60
+        while not ready(run):
+            assert run.poll() is None and time.monotonic() < deadline, "measure did not get there"
+            time.sleep(0.005)
+        sent = time.monotonic()
+        run.send_signal(signum)
+        _, stderr = run.communicate(timeout=10)
+        stopped = time.monotonic() - sent
+        assert run.returncode == 128 + signum, stderr
+        assert stopped < STOP_S, f"took {stopped:.1f} s to stop"
+        assert testbed.namespaces(prefix) == []
+        assert _processes_of(tmp_path) == []
+        assert not (out / "summary.json").exists()
+        looks_complete = [p for p in out.rglob("*") if p.is_file() and p.suffix != ".partial"]
+        assert looks_complete == [], looks_complete
+    finally:  # a failure above must not leave a testbed running into the next test
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        testbed.cleanup(prefix)
+
+
+@needs_root
+def test_ctrl_c_during_tcp_run_removes_everything(tmp_path):
+    prefix = f"schedlab-tc{os.getpid()}-"
+    started = []
+
+    def running(run: subprocess.Popen) -> bool:
+        # sink, gateway, gen, the TCP senders and receivers: five processes in the namespaces.
+        if not started and len(_pids(prefix)) >= 5:
+            started.append(time.monotonic())
+        return bool(started) and time.monotonic() - started[0] >= 1
+
+    _interrupt(tmp_path, prefix, running)
+
+
+@needs_root
+@pytest.mark.parametrize(
+    ("moment", "signum"),
+    [("building", signal.SIGINT), ("starting", signal.SIGINT), ("running", signal.SIGTERM)],
+)
+def test_an_interrupt_at_any_moment_removes_everything(tmp_path, moment, signum):
+    """Ctrl-C while the namespaces are being made (inside `ip` commands), Ctrl-C as the gateway
+    starts (inside `Popen` or the wait for it), SIGTERM once the origin is set."""
+    prefix = f"schedlab-ti{os.getpid()}-"
+    ready = {
+        "building": lambda run: bool(testbed.namespaces(prefix)),
+        "starting": lambda run: any("schedlab gateway" in command for command in _processes_of(tmp_path)),
+        "running": lambda run: (tmp_path / "out" / "replication-0" / "origin").exists(),
+    }[moment]
+    _interrupt(tmp_path, prefix, ready, signum)
 
 
 def _pids(prefix: str) -> list[str]:
@@ -149,3 +201,17 @@ def _pids(prefix: str) -> list[str]:
         for ns in testbed.namespaces(prefix)
         for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
     ]
+
+
+def _processes_of(tmp_path: Path) -> list[str]:
+    """Processes whose command line names a file under ``tmp_path`` (measure, gateway, gen,
+    sink, TCP senders and receivers all do), wherever they run."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if entry.name.isdigit() and str(tmp_path) in command:
+            found.append(f"{entry.name}: {command}")
+    return found
