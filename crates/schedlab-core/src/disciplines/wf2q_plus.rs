@@ -275,9 +275,21 @@ impl Wf2qPlus {
             if top.key > self.virtual_time {
                 break;
             }
-            self.file(top.id, top.seq, top.aux);
+            self.promote(top);
         }
         self.eligible.peek().map(|top| top.id)
+    }
+
+    /// `top`, the least entry of `ineligible`, has been reached by V (its key is the flow's
+    /// start tag): the flow moves to `eligible`, keyed by its finish tag. What [`Wf2qPlus::file`]
+    /// would do, without its tests and its look-up of the entry's position.
+    #[inline]
+    fn promote(&mut self, top: Entry<VirtualTime>) {
+        self.ineligible.pop();
+        let state = &mut self.flows[top.id as usize];
+        debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
+        state.place = Place::Eligible;
+        self.eligible.push_with(top.id, state.finish, top.seq, top.aux);
     }
 
     /// A pushed-out packet of `flow` (its tail): forget it; if it was the head, restore the
