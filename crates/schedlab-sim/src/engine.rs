@@ -1027,11 +1027,9 @@ impl<'s> Engine<'s> {
     /// the event being handled.
     #[inline]
     fn arrival_pending(&self, now: TimeNs) -> bool {
+        // (A NEVER key's time is `u64::MAX`, after every event's.)
         let (_, next_packet) = self.arrivals.earliest();
-        if next_packet != NEVER && SourceClock::time_of(next_packet) <= now {
-            return true;
-        }
-        if self.slot_tx_end != NEVER && SourceClock::time_of(self.slot_tx_end) <= now {
+        if SourceClock::time_of(next_packet) <= now || SourceClock::time_of(self.slot_tx_end) <= now {
             return true;
         }
         let heap = self.heap.as_slice();

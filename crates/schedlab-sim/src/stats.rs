@@ -512,7 +512,7 @@ pub struct Jitter {
 
 impl Jitter {
     /// A packet was received at `now` after `delay` ns.
-    #[inline]
+    #[inline(always)]
     pub fn on_received(&mut self, now: TimeNs, delay: u64) {
         if self.receptions > 0 {
             let gap = now - self.last_receive;
