@@ -1083,12 +1083,15 @@ impl<'s> Engine<'s> {
     }
 
     fn run(&mut self, watch: &mut dyn FnMut(f64) -> bool) -> Result<(), ScenarioError> {
+        // Every pass of the loop handles one event (`events` grows by one), so `watch` is
+        // called whenever `events` reaches a multiple of `POLL_EVERY`.
+        let mut next_poll = self.events + crate::watch::POLL_EVERY - self.events % crate::watch::POLL_EVERY;
         loop {
-            if self.events > 0
-                && self.events.is_multiple_of(crate::watch::POLL_EVERY)
-                && !watch(self.fraction_done())
-            {
-                return Err(ScenarioError::Interrupted);
+            if self.events == next_poll {
+                next_poll += crate::watch::POLL_EVERY;
+                if !watch(self.fraction_done()) {
+                    return Err(ScenarioError::Interrupted);
+                }
             }
             let (source, next_packet) = self.arrivals.earliest();
             let slot_tx_end = self.slot_tx_end;
