@@ -292,7 +292,16 @@ impl Wf2qPlus {
     }
 
     /// Lingering flows whose finish tag V has reached leave Σweight.
+    #[inline]
     fn drain_lingering(&mut self) {
+        if !self.lingering.is_empty() {
+            self.drain_lingering_entries();
+        }
+    }
+
+    /// [`Wf2qPlus::drain_lingering`] once some flow (or a stale entry) is in `lingering`.
+    #[inline(never)]
+    fn drain_lingering_entries(&mut self) {
         loop {
             let flows = &self.flows;
             let Some(top) = self
