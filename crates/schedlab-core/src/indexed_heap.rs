@@ -388,12 +388,25 @@ impl<K: HeapKey, const INDEXED: bool> IndexedHeap<K, INDEXED> {
     /// `entry`, which does not precede the parent of `at`, goes into the subtree of the hole
     /// `at`: the hole moves down along the least children while one of them precedes `entry`.
     #[inline]
-    fn fall(&mut self, mut at: usize, entry: Entry<K>) {
+    fn fall(&mut self, at: usize, entry: Entry<K>) {
+        // Two copies of the loop, so that heaps below the prefetch threshold pay no test for it
+        // per level.
+        if self.entries.len() >= PREFETCH_AHEAD_ENTRIES {
+            self.fall_from::<true>(at, entry);
+        } else {
+            self.fall_from::<false>(at, entry);
+        }
+    }
+
+    /// [`IndexedHeap::fall`], prefetching grandchildren from [`PREFETCH_GRANDCHILDREN_FROM`] on
+    /// if `PREFETCH`.
+    #[inline(always)]
+    fn fall_from<const PREFETCH: bool>(&mut self, mut at: usize, entry: Entry<K>) {
         let len = self.entries.len();
         loop {
             let first = ARITY * at + 1;
             let least = if first + ARITY <= len {
-                if len >= PREFETCH_AHEAD_ENTRIES && at >= PREFETCH_GRANDCHILDREN_FROM {
+                if PREFETCH && at >= PREFETCH_GRANDCHILDREN_FROM {
                     // The sixteen grandchildren are contiguous: start loading the block the
                     // next level will read while this one compares.
                     if let Some(grandchild) = self.entries.get(ARITY * first + 1) {
