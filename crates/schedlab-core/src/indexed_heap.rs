@@ -390,8 +390,8 @@ impl<K: HeapKey, const INDEXED: bool> IndexedHeap<K, INDEXED> {
     #[inline]
     fn fall(&mut self, at: usize, entry: Entry<K>) {
         // Two copies of the loop, so that heaps below the prefetch threshold pay no test for it
-        // per level.
-        if self.entries.len() >= PREFETCH_AHEAD_ENTRIES {
+        // per level. Only plain heaps prefetch (see [`PREFETCH_GRANDCHILDREN_FROM`]).
+        if !INDEXED && self.entries.len() >= PREFETCH_AHEAD_ENTRIES {
             self.fall_from::<true>(at, entry);
         } else {
             self.fall_from::<false>(at, entry);
@@ -491,11 +491,14 @@ pub const PREFETCH_ENTRIES: usize = 256;
 /// instructions cost more than they save (+5 % time at 1,024 flows).
 pub const PREFETCH_AHEAD_ENTRIES: usize = 4096;
 
-/// In heaps of [`PREFETCH_AHEAD_ENTRIES`] entries or more, a sift-down from this slot on (the
-/// first of the fourth level, 1 + 4 + 16) prefetches the node's sixteen grandchildren while it
-/// compares the children: they lie on the sixth level or deeper, past the first 1,365 entries
-/// (32 KiB), where the per-flow tables streaming past evict them (−6 to −15 % time at 16,384
-/// flows for WF2Q+, WFQ and SCFQ, measured under load; the levels above stay cached).
+/// In plain heaps ([`PlainHeap`]) of [`PREFETCH_AHEAD_ENTRIES`] entries or more, a sift-down
+/// from this slot on (the first of the fourth level, 1 + 4 + 16) prefetches the node's sixteen
+/// grandchildren while it compares the children: they lie on the sixth level or deeper, past
+/// the first 1,365 entries (32 KiB), where the per-flow tables streaming past evict them (WF2Q+
+/// at 16,384 flows: about −5 % time under load, +70 instructions a packet). The indexed heaps
+/// do not: with it, WFQ and SCFQ at 16,384 flows took 0.86–0.93 of their time under load, but
+/// +5 to +10 % instructions there, and the extra branch cost WFQ +2 % instructions at 1,024
+/// flows (issue 14, session 8; not weighed against their own changes of that session).
 pub const PREFETCH_GRANDCHILDREN_FROM: usize = 1 + ARITY + ARITY * ARITY;
 
 /// Raw units a key may lie above the base of a narrow [`VirtualTimeHeap`].
