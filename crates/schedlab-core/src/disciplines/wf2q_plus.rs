@@ -693,7 +693,60 @@ mod tests {
         assert!(s.dequeue(0, &mut drops).is_none());
     }
 
+    /// The bookkeeping the lazy heaps rely on: every flow that is not idle has exactly one live
+    /// entry, in the heap its place names, keyed by its start tag (`ineligible`) or finish tag
+    /// (`eligible`, `lingering`); Σweight is the weight of those flows; no heap holds more
+    /// than two entries per flow.
+    fn check_heaps(s: &Wf2qPlus) -> Result<(), proptest::test_runner::TestCaseError> {
+        let mut weight_sum = 0;
+        for (id, state) in s.flows.iter().enumerate() {
+            let heap = match state.place {
+                Place::Idle => continue,
+                Place::Lingering => &s.lingering,
+                Place::Eligible => &s.eligible,
+                Place::Ineligible => &s.ineligible,
+            };
+            weight_sum += state.weight as u64;
+            let key = if state.place == Place::Ineligible {
+                state.start
+            } else {
+                state.finish
+            };
+            let live: Vec<_> = heap
+                .iter()
+                .filter(|entry| entry.id == id as u32 && is_live(&s.flows, state.place, entry))
+                .collect();
+            proptest::prop_assert_eq!(live.len(), 1, "flow {} at {:?}", id, state.place);
+            proptest::prop_assert_eq!(live[0].key, key);
+        }
+        proptest::prop_assert_eq!(s.weight_sum, weight_sum);
+        for heap in [&s.eligible, &s.ineligible, &s.lingering] {
+            proptest::prop_assert!(heap.len() <= 2 * s.flows.len());
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
+        /// Arrivals and services in random order, with longest-queue drop on a small buffer
+        /// (pushed-out heads and lingering flows that get packets leave stale entries): the heap
+        /// bookkeeping holds after every call.
+        #[test]
+        fn lazy_heaps_stay_consistent(
+            calls in proptest::collection::vec((0u32..6, 40u32..=1500, proptest::bool::weighted(0.6)), 1..400),
+        ) {
+            let limit = testkit::byte_limit(4000, true);
+            let mut s = wf2q_plus(&[(0, 1), (1, 2), (2, 3), (3, 8), (4, 1), (5, 5)], limit);
+            let mut drops = Vec::new();
+            for (id, (flow, size, arrival)) in calls.into_iter().enumerate() {
+                if arrival {
+                    s.enqueue(Packet::new(id as u64, flow, size, 0), 0, &mut drops);
+                } else {
+                    s.dequeue(0, &mut drops);
+                }
+                check_heaps(&s)?;
+            }
+        }
+
         #[test]
         fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
             let limit = testkit::byte_limit(8000, lqd);
