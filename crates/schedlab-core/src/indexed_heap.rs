@@ -13,10 +13,11 @@
 //! history of the heap.
 //!
 //! Layout: a [`ARITY`]-ary heap in one vector (a node's children are adjacent in memory, and
-//! the tree is half as deep as a binary one); removal of the top and increases of a key move
-//! the hole down to a leaf along the least children and let the displaced entry rise from
-//! there (Floyd), which costs one pass when the entry belongs near the bottom, the usual case
-//! for a flow's next tag. The vectors keep their capacity: no allocation once every id has
+//! the tree is half as deep as a binary one); removal of the top and increases of a key sift
+//! the entry down (a hole moves along the least children until the entry is not after the
+//! least of them; every entry moved is written once), and decreases and pushes sift it up.
+//! Floyd's variant (the hole to a leaf, then the entry rises) was measured in an earlier
+//! session and not kept. The vectors keep their capacity: no allocation once every id has
 //! been seen and the heap has held its largest number of entries.
 //!
 //! [`PlainHeap`] (`IndexedHeap<K, false>`) is the same heap without the position index: no
