@@ -98,6 +98,23 @@ fn precedes(key: u128, seq: u64, other_key: u128, other_seq: u64) -> bool {
     ((key as u64 as u128) << 64 | seq as u128) < ((other_key as u64 as u128) << 64 | other_seq as u128)
 }
 
+/// The node of `id` in `nodes` (a [`TagCalendar`]'s), without a bounds check: see
+/// [`TagCalendar::node`] for the invariant that `id` has one.
+#[inline(always)]
+fn node_of(nodes: &[Node], id: u32) -> &Node {
+    debug_assert!((id as usize) < nodes.len(), "id {id} has no node");
+    // SAFETY: `id` has a node (the invariant of `TagCalendar::node`, checked in debug builds).
+    unsafe { nodes.get_unchecked(id as usize) }
+}
+
+/// [`node_of`], mutable.
+#[inline(always)]
+fn node_of_mut(nodes: &mut [Node], id: u32) -> &mut Node {
+    debug_assert!((id as usize) < nodes.len(), "id {id} has no node");
+    // SAFETY: as in `node_of`.
+    unsafe { nodes.get_unchecked_mut(id as usize) }
+}
+
 /// The bucket array and its bitmap (fixed sizes, so that masked indices need no bounds check).
 #[derive(Clone, Debug)]
 struct Buckets {
@@ -132,6 +149,10 @@ pub struct TagCalendar {
     cursor: u128,
     /// The bucket of the cursor's day.
     cursor_bucket: usize,
+    /// The first non-empty bucket from the cursor's on (wrapping), while the calendar holds an
+    /// entry: kept up to date by [`TagCalendar::file`] and [`TagCalendar::unlink`], so that a
+    /// pop and the prefetch look-ahead after it read it instead of scanning the bitmap each.
+    first_bucket: usize,
     /// The key last popped (raw; its day is computed only when an empty calendar needs it).
     last_popped: u128,
     /// Entries in the calendar.
@@ -169,6 +190,7 @@ impl TagCalendar {
             summary: [0; SUMMARY_WORDS],
             cursor: 0,
             cursor_bucket: 0,
+            first_bucket: 0,
             last_popped: 0,
             calendar_len: 0,
             overflow: VirtualTimeHeap::default(),
@@ -176,6 +198,28 @@ impl TagCalendar {
             day_mask: !((1u128 << day_shift) - 1),
             window: (BUCKETS as u128) << day_shift,
         }
+    }
+
+    /// The node of `id`, without a bounds check. Invariant: every id that has or had an
+    /// entry (in the calendar or in the overflow heap) has a node, since [`TagCalendar::push_with`]
+    /// grows `nodes` before filing it and nodes are never removed; so do the ids in the bucket
+    /// lists and in the nodes' links, which only [`TagCalendar::file`] writes.
+    #[inline(always)]
+    fn node(&self, id: u32) -> &Node {
+        node_of(&self.nodes, id)
+    }
+
+    /// [`TagCalendar::node`], mutable.
+    #[inline(always)]
+    fn node_mut(&mut self, id: u32) -> &mut Node {
+        node_of_mut(&mut self.nodes, id)
+    }
+
+    /// The position of `bucket` in the calendar's order: its distance from the cursor's
+    /// bucket, wrapping.
+    #[inline(always)]
+    fn from_cursor(&self, bucket: usize) -> usize {
+        bucket.wrapping_sub(self.cursor_bucket) & (BUCKETS - 1)
     }
 
     /// The day of a raw key.
@@ -217,7 +261,7 @@ impl TagCalendar {
 
     #[inline(always)]
     fn entry(&self, id: u32) -> Entry<VirtualTime> {
-        let node = &self.nodes[id as usize];
+        let node = self.node(id);
         Entry {
             key: VirtualTime::from_raw(node.key),
             seq: node.seq,
@@ -273,18 +317,24 @@ impl TagCalendar {
     /// The calendar's first bucket (from the cursor's, wrapping around).
     #[inline(always)]
     fn first_bucket(&self) -> Option<usize> {
-        if self.calendar_len == 0 {
-            return None;
-        }
-        // Masked (it is below `BUCKETS` already): the word index needs no check then.
-        let start = self.cursor_bucket & (BUCKETS - 1);
-        self.bucket_from(start).or_else(|| self.bucket_from(0))
+        (self.calendar_len > 0).then_some(self.first_bucket)
+    }
+
+    /// The first non-empty bucket after `bucket` (wrapping around), found in the bitmap: the
+    /// new first bucket once `bucket`, the first, is empty (no bucket before it from the
+    /// cursor's on holds an entry, so the first found in bucket order from `bucket + 1`, then
+    /// from 0, is the first from the cursor's).
+    #[inline(always)]
+    fn bucket_after(&self, bucket: usize) -> Option<usize> {
+        self.bucket_from(bucket + 1).or_else(|| self.bucket_from(0))
     }
 
     /// The least id of the calendar.
     #[inline(always)]
     fn calendar_first(&self) -> Option<u32> {
-        self.first_bucket().map(|bucket| self.table().heads[bucket])
+        // Masked (it is below `BUCKETS` already): the index needs no check then.
+        self.first_bucket()
+            .map(|bucket| self.table().heads[bucket & (BUCKETS - 1)])
     }
 
     /// The least entry's id, and whether it is in the calendar.
@@ -297,7 +347,7 @@ impl TagCalendar {
         let top = self.overflow.peek().expect("the overflow heap is not empty");
         match first {
             Some(id) => {
-                let node = &self.nodes[id as usize];
+                let node = self.node(id);
                 if precedes(top.key.raw(), top.seq, node.key, node.seq) {
                     Some((top.id, false))
                 } else {
@@ -340,7 +390,6 @@ impl TagCalendar {
     /// [`TagCalendar::pop_then`], which files the popped id again on every service.
     #[inline(always)]
     fn file(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
-        let index = id as usize;
         let raw = key.raw();
         let Some(cursor) = self.window_for(raw, self.len()) else {
             self.overflow.push_with(id, key, seq, aux);
@@ -357,7 +406,7 @@ impl TagCalendar {
         let (mut prev, mut at) = (NIL, table.heads[bucket]);
         let mut walked = 0;
         while at != NIL {
-            let node = &self.nodes[at as usize];
+            let node = node_of(&self.nodes, at);
             if precedes(raw, seq, node.key, node.seq) {
                 break;
             }
@@ -368,7 +417,7 @@ impl TagCalendar {
             }
             (prev, at) = (at, node.next);
         }
-        self.nodes[index] = Node {
+        *node_of_mut(&mut self.nodes, id) = Node {
             key: raw,
             seq,
             aux,
@@ -377,14 +426,17 @@ impl TagCalendar {
             prev,
         };
         if at != NIL {
-            self.nodes[at as usize].prev = id;
+            node_of_mut(&mut self.nodes, at).prev = id;
         }
         if prev != NIL {
-            self.nodes[prev as usize].next = id;
+            node_of_mut(&mut self.nodes, prev).next = id;
         } else {
             table.heads[bucket] = id;
             table.words[bucket / 64] |= 1 << (bucket % 64);
             self.summary[bucket / 4096] |= 1 << (bucket / 64 % 64);
+            if self.calendar_len == 0 || self.from_cursor(bucket) < self.from_cursor(self.first_bucket) {
+                self.first_bucket = bucket;
+            }
         }
         self.calendar_len += 1;
     }
@@ -479,13 +531,15 @@ impl TagCalendar {
     fn unlink(&mut self, id: u32) -> usize {
         let Node {
             bucket, next, prev, ..
-        } = self.nodes[id as usize];
+        } = *self.node(id);
         let bucket = bucket as usize % BUCKETS;
         if next != NIL {
-            self.nodes[next as usize].prev = prev;
+            self.node_mut(next).prev = prev;
         }
+        self.node_mut(id).bucket = NIL;
+        self.calendar_len -= 1;
         if prev != NIL {
-            self.nodes[prev as usize].next = next;
+            self.node_mut(prev).next = next;
         } else {
             let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
             table.heads[bucket] = next;
@@ -495,10 +549,13 @@ impl TagCalendar {
                 if *word == 0 {
                     self.summary[bucket / 4096] &= !(1 << (bucket / 64 % 64));
                 }
+                if bucket == self.first_bucket && self.calendar_len > 0 {
+                    self.first_bucket = self
+                        .bucket_after(bucket)
+                        .expect("a calendar with entries has a non-empty bucket");
+                }
             }
         }
-        self.nodes[id as usize].bucket = NIL;
-        self.calendar_len -= 1;
         bucket
     }
 
@@ -506,7 +563,7 @@ impl TagCalendar {
     #[inline]
     pub fn set_aux(&mut self, id: u32, aux: u32) {
         if self.in_calendar(id) {
-            self.nodes[id as usize].aux = aux;
+            self.node_mut(id).aux = aux;
         } else {
             self.overflow.set_aux(id, aux);
         }
@@ -564,7 +621,7 @@ impl TagCalendar {
         if len < PREFETCH_AHEAD_ENTRIES || !self.overflow.is_empty() {
             return [Some(id_aux(id)), None];
         }
-        let node = &self.nodes[id as usize];
+        let node = self.node(id);
         let after = if node.next != NIL {
             Some(node.next)
         } else {
@@ -615,6 +672,14 @@ impl TagCalendar {
         if self.calendar_len > 0 {
             assert_eq!(self.cursor & !self.day_mask, 0, "the cursor starts a day");
             assert_eq!(self.cursor_bucket, self.bucket_of(self.cursor));
+            let scanned = self
+                .bucket_from(self.cursor_bucket)
+                .or_else(|| self.bucket_from(0));
+            assert_eq!(
+                Some(self.first_bucket),
+                scanned,
+                "the first bucket from the cursor's"
+            );
         }
         for word in 0..WORDS {
             assert_eq!(
