@@ -315,13 +315,8 @@ impl FlowQueues {
     /// ends and its counters.
     #[inline(always)]
     pub fn prefetch_flow(&self, flow: FlowId) {
-        if let Some(ends) = self.ends.get(flow as usize) {
-            crate::pool::prefetch(ends);
-        }
-        if let Some(counters) = self.counters.flow(flow) {
-            // The first of its two lines holds what a dequeue updates.
-            crate::pool::prefetch(&counters.backlog);
-        }
+        crate::pool::prefetch_at(&self.ends, flow as usize);
+        self.counters.prefetch_flow(flow);
     }
 
     /// The pool index of the node of the head packet of `flow` (`u32::MAX` if it has none), for

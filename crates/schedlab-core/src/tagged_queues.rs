@@ -36,7 +36,7 @@ use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
 use crate::indexed_heap::{Entry, VirtualTimeHeap};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::pool::{prefetch, ListEnds, PooledLists};
+use crate::pool::{prefetch_at, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::tag_calendar::TagCalendar;
 use crate::virtual_time::VirtualTime;
@@ -290,6 +290,16 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         &mut self.slots[index].state
     }
 
+    /// The slot of `flow`, without a bounds check. Invariant: a flow that has a packet or an
+    /// entry in the head order has a slot ([`TaggedQueues::push_tag_with`] creates it before
+    /// filing the flow's first tag, and slots are never removed).
+    #[inline(always)]
+    fn slot_mut(slots: &mut [FlowSlot<S>], flow: FlowId) -> &mut FlowSlot<S> {
+        debug_assert!((flow as usize) < slots.len(), "flow {flow} has no slot");
+        // SAFETY: `flow` has a slot (the invariant above, checked in debug builds).
+        unsafe { slots.get_unchecked_mut(flow as usize) }
+    }
+
     /// Admits `packet` through [`FlowQueues::admit`] (buffer limit, drop policy, counters),
     /// with longest-queue drop weighing each flow by `weight(state)`. Each packet pushed out of
     /// another flow's tail loses its tag and is listed by [`TaggedQueues::pushed_out`] with the
@@ -357,7 +367,7 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.state_mut(flow);
-        let slot = &mut self.slots[flow as usize];
+        let slot = Self::slot_mut(&mut self.slots, flow);
         let tag = tag(&mut slot.state);
         let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
         // The packet is queued already: it is the head iff it is the flow's only packet (the
@@ -389,7 +399,7 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         let mut tag = PacketTag::default();
         // The served flow's packet node was prefetched one service ago (below), as the next.
         let top = self.heads.pop_then(|top| {
-            let slot = &mut slots[top.id as usize];
+            let slot = Self::slot_mut(slots, top.id);
             tag = tag_of(top.key, slot.head_finish_offset);
             slot.last_sent_finish = tag.finish;
             let next = pool.pop_front(&mut slot.tags)?;
@@ -416,9 +426,7 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
     /// Prefetches what serving `flow`, whose second tag is the pool node `second`, reads.
     #[inline(always)]
     fn prefetch_flow(&self, flow: FlowId, second: u32) {
-        if let Some(slot) = self.slots.get(flow as usize) {
-            prefetch(slot);
-        }
+        prefetch_at(&self.slots, flow as usize);
         self.pool.prefetch_node(second);
         self.queues.prefetch_flow(flow);
     }
