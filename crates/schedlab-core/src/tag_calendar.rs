@@ -57,6 +57,12 @@ pub const MAX_DAY_SHIFT: u32 = 127 - BUCKETS.trailing_zeros();
 const WORDS: usize = BUCKETS / 64;
 /// Summary words (bit `w` of word `w / 64`: bitmap word `w` is not zero).
 const SUMMARY_WORDS: usize = WORDS / 64;
+/// Bytes of the bucket array and its bitmap that a calendar allocates on its first push (one
+/// 4-byte list head per bucket and one bit per bucket; 132 KiB), whatever its number of ids.
+pub const BUCKET_ARRAY_BYTES: usize = std::mem::size_of::<Buckets>();
+/// Bytes of a calendar's node per id (one cache line; the nodes grow with the largest id
+/// pushed, like a `Vec`).
+pub const NODE_BYTES: usize = std::mem::size_of::<Node>();
 /// The end of a list, and the bucket of an id that is not in the calendar.
 const NIL: u32 = u32::MAX;
 
@@ -365,6 +371,12 @@ impl TagCalendar {
             (id, true) => Some(self.entry(id)),
             (_, false) => self.overflow.peek(),
         }
+    }
+
+    /// Bytes this calendar holds on the heap outside its overflow heap: the bucket array (once
+    /// allocated, [`BUCKET_ARRAY_BYTES`]) and its nodes' capacity ([`NODE_BYTES`] each).
+    pub fn allocated_bytes(&self) -> usize {
+        self.buckets.as_deref().map_or(0, std::mem::size_of_val) + self.nodes.capacity() * NODE_BYTES
     }
 
     /// Makes room for ids below `ids`, so that later pushes of such ids do not allocate.
@@ -730,6 +742,20 @@ mod tests {
 
     /// A push that would pass more than [`BUCKET_WALK_LIMIT`] entries of its bucket goes to
     /// the heap, and the pops still come out in order.
+    #[test]
+    fn the_bucket_array_is_allocated_on_the_first_push() {
+        let mut calendar = TagCalendar::new();
+        assert_eq!(calendar.allocated_bytes(), 0);
+        calendar.reserve_ids(10);
+        calendar.push_with(3, v(7), 0, 0);
+        assert_eq!(BUCKET_ARRAY_BYTES, BUCKETS * 4 + WORDS * 8);
+        assert_eq!(NODE_BYTES, 64);
+        assert_eq!(
+            calendar.allocated_bytes(),
+            BUCKET_ARRAY_BYTES + calendar.nodes.capacity() * NODE_BYTES
+        );
+    }
+
     #[test]
     fn a_crowded_bucket_sends_pushes_to_the_heap() {
         let mut calendar = TagCalendar::new();
