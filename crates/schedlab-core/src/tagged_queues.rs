@@ -406,19 +406,23 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
             slot.head_finish_offset = next.finish_offset;
             Some((next.key, next.seq, slot.tags.head_node()))
         })?;
-        let flow = top.id;
-        let packet = self.queues.pop_sent(flow).expect("tags run parallel to packets");
         // The next flow to serve is known now, and (see `VirtualTimeHeap::upcoming`) the one
         // after it is one of its children in the heap: start loading what the next calls read
         // from tables too large for the cache (slot, second tag, list ends and counters).
+        // Issued before the packet is taken, so that the packet goes straight to the caller
+        // instead of waiting on the stack.
         let [next, after_next] = self.heads.upcoming();
         if let Some((next, second)) = next {
             self.prefetch_flow(next, second);
-            // Its list ends were (usually) prefetched one call ago: its packet's node next.
-            self.queues.prefetch_head(next);
         }
         if let Some((after_next, second)) = after_next {
             self.prefetch_flow(after_next, second);
+        }
+        let packet = self.queues.pop_sent(top.id).expect("tags run parallel to packets");
+        if let Some((next, _)) = next {
+            // Its list ends were (usually) prefetched one call ago: its packet's node next
+            // (after the pop: the next flow may be the one just served).
+            self.queues.prefetch_head(next);
         }
         Some((packet, tag))
     }
