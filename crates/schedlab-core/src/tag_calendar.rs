@@ -171,6 +171,9 @@ pub struct TagCalendar {
     day_mask: u128,
     /// Raw keys the calendar covers from the cursor on: [`BUCKETS`] days.
     window: u128,
+    /// Whether `window` is at most 2^64 raw units (days of at most 2^49): a key's distance
+    /// from the cursor then fits in 64 bits, and its day offset is a 64-bit shift.
+    narrow_window: bool,
 }
 
 impl Default for TagCalendar {
@@ -203,6 +206,7 @@ impl TagCalendar {
             day_shift,
             day_mask: !((1u128 << day_shift) - 1),
             window: (BUCKETS as u128) << day_shift,
+            narrow_window: day_shift + BUCKETS.trailing_zeros() <= 64,
         }
     }
 
@@ -411,7 +415,41 @@ impl TagCalendar {
             self.cursor = cursor;
             self.cursor_bucket = self.bucket_of(cursor);
         }
-        let bucket = self.bucket_of(raw);
+        self.link(id, key, seq, aux, self.bucket_of(raw));
+    }
+
+    /// [`TagCalendar::file`] for the id that [`TagCalendar::pop_then`] just took out of the
+    /// calendar, with a key not below the one taken out. The cursor is then the day of the key
+    /// taken out, which is the window [`TagCalendar::window_for`] would choose even if the
+    /// calendar is now empty (the last pop's day covers the key), so only the window's end
+    /// and the entry limit need checking, and the bucket is the cursor's plus the key's days
+    /// above it.
+    #[inline(always)]
+    fn refile(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        let raw = key.raw();
+        debug_assert_eq!(self.cursor, self.last_popped & self.day_mask);
+        debug_assert!(raw >= self.last_popped, "a key below the one taken out");
+        let above = raw.wrapping_sub(self.cursor);
+        if self.len() >= CALENDAR_MAX_ENTRIES || raw < self.cursor || above >= self.window {
+            self.overflow.push_with(id, key, seq, aux);
+            return;
+        }
+        let days = if self.narrow_window {
+            ((above as u64) >> self.day_shift) as usize
+        } else {
+            (above >> self.day_shift) as usize
+        };
+        let bucket = self.cursor_bucket.wrapping_add(days) & (BUCKETS - 1);
+        debug_assert_eq!(bucket, self.bucket_of(raw));
+        self.link(id, key, seq, aux, bucket);
+    }
+
+    /// Links `id` with `key` (in the window) into `bucket`, its day's, in `(key, seq)` order,
+    /// or files it in the overflow heap if that would pass more than [`BUCKET_WALK_LIMIT`]
+    /// entries.
+    #[inline(always)]
+    fn link(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32, bucket: usize) {
+        let raw = key.raw();
         let table = self.buckets.get_or_insert_with(Buckets::new);
         // The list stays sorted: the new entry goes before the first entry it precedes. A
         // crowded bucket (keys much denser than the days) sends it to the heap instead.
@@ -510,7 +548,7 @@ impl TagCalendar {
         let bucket = self.unlink(id);
         self.advance_to(top.key.raw(), bucket);
         if let Some((key, seq, aux)) = next(&top) {
-            self.file(id, key, seq, aux);
+            self.refile(id, key, seq, aux);
         }
         Some(top)
     }

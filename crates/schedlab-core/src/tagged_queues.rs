@@ -418,7 +418,10 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         if let Some((after_next, second)) = after_next {
             self.prefetch_flow(after_next, second);
         }
-        let packet = self.queues.pop_sent(top.id).expect("tags run parallel to packets");
+        let packet = self
+            .queues
+            .pop_sent(top.id)
+            .expect("tags run parallel to packets");
         if let Some((next, _)) = next {
             // Its list ends were (usually) prefetched one call ago: its packet's node next
             // (after the pop: the next flow may be the one just served).
