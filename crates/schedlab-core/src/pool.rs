@@ -169,7 +169,11 @@ impl<V> NodePool<V> {
             index
         } else {
             let index = self.free;
-            let node = &mut self.nodes[index as usize];
+            debug_assert!((index as usize) < self.nodes.len());
+            // SAFETY: the free list is the pool's own (private, only this type writes it) and
+            // links nodes of this pool only: `free` and every `next` on it index `nodes`, which
+            // never shrinks. (The list ends passed in are the caller's, so they stay checked.)
+            let node = unsafe { self.nodes.get_unchecked_mut(index as usize) };
             self.free = node.next;
             reuse(&mut node.value);
             (node.next, node.prev) = (next, prev);

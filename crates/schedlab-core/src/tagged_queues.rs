@@ -284,10 +284,19 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
     pub fn state_mut(&mut self, flow: FlowId) -> &mut S {
         debug_assert!(flow <= MAX_FLOW_ID);
         let index = flow as usize;
-        if index >= self.slots.len() {
-            self.slots.resize_with(index + 1, FlowSlot::default);
+        if index < self.slots.len() {
+            // Checked just above: no second bounds check on the usual path.
+            return &mut self.slots[index].state;
         }
+        self.grow_slots(index);
         &mut self.slots[index].state
+    }
+
+    /// Slots up to `index` (a flow id seen for the first time).
+    #[cold]
+    #[inline(never)]
+    fn grow_slots(&mut self, index: usize) {
+        self.slots.resize_with(index + 1, FlowSlot::default);
     }
 
     /// The slot of `flow`, without a bounds check. Invariant: a flow that has a packet or an
