@@ -190,9 +190,15 @@ impl FlowQueues {
     ) -> Admission {
         if packet.flow <= MAX_FLOW_ID && self.fits(packet.size as u64) {
             // The common case: a valid packet that fits.
-            self.ensure(packet.flow);
             self.counters.record_arrival_queued(&packet);
-            self.push_back(packet.flow, packet);
+            let index = packet.flow as usize;
+            if let Some(ends) = self.ends.get_mut(index) {
+                // One bounds check, not a growth check and then an indexing check.
+                self.pool.push_back(ends, packet);
+            } else {
+                self.grow(index);
+                self.push_back(packet.flow, packet);
+            }
             return Admission::Queued;
         }
         self.admit_slow(packet, weight, drops)
