@@ -228,7 +228,7 @@ impl TagCalendar {
     /// The position of `bucket` in the calendar's order: its distance from the cursor's
     /// bucket, wrapping.
     #[inline(always)]
-    fn from_cursor(&self, bucket: usize) -> usize {
+    fn buckets_after_cursor(&self, bucket: usize) -> usize {
         bucket.wrapping_sub(self.cursor_bucket) & (BUCKETS - 1)
     }
 
@@ -484,7 +484,9 @@ impl TagCalendar {
             table.heads[bucket] = id;
             table.words[bucket / 64] |= 1 << (bucket % 64);
             self.summary[bucket / 4096] |= 1 << (bucket / 64 % 64);
-            if self.calendar_len == 0 || self.from_cursor(bucket) < self.from_cursor(self.first_bucket) {
+            if self.calendar_len == 0
+                || self.buckets_after_cursor(bucket) < self.buckets_after_cursor(self.first_bucket)
+            {
                 self.first_bucket = bucket;
             }
         }

@@ -225,7 +225,8 @@ impl HeadOrder for TagCalendar {
 pub struct TaggedQueues<S, H = VirtualTimeHeap> {
     queues: FlowQueues,
     slots: Vec<FlowSlot<S>>,
-    /// Every flow's tag list.
+    /// Every flow's tag list. The slots' `tags` are private and changed only by this pool's
+    /// methods: each is a list of this pool (the contract of its `_own` methods).
     pool: PooledLists<Tagged>,
     /// Head-of-line keys by flow: entry `seq` is the head packet's arrival sequence.
     heads: H,
@@ -394,7 +395,8 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
             seq,
             finish_offset,
         };
-        self.pool.push_back(&mut slot.tags, tagged);
+        // SAFETY: a slot's `tags` is a list of `pool` (see the field).
+        unsafe { self.pool.push_back_own(&mut slot.tags, tagged) };
         if second {
             self.heads.set_aux(flow, slot.tags.head_node());
         }
@@ -411,7 +413,8 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
             let slot = Self::slot_mut(slots, top.id);
             tag = tag_of(top.key, slot.head_finish_offset);
             slot.last_sent_finish = tag.finish;
-            let next = pool.pop_front(&mut slot.tags)?;
+            // SAFETY: a slot's `tags` is a list of `pool` (see the field).
+            let next = unsafe { pool.pop_front_own(&mut slot.tags) }?;
             slot.head_finish_offset = next.finish_offset;
             Some((next.key, next.seq, slot.tags.head_node()))
         })?;
