@@ -208,15 +208,17 @@ impl Counters {
     #[inline(always)]
     pub fn record_arrival_queued(&mut self, packet: &Packet) {
         let size = packet.size as u64;
+        // The totals first: the admission test just read them, and no store through the
+        // flows' table (which the compiler cannot tell apart from them) comes between.
+        add_backlog(&mut self.total, size);
+        self.peak_total.packets = self.peak_total.packets.max(self.total.packets);
+        self.peak_total.bytes = self.peak_total.bytes.max(self.total.bytes);
         let flow = self.flow_mut(packet.flow);
         flow.enqueued_packets += 1;
         flow.enqueued_bytes += size;
         add_backlog(&mut flow.backlog, size);
         flow.peak_backlog_packets = flow.peak_backlog_packets.max(flow.backlog.packets);
         flow.peak_backlog_bytes = flow.peak_backlog_bytes.max(flow.backlog.bytes);
-        add_backlog(&mut self.total, size);
-        self.peak_total.packets = self.peak_total.packets.max(self.total.packets);
-        self.peak_total.bytes = self.peak_total.bytes.max(self.total.bytes);
     }
 
     /// Removes a queued packet from its flow's backlog and the total; returns its flow's
