@@ -426,6 +426,11 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         let [next, after_next] = self.heads.upcoming();
         if let Some((next, second)) = next {
             self.prefetch_flow(next, second);
+            // Its list ends were (usually) prefetched one call ago: its packet's node next.
+            // Not when it is the flow being served, whose head is the packet taken below.
+            if next != top.id {
+                self.queues.prefetch_head(next);
+            }
         }
         if let Some((after_next, second)) = after_next {
             self.prefetch_flow(after_next, second);
@@ -434,11 +439,6 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
             .queues
             .pop_sent(top.id)
             .expect("tags run parallel to packets");
-        if let Some((next, _)) = next {
-            // Its list ends were (usually) prefetched one call ago: its packet's node next
-            // (after the pop: the next flow may be the one just served).
-            self.queues.prefetch_head(next);
-        }
         Some((packet, tag))
     }
 
