@@ -16,7 +16,8 @@ use crate::pool::{ListEnds, ListIter, PooledLists};
 /// Per-flow FIFO queues, their counters and the buffer limit.
 #[derive(Clone, Debug)]
 pub struct FlowQueues {
-    /// Each flow's list in the pool, indexed by flow id.
+    /// Each flow's list in the pool, indexed by flow id. Private and changed only by `pool`'s
+    /// methods: every list here is a list of `pool` (the contract of its `_own` methods).
     ends: Vec<ListEnds>,
     /// The node pool shared by all flows.
     pool: PooledLists<Packet>,
@@ -159,14 +160,16 @@ impl FlowQueues {
     /// Links `packet` at the tail of `flow` (whose slot exists).
     #[inline(always)]
     fn push_back(&mut self, flow: FlowId, packet: Packet) {
-        self.pool.push_back(&mut self.ends[flow as usize], packet);
+        // SAFETY: `ends` holds lists of `pool` only (see the field).
+        unsafe { self.pool.push_back_own(&mut self.ends[flow as usize], packet) };
     }
 
     /// Unlinks and returns the head packet of `flow`, with whether the queue is now empty.
     #[inline(always)]
     fn pop_front(&mut self, flow: FlowId) -> Option<(Packet, bool)> {
         let ends = self.ends.get_mut(flow as usize)?;
-        let packet = self.pool.pop_front(ends)?;
+        // SAFETY: `ends` holds lists of `pool` only (see the field).
+        let packet = unsafe { self.pool.pop_front_own(ends) }?;
         Some((packet, ends.is_empty()))
     }
 
@@ -190,9 +193,16 @@ impl FlowQueues {
     ) -> Admission {
         if packet.flow <= MAX_FLOW_ID && self.fits(packet.size as u64) {
             // The common case: a valid packet that fits.
-            self.ensure(packet.flow);
             self.counters.record_arrival_queued(&packet);
-            self.push_back(packet.flow, packet);
+            let index = packet.flow as usize;
+            if let Some(ends) = self.ends.get_mut(index) {
+                // One bounds check, not a growth check and then an indexing check.
+                // SAFETY: `ends` holds lists of `pool` only (see the field).
+                unsafe { self.pool.push_back_own(ends, packet) };
+            } else {
+                self.grow(index);
+                self.push_back(packet.flow, packet);
+            }
             return Admission::Queued;
         }
         self.admit_slow(packet, weight, drops)
@@ -315,13 +325,8 @@ impl FlowQueues {
     /// ends and its counters.
     #[inline(always)]
     pub fn prefetch_flow(&self, flow: FlowId) {
-        if let Some(ends) = self.ends.get(flow as usize) {
-            crate::pool::prefetch(ends);
-        }
-        if let Some(counters) = self.counters.flow(flow) {
-            // The first of its two lines holds what a dequeue updates.
-            crate::pool::prefetch(&counters.backlog);
-        }
+        crate::pool::prefetch_at(&self.ends, flow as usize);
+        self.counters.prefetch_flow(flow);
     }
 
     /// The pool index of the node of the head packet of `flow` (`u32::MAX` if it has none), for

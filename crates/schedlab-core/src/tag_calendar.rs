@@ -25,7 +25,8 @@
 //!
 //! Cost: a push walks its bucket's list (entries per bucket = flows / days spanned by their
 //! tags; about one at 1,024 flows of 64–1,500-byte packets; at most [`BUCKET_WALK_LIMIT`]), a
-//! pop reads a bitmap word or two; while the calendar is empty (from
+//! pop reads the first non-empty bucket, which the calendar keeps (the bitmap is scanned only
+//! when that bucket empties); while the calendar is empty (from
 //! [`CALENDAR_MAX_ENTRIES`] entries on) a pop goes straight to the heap's in-place top
 //! replacement;
 //! against log₄ n levels of four comparisons for each sift-down of the 4-ary heap. The nodes
@@ -57,6 +58,12 @@ pub const MAX_DAY_SHIFT: u32 = 127 - BUCKETS.trailing_zeros();
 const WORDS: usize = BUCKETS / 64;
 /// Summary words (bit `w` of word `w / 64`: bitmap word `w` is not zero).
 const SUMMARY_WORDS: usize = WORDS / 64;
+/// Bytes of the bucket array and its bitmap that a calendar allocates on its first push (one
+/// 4-byte list head per bucket and one bit per bucket; 132 KiB), whatever its number of ids.
+pub const BUCKET_ARRAY_BYTES: usize = std::mem::size_of::<Buckets>();
+/// Bytes of a calendar's node per id (one cache line; the nodes grow with the largest id
+/// pushed, like a `Vec`).
+pub const NODE_BYTES: usize = std::mem::size_of::<Node>();
 /// The end of a list, and the bucket of an id that is not in the calendar.
 const NIL: u32 = u32::MAX;
 
@@ -98,6 +105,23 @@ fn precedes(key: u128, seq: u64, other_key: u128, other_seq: u64) -> bool {
     ((key as u64 as u128) << 64 | seq as u128) < ((other_key as u64 as u128) << 64 | other_seq as u128)
 }
 
+/// The node of `id` in `nodes` (a [`TagCalendar`]'s), without a bounds check: see
+/// [`TagCalendar::node`] for the invariant that `id` has one.
+#[inline(always)]
+fn node_of(nodes: &[Node], id: u32) -> &Node {
+    debug_assert!((id as usize) < nodes.len(), "id {id} has no node");
+    // SAFETY: `id` has a node (the invariant of `TagCalendar::node`, checked in debug builds).
+    unsafe { nodes.get_unchecked(id as usize) }
+}
+
+/// [`node_of`], mutable.
+#[inline(always)]
+fn node_of_mut(nodes: &mut [Node], id: u32) -> &mut Node {
+    debug_assert!((id as usize) < nodes.len(), "id {id} has no node");
+    // SAFETY: as in `node_of`.
+    unsafe { nodes.get_unchecked_mut(id as usize) }
+}
+
 /// The bucket array and its bitmap (fixed sizes, so that masked indices need no bounds check).
 #[derive(Clone, Debug)]
 struct Buckets {
@@ -132,6 +156,10 @@ pub struct TagCalendar {
     cursor: u128,
     /// The bucket of the cursor's day.
     cursor_bucket: usize,
+    /// The first non-empty bucket from the cursor's on (wrapping), while the calendar holds an
+    /// entry: kept up to date by [`TagCalendar::file`] and [`TagCalendar::unlink`], so that a
+    /// pop and the prefetch look-ahead after it read it instead of scanning the bitmap each.
+    first_bucket: usize,
     /// The key last popped (raw; its day is computed only when an empty calendar needs it).
     last_popped: u128,
     /// Entries in the calendar.
@@ -144,6 +172,9 @@ pub struct TagCalendar {
     day_mask: u128,
     /// Raw keys the calendar covers from the cursor on: [`BUCKETS`] days.
     window: u128,
+    /// Whether `window` is at most 2^64 raw units (days of at most 2^49): a key's distance
+    /// from the cursor then fits in 64 bits, and its day offset is a 64-bit shift.
+    narrow_window: bool,
 }
 
 impl Default for TagCalendar {
@@ -169,13 +200,37 @@ impl TagCalendar {
             summary: [0; SUMMARY_WORDS],
             cursor: 0,
             cursor_bucket: 0,
+            first_bucket: 0,
             last_popped: 0,
             calendar_len: 0,
             overflow: VirtualTimeHeap::default(),
             day_shift,
             day_mask: !((1u128 << day_shift) - 1),
             window: (BUCKETS as u128) << day_shift,
+            narrow_window: day_shift + BUCKETS.trailing_zeros() <= 64,
         }
+    }
+
+    /// The node of `id`, without a bounds check. Invariant: every id that has or had an
+    /// entry (in the calendar or in the overflow heap) has a node, since [`TagCalendar::push_with`]
+    /// grows `nodes` before filing it and nodes are never removed; so do the ids in the bucket
+    /// lists and in the nodes' links, which only [`TagCalendar::file`] writes.
+    #[inline(always)]
+    fn node(&self, id: u32) -> &Node {
+        node_of(&self.nodes, id)
+    }
+
+    /// [`TagCalendar::node`], mutable.
+    #[inline(always)]
+    fn node_mut(&mut self, id: u32) -> &mut Node {
+        node_of_mut(&mut self.nodes, id)
+    }
+
+    /// The position of `bucket` in the calendar's order: its distance from the cursor's
+    /// bucket, wrapping.
+    #[inline(always)]
+    fn buckets_after_cursor(&self, bucket: usize) -> usize {
+        bucket.wrapping_sub(self.cursor_bucket) & (BUCKETS - 1)
     }
 
     /// The day of a raw key.
@@ -217,7 +272,7 @@ impl TagCalendar {
 
     #[inline(always)]
     fn entry(&self, id: u32) -> Entry<VirtualTime> {
-        let node = &self.nodes[id as usize];
+        let node = self.node(id);
         Entry {
             key: VirtualTime::from_raw(node.key),
             seq: node.seq,
@@ -273,18 +328,24 @@ impl TagCalendar {
     /// The calendar's first bucket (from the cursor's, wrapping around).
     #[inline(always)]
     fn first_bucket(&self) -> Option<usize> {
-        if self.calendar_len == 0 {
-            return None;
-        }
-        // Masked (it is below `BUCKETS` already): the word index needs no check then.
-        let start = self.cursor_bucket & (BUCKETS - 1);
-        self.bucket_from(start).or_else(|| self.bucket_from(0))
+        (self.calendar_len > 0).then_some(self.first_bucket)
+    }
+
+    /// The first non-empty bucket after `bucket` (wrapping around), found in the bitmap: the
+    /// new first bucket once `bucket`, the first, is empty (no bucket before it from the
+    /// cursor's on holds an entry, so the first found in bucket order from `bucket + 1`, then
+    /// from 0, is the first from the cursor's).
+    #[inline(always)]
+    fn bucket_after(&self, bucket: usize) -> Option<usize> {
+        self.bucket_from(bucket + 1).or_else(|| self.bucket_from(0))
     }
 
     /// The least id of the calendar.
     #[inline(always)]
     fn calendar_first(&self) -> Option<u32> {
-        self.first_bucket().map(|bucket| self.table().heads[bucket])
+        // Masked (it is below `BUCKETS` already): the index needs no check then.
+        self.first_bucket()
+            .map(|bucket| self.table().heads[bucket & (BUCKETS - 1)])
     }
 
     /// The least entry's id, and whether it is in the calendar.
@@ -297,7 +358,7 @@ impl TagCalendar {
         let top = self.overflow.peek().expect("the overflow heap is not empty");
         match first {
             Some(id) => {
-                let node = &self.nodes[id as usize];
+                let node = self.node(id);
                 if precedes(top.key.raw(), top.seq, node.key, node.seq) {
                     Some((top.id, false))
                 } else {
@@ -315,6 +376,12 @@ impl TagCalendar {
             (id, true) => Some(self.entry(id)),
             (_, false) => self.overflow.peek(),
         }
+    }
+
+    /// Bytes this calendar holds on the heap outside its overflow heap: the bucket array (once
+    /// allocated, [`BUCKET_ARRAY_BYTES`]) and its nodes' capacity ([`NODE_BYTES`] each).
+    pub fn allocated_bytes(&self) -> usize {
+        self.buckets.as_deref().map_or(0, std::mem::size_of_val) + self.nodes.capacity() * NODE_BYTES
     }
 
     /// Makes room for ids below `ids`, so that later pushes of such ids do not allocate.
@@ -340,7 +407,6 @@ impl TagCalendar {
     /// [`TagCalendar::pop_then`], which files the popped id again on every service.
     #[inline(always)]
     fn file(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
-        let index = id as usize;
         let raw = key.raw();
         let Some(cursor) = self.window_for(raw, self.len()) else {
             self.overflow.push_with(id, key, seq, aux);
@@ -350,14 +416,48 @@ impl TagCalendar {
             self.cursor = cursor;
             self.cursor_bucket = self.bucket_of(cursor);
         }
-        let bucket = self.bucket_of(raw);
+        self.link(id, key, seq, aux, self.bucket_of(raw));
+    }
+
+    /// [`TagCalendar::file`] for the id that [`TagCalendar::pop_then`] just took out of the
+    /// calendar, with a key not below the one taken out. The cursor is then the day of the key
+    /// taken out, which is the window [`TagCalendar::window_for`] would choose even if the
+    /// calendar is now empty (the last pop's day covers the key), so only the window's end
+    /// and the entry limit need checking, and the bucket is the cursor's plus the key's days
+    /// above it.
+    #[inline(always)]
+    fn refile(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        let raw = key.raw();
+        debug_assert_eq!(self.cursor, self.last_popped & self.day_mask);
+        debug_assert!(raw >= self.last_popped, "a key below the one taken out");
+        let above = raw.wrapping_sub(self.cursor);
+        if self.len() >= CALENDAR_MAX_ENTRIES || raw < self.cursor || above >= self.window {
+            self.overflow.push_with(id, key, seq, aux);
+            return;
+        }
+        let days = if self.narrow_window {
+            ((above as u64) >> self.day_shift) as usize
+        } else {
+            (above >> self.day_shift) as usize
+        };
+        let bucket = self.cursor_bucket.wrapping_add(days) & (BUCKETS - 1);
+        debug_assert_eq!(bucket, self.bucket_of(raw));
+        self.link(id, key, seq, aux, bucket);
+    }
+
+    /// Links `id` with `key` (in the window) into `bucket`, its day's, in `(key, seq)` order,
+    /// or files it in the overflow heap if that would pass more than [`BUCKET_WALK_LIMIT`]
+    /// entries.
+    #[inline(always)]
+    fn link(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32, bucket: usize) {
+        let raw = key.raw();
         let table = self.buckets.get_or_insert_with(Buckets::new);
         // The list stays sorted: the new entry goes before the first entry it precedes. A
         // crowded bucket (keys much denser than the days) sends it to the heap instead.
         let (mut prev, mut at) = (NIL, table.heads[bucket]);
         let mut walked = 0;
         while at != NIL {
-            let node = &self.nodes[at as usize];
+            let node = node_of(&self.nodes, at);
             if precedes(raw, seq, node.key, node.seq) {
                 break;
             }
@@ -368,7 +468,7 @@ impl TagCalendar {
             }
             (prev, at) = (at, node.next);
         }
-        self.nodes[index] = Node {
+        *node_of_mut(&mut self.nodes, id) = Node {
             key: raw,
             seq,
             aux,
@@ -377,14 +477,19 @@ impl TagCalendar {
             prev,
         };
         if at != NIL {
-            self.nodes[at as usize].prev = id;
+            node_of_mut(&mut self.nodes, at).prev = id;
         }
         if prev != NIL {
-            self.nodes[prev as usize].next = id;
+            node_of_mut(&mut self.nodes, prev).next = id;
         } else {
             table.heads[bucket] = id;
             table.words[bucket / 64] |= 1 << (bucket % 64);
             self.summary[bucket / 4096] |= 1 << (bucket / 64 % 64);
+            if self.calendar_len == 0
+                || self.buckets_after_cursor(bucket) < self.buckets_after_cursor(self.first_bucket)
+            {
+                self.first_bucket = bucket;
+            }
         }
         self.calendar_len += 1;
     }
@@ -446,7 +551,7 @@ impl TagCalendar {
         let bucket = self.unlink(id);
         self.advance_to(top.key.raw(), bucket);
         if let Some((key, seq, aux)) = next(&top) {
-            self.file(id, key, seq, aux);
+            self.refile(id, key, seq, aux);
         }
         Some(top)
     }
@@ -479,13 +584,15 @@ impl TagCalendar {
     fn unlink(&mut self, id: u32) -> usize {
         let Node {
             bucket, next, prev, ..
-        } = self.nodes[id as usize];
+        } = *self.node(id);
         let bucket = bucket as usize % BUCKETS;
         if next != NIL {
-            self.nodes[next as usize].prev = prev;
+            self.node_mut(next).prev = prev;
         }
+        self.node_mut(id).bucket = NIL;
+        self.calendar_len -= 1;
         if prev != NIL {
-            self.nodes[prev as usize].next = next;
+            self.node_mut(prev).next = next;
         } else {
             let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
             table.heads[bucket] = next;
@@ -495,10 +602,13 @@ impl TagCalendar {
                 if *word == 0 {
                     self.summary[bucket / 4096] &= !(1 << (bucket / 64 % 64));
                 }
+                if bucket == self.first_bucket && self.calendar_len > 0 {
+                    self.first_bucket = self
+                        .bucket_after(bucket)
+                        .expect("a calendar with entries has a non-empty bucket");
+                }
             }
         }
-        self.nodes[id as usize].bucket = NIL;
-        self.calendar_len -= 1;
         bucket
     }
 
@@ -506,7 +616,7 @@ impl TagCalendar {
     #[inline]
     pub fn set_aux(&mut self, id: u32, aux: u32) {
         if self.in_calendar(id) {
-            self.nodes[id as usize].aux = aux;
+            self.node_mut(id).aux = aux;
         } else {
             self.overflow.set_aux(id, aux);
         }
@@ -564,7 +674,7 @@ impl TagCalendar {
         if len < PREFETCH_AHEAD_ENTRIES || !self.overflow.is_empty() {
             return [Some(id_aux(id)), None];
         }
-        let node = &self.nodes[id as usize];
+        let node = self.node(id);
         let after = if node.next != NIL {
             Some(node.next)
         } else {
@@ -615,6 +725,14 @@ impl TagCalendar {
         if self.calendar_len > 0 {
             assert_eq!(self.cursor & !self.day_mask, 0, "the cursor starts a day");
             assert_eq!(self.cursor_bucket, self.bucket_of(self.cursor));
+            let scanned = self
+                .bucket_from(self.cursor_bucket)
+                .or_else(|| self.bucket_from(0));
+            assert_eq!(
+                Some(self.first_bucket),
+                scanned,
+                "the first bucket from the cursor's"
+            );
         }
         for word in 0..WORDS {
             assert_eq!(
@@ -665,6 +783,20 @@ mod tests {
 
     /// A push that would pass more than [`BUCKET_WALK_LIMIT`] entries of its bucket goes to
     /// the heap, and the pops still come out in order.
+    #[test]
+    fn the_bucket_array_is_allocated_on_the_first_push() {
+        let mut calendar = TagCalendar::new();
+        assert_eq!(calendar.allocated_bytes(), 0);
+        calendar.reserve_ids(10);
+        calendar.push_with(3, v(7), 0, 0);
+        assert_eq!(BUCKET_ARRAY_BYTES, BUCKETS * 4 + WORDS * 8);
+        assert_eq!(NODE_BYTES, 64);
+        assert_eq!(
+            calendar.allocated_bytes(),
+            BUCKET_ARRAY_BYTES + calendar.nodes.capacity() * NODE_BYTES
+        );
+    }
+
     #[test]
     fn a_crowded_bucket_sends_pushes_to_the_heap() {
         let mut calendar = TagCalendar::new();

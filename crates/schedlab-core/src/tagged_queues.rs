@@ -36,7 +36,7 @@ use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::ParamInfo;
 use crate::indexed_heap::{Entry, VirtualTimeHeap};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::pool::{prefetch, ListEnds, PooledLists};
+use crate::pool::{prefetch_at, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::tag_calendar::TagCalendar;
 use crate::virtual_time::VirtualTime;
@@ -225,7 +225,8 @@ impl HeadOrder for TagCalendar {
 pub struct TaggedQueues<S, H = VirtualTimeHeap> {
     queues: FlowQueues,
     slots: Vec<FlowSlot<S>>,
-    /// Every flow's tag list.
+    /// Every flow's tag list. The slots' `tags` are private and changed only by this pool's
+    /// methods: each is a list of this pool (the contract of its `_own` methods).
     pool: PooledLists<Tagged>,
     /// Head-of-line keys by flow: entry `seq` is the head packet's arrival sequence.
     heads: H,
@@ -284,10 +285,29 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
     pub fn state_mut(&mut self, flow: FlowId) -> &mut S {
         debug_assert!(flow <= MAX_FLOW_ID);
         let index = flow as usize;
-        if index >= self.slots.len() {
-            self.slots.resize_with(index + 1, FlowSlot::default);
+        if index < self.slots.len() {
+            // Checked just above: no second bounds check on the usual path.
+            return &mut self.slots[index].state;
         }
+        self.grow_slots(index);
         &mut self.slots[index].state
+    }
+
+    /// Slots up to `index` (a flow id seen for the first time).
+    #[cold]
+    #[inline(never)]
+    fn grow_slots(&mut self, index: usize) {
+        self.slots.resize_with(index + 1, FlowSlot::default);
+    }
+
+    /// The slot of `flow`, without a bounds check. Invariant: a flow that has a packet or an
+    /// entry in the head order has a slot ([`TaggedQueues::push_tag_with`] creates it before
+    /// filing the flow's first tag, and slots are never removed).
+    #[inline(always)]
+    fn slot_mut(slots: &mut [FlowSlot<S>], flow: FlowId) -> &mut FlowSlot<S> {
+        debug_assert!((flow as usize) < slots.len(), "flow {flow} has no slot");
+        // SAFETY: `flow` has a slot (the invariant above, checked in debug builds).
+        unsafe { slots.get_unchecked_mut(flow as usize) }
     }
 
     /// Admits `packet` through [`FlowQueues::admit`] (buffer limit, drop policy, counters),
@@ -357,7 +377,7 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.state_mut(flow);
-        let slot = &mut self.slots[flow as usize];
+        let slot = Self::slot_mut(&mut self.slots, flow);
         let tag = tag(&mut slot.state);
         let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
         // The packet is queued already: it is the head iff it is the flow's only packet (the
@@ -375,7 +395,8 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
             seq,
             finish_offset,
         };
-        self.pool.push_back(&mut slot.tags, tagged);
+        // SAFETY: a slot's `tags` is a list of `pool` (see the field).
+        unsafe { self.pool.push_back_own(&mut slot.tags, tagged) };
         if second {
             self.heads.set_aux(flow, slot.tags.head_node());
         }
@@ -389,36 +410,42 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         let mut tag = PacketTag::default();
         // The served flow's packet node was prefetched one service ago (below), as the next.
         let top = self.heads.pop_then(|top| {
-            let slot = &mut slots[top.id as usize];
+            let slot = Self::slot_mut(slots, top.id);
             tag = tag_of(top.key, slot.head_finish_offset);
             slot.last_sent_finish = tag.finish;
-            let next = pool.pop_front(&mut slot.tags)?;
+            // SAFETY: a slot's `tags` is a list of `pool` (see the field).
+            let next = unsafe { pool.pop_front_own(&mut slot.tags) }?;
             slot.head_finish_offset = next.finish_offset;
             Some((next.key, next.seq, slot.tags.head_node()))
         })?;
-        let flow = top.id;
-        let packet = self.queues.pop_sent(flow).expect("tags run parallel to packets");
         // The next flow to serve is known now, and (see `VirtualTimeHeap::upcoming`) the one
         // after it is one of its children in the heap: start loading what the next calls read
         // from tables too large for the cache (slot, second tag, list ends and counters).
+        // Issued before the packet is taken, so that the packet goes straight to the caller
+        // instead of waiting on the stack.
         let [next, after_next] = self.heads.upcoming();
         if let Some((next, second)) = next {
             self.prefetch_flow(next, second);
             // Its list ends were (usually) prefetched one call ago: its packet's node next.
-            self.queues.prefetch_head(next);
+            // Not when it is the flow being served, whose head is the packet taken below.
+            if next != top.id {
+                self.queues.prefetch_head(next);
+            }
         }
         if let Some((after_next, second)) = after_next {
             self.prefetch_flow(after_next, second);
         }
+        let packet = self
+            .queues
+            .pop_sent(top.id)
+            .expect("tags run parallel to packets");
         Some((packet, tag))
     }
 
     /// Prefetches what serving `flow`, whose second tag is the pool node `second`, reads.
     #[inline(always)]
     fn prefetch_flow(&self, flow: FlowId, second: u32) {
-        if let Some(slot) = self.slots.get(flow as usize) {
-            prefetch(slot);
-        }
+        prefetch_at(&self.slots, flow as usize);
         self.pool.prefetch_node(second);
         self.queues.prefetch_flow(flow);
     }

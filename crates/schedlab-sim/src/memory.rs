@@ -15,12 +15,14 @@
 //! | each flow's time series | [`BIN_BYTES`] per flow, bin and replication |
 //! | each link's time series | [`LINK_BIN_BYTES`] per link, bin and replication |
 //! | reading the summary back (terminal table, report) | [`FLOW_READ_BYTES`] per flow |
+//! | each tag calendar of an SCFQ, STFQ or Virtual Clock scheduler ([`TAG_CALENDAR_KINDS`], at a link or a hierarchy node; one replication's schedulers at a time) | [`BUCKET_ARRAY_BYTES`] plus [`NODE_BYTES`] per flow (per class at a node with classes) |
 //!
 //! `summary.json` and the CSV tables are written a row at a time and cost nothing per flow.
 //! Not estimated: packets waiting in queues (bounded by the links' buffers; a link without a
 //! buffer limit can hold any number) and the number of bins of a run whose length is a packet
 //! count (counted as one bin).
 
+use schedlab_core::tag_calendar::{BUCKET_ARRAY_BYTES, NODE_BYTES};
 use serde_json::{json, Value};
 
 use crate::scenario::{RunLength, Scenario};
@@ -37,6 +39,33 @@ pub const BIN_BYTES: u64 = 16;
 pub const LINK_BIN_BYTES: u64 = 400;
 /// Each flow, when its summary row is read back (a few columns) for the terminal or report.
 pub const FLOW_READ_BYTES: u64 = 300;
+
+/// The disciplines whose scheduler orders its heads in a
+/// [`schedlab_core::tag_calendar::TagCalendar`] (its bucket array, [`BUCKET_ARRAY_BYTES`], is
+/// allocated on the scheduler's first packet).
+pub const TAG_CALENDAR_KINDS: [&str; 3] = ["scfq", "stfq", "virtual_clock"];
+
+/// Bytes of the tag calendars of the scheduler table `table` (a link's `scheduler`, or a
+/// class of a hierarchy node), whose flows are `flows` ids: each calendar's bucket array and
+/// a node per id (the scenario's flows at a leaf, the classes at a node with `classes`).
+fn tag_calendar_bytes(table: &toml::Table, flows: u64) -> u64 {
+    let classes = table.get("classes").and_then(toml::Value::as_array);
+    let own = match table.get("kind").and_then(toml::Value::as_str) {
+        Some(kind) if TAG_CALENDAR_KINDS.contains(&kind) => {
+            let ids = classes.map_or(flows, |classes| classes.len() as u64);
+            (BUCKET_ARRAY_BYTES as u64).saturating_add(ids.saturating_mul(NODE_BYTES as u64))
+        }
+        _ => 0,
+    };
+    let nested = classes.map_or(0, |classes| {
+        classes
+            .iter()
+            .filter_map(toml::Value::as_table)
+            .map(|class| tag_calendar_bytes(class, flows))
+            .fold(0, u64::saturating_add)
+    });
+    own.saturating_add(nested)
+}
 
 /// The estimate of one run, by part (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,8 +114,15 @@ pub fn estimate(scenario: &Scenario) -> MemoryEstimate {
     let per_replication = flows
         .saturating_mul(FLOW_REPLICATION_BYTES.saturating_add(bins.saturating_mul(BIN_BYTES)))
         .saturating_add(links.saturating_mul(bins).saturating_mul(LINK_BIN_BYTES));
+    // Replications run one after the other: one set of schedulers at a time.
+    let calendars = scenario
+        .links
+        .iter()
+        .map(|link| tag_calendar_bytes(&link.scheduler, flows))
+        .fold(0, u64::saturating_add);
     MemoryEstimate {
-        fixed_bytes: PROGRAM_BYTES + flows.saturating_mul(FLOW_BYTES + FLOW_READ_BYTES),
+        fixed_bytes: (PROGRAM_BYTES + flows.saturating_mul(FLOW_BYTES + FLOW_READ_BYTES))
+            .saturating_add(calendars),
         per_replication_bytes: per_replication,
         replications: u64::from(run.replications),
     }
@@ -97,9 +133,21 @@ mod tests {
     use super::*;
 
     fn scenario(flows: usize, replications: u32, duration: &str, bin: &str) -> Scenario {
+        scenario_with(flows, replications, duration, bin, "")
+    }
+
+    /// A scenario whose link has the scheduler `scheduler` (TOML after `[link.scheduler]`'s
+    /// place in the link table; empty for the default).
+    fn scenario_with(
+        flows: usize,
+        replications: u32,
+        duration: &str,
+        bin: &str,
+        scheduler: &str,
+    ) -> Scenario {
         let text = format!(
             "[run]\nduration = \"{duration}\"\nbin = \"{bin}\"\nreplications = {replications}\n\
-             [[link]]\nname = \"l\"\nrate = \"1Gbit\"\n\
+             [[link]]\nname = \"l\"\nrate = \"1Gbit\"\n{scheduler}\n\
              [[source]]\ncount = {flows}\npath = [\"l\"]\narrivals = {{ model = \"poisson\", rate_pps = 1 }}\n\
              size = {{ dist = \"constant\", size = 500 }}\n"
         );
@@ -119,6 +167,50 @@ mod tests {
         );
         assert_eq!(e.total_bytes(), e.fixed_bytes + 3 * e.per_replication_bytes);
         assert_eq!(e.bytes_for(1), e.fixed_bytes + e.per_replication_bytes);
+    }
+
+    #[test]
+    fn each_tag_calendar_counts_its_bucket_array_and_nodes() {
+        let plain = estimate(&scenario(100, 2, "10s", "1s"));
+        let per_calendar = (BUCKET_ARRAY_BYTES + 100 * NODE_BYTES) as u64;
+        for kind in TAG_CALENDAR_KINDS {
+            let e = estimate(&scenario_with(
+                100,
+                2,
+                "10s",
+                "1s",
+                &format!("scheduler = {{ kind = \"{kind}\" }}"),
+            ));
+            assert_eq!(e.fixed_bytes, plain.fixed_bytes + per_calendar, "{kind}");
+            assert_eq!(e.per_replication_bytes, plain.per_replication_bytes, "{kind}");
+        }
+        // A hierarchy: an STFQ node over two classes (a calendar with two ids), one of them
+        // served by Virtual Clock (a calendar for the flows), the other by DRR (none).
+        let tree = "scheduler = { kind = \"stfq\", classes = [ { kind = \"virtual_clock\", \
+                    packet_classes = [0] }, { kind = \"drr\", packet_classes = [1] } ] }";
+        let e = estimate(&scenario_with(100, 2, "10s", "1s", tree));
+        let node = (BUCKET_ARRAY_BYTES + 2 * NODE_BYTES) as u64;
+        assert_eq!(e.fixed_bytes, plain.fixed_bytes + node + per_calendar);
+    }
+
+    /// The estimate of one calendar is what a calendar with that many ids holds (its bucket
+    /// array, about 132 KiB, and one node per id).
+    #[test]
+    fn the_tag_calendar_estimate_is_its_real_size() {
+        use schedlab_core::tag_calendar::TagCalendar;
+        use schedlab_core::virtual_time::VirtualTime;
+        let flows = 1_000u32;
+        let mut calendar = TagCalendar::new();
+        calendar.reserve_ids(flows as usize);
+        for id in 0..flows {
+            calendar.push_with(id, VirtualTime::from_integer(u64::from(id)), u64::from(id), 0);
+        }
+        let table: toml::Table = "kind = \"scfq\"".parse().unwrap();
+        assert_eq!(
+            tag_calendar_bytes(&table, u64::from(flows)),
+            calendar.allocated_bytes() as u64
+        );
+        assert!((132 * 1024..=133 * 1024).contains(&BUCKET_ARRAY_BYTES));
     }
 
     #[test]
