@@ -19,7 +19,10 @@
 //!   [`Wfq::enqueue`]; `F_i^{k−1}` → [`WfqFlow::last_finish`];
 //! * PGPS, "when the server becomes free, pick the first packet that would complete service
 //!   in the GPS simulation if no additional packets were to arrive" → [`TaggedQueues::pop_min`]
-//!   on F; ties by arrival order.
+//!   on F; ties by arrival order. The head-of-line tags are kept in a [`TagCalendar`] (buckets
+//!   of half a byte per unit weight above the tag last served, as SCFQ's): while the flows are
+//!   backlogged in GPS their head tags lie within a few packets' `L/φ` of it; tags outside its
+//!   window go to the 4-ary heap beside it, so the order is exact in every case.
 //!
 //! Units and rounding: V and the tags are bytes per unit weight in fixed point
 //! ([`VirtualTime`]: a `u128` counting 2^-32). The GPS simulation counts the link's work in
@@ -34,11 +37,12 @@
 //! Invariants: `gps_backlogged ⇔ last_finish > V` (after advancing V to the current time);
 //! `backlogged_weight = Σ φ over B`; V never decreases and never moves while B is empty (so
 //! tags of successive GPS busy periods stay ordered, and no reset is needed); a flow's finish
-//! tags increase packet by packet; only head-of-line tags are in the PGPS heap.
+//! tags increase packet by packet; only head-of-line tags are in the PGPS order.
 //!
 //! Guarantees (Parekh–Gallager Theorem 1 and its corollary): every packet leaves no later than
 //! its GPS finish time plus `L_max/C`, and every flow has received, at any time, at least its
-//! GPS service minus `L_max`. Complexity: O(log active flows) per packet amortised (each GPS
+//! GPS service minus `L_max`. Complexity: O(log active flows) per packet amortised, O(1) for
+//! the PGPS order while few heads share a calendar bucket (each GPS
 //! departure is paid for by the arrival that put the flow in B; an arrival to a flow already in
 //! B does not touch the departure heap, whose entry is re-keyed at most once each time V
 //! reaches it).
@@ -62,6 +66,7 @@ use crate::indexed_heap::VirtualTimeHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
+use crate::tag_calendar::TagCalendar;
 use crate::tagged_queues::{share_param, PacketTag, ShareParams, TaggedQueues};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
@@ -98,7 +103,7 @@ const GIGA: u128 = 1_000_000_000;
 /// Weighted Fair Queueing (PGPS) scheduler.
 #[derive(Clone, Debug)]
 pub struct Wfq {
-    queues: TaggedQueues<WfqFlow>,
+    queues: TaggedQueues<WfqFlow, TagCalendar>,
     table: FlowParamTable<ShareParams>,
     /// V, as of `clock`.
     virtual_time: VirtualTime,
@@ -164,6 +169,7 @@ impl Wfq {
             state.weight = self.table.get(flow).share;
             // Room for every flow seen in the departure heap, so packets never grow it.
             self.departures.reserve_ids(flow as usize + 1);
+            self.queues.reserve_heads(flow as usize + 1);
         }
     }
 
