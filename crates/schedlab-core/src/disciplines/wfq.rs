@@ -222,7 +222,7 @@ impl Wfq {
     }
 
     /// Advances V from `clock` to `now` through every GPS departure in between.
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, now: TimeNs) {
         if now <= self.clock {
             return;
@@ -245,6 +245,13 @@ impl Wfq {
                 }
             }
         }
+        self.advance_through_departures(work);
+    }
+
+    /// [`Wfq::advance`] once V reaches the departure heap's least key with the link work
+    /// `work` (`None`: more than enough to empty B): departures and re-keyings in key order.
+    #[inline(never)]
+    fn advance_through_departures(&mut self, work: Option<u128>) {
         self.settle();
         let mut available = match work {
             Some(work) => work.saturating_add(self.residual_work),
