@@ -17,6 +17,7 @@ usage: python bench/unused_stage.py [--base COMMIT] [--packets N] [--kinds fifo,
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import re
 import shutil
@@ -141,6 +142,7 @@ def main() -> int:
         cachegrind.base_tree(args.base, base_tree)
         base_bin = build(base_tree, ROOT / "target" / "unused-stage-base")
         head_bin = build(ROOT, ROOT / "target")
+        load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
         rows, worst = [], 0.0
         for kind in args.kinds.split(","):
             base = per_packet(base_bin, kind, args.packets, work)
@@ -153,6 +155,8 @@ def main() -> int:
                 f"| {kind} | {base['Ir']:.0f} | {head['Ir']:.0f} | {overhead:+.1f} % | {router:.1f} ({share:.1f} %) "
                 f"| {base['D1']:.2f} / {head['D1']:.2f} | {base['LL']:.3f} / {head['LL']:.3f} |"
             )
+        load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         head_commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
         ).stdout.strip()
@@ -171,7 +175,9 @@ def main() -> int:
                 "count: cachegrind's instructions on the source lines of the unused router model on the "
                 "per-packet path (the conditioner, drop-policy and sojourn checks, the per-packet service "
                 "time, the per-class link statistics, the round-trip echo checks: `ROUTER_LINES` in the "
-                f"script), per packet and as a share of all. Limit (on that share): {args.limit:g} %.",
+                f"script), per packet and as a share of all. Limit (on that share): {args.limit:g} %. "
+                f"Measured {when}; load average before / after: {load_before} / {load_after} (counts, "
+                "not times: the load does not change them).",
                 "",
                 "| discipline | base Ir/packet | this tree Ir/packet | overhead vs base | router-model lines "
                 "Ir/packet (share) | D1 misses/packet (base / this) | LL misses/packet (base / this) |",

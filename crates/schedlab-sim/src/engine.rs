@@ -9,9 +9,11 @@
 //! taken at once, without a heap round trip, when no such event at `t` is pending.
 //!
 //! Each source has one pending event, its next packet's entry into the network: these sit in
-//! a [`SourceClock`] (a tournament tree with one slot per source), the other events in an
-//! [`EventQueue`] (a binary heap); the loop takes the earlier of the two minima, which is the
-//! order a single heap of all events would give.
+//! a [`SourceClock`] (a tournament tree with one slot per source); one link's pending
+//! transmission end (the link every path ends at, else the last of the first source's path:
+//! `Engine::slot_link`) sits in a slot of its own; the other events in an [`EventQueue`] (a
+//! binary heap). The loop takes the earliest of the three, which is the order a single heap of
+//! all events would give (the keys are the same `(time, seq)`).
 //!
 //! A link asks its scheduler for a packet whenever it is free and its scheduler is
 //! backlogged, and at the `next_wakeup` time a non-work-conserving discipline gives; a new
@@ -760,6 +762,14 @@ struct Engine<'s> {
     sink: u32,
     /// The latest delivery time of a packet delivered at its transmission end.
     last_delivery: TimeNs,
+    /// The link whose pending transmission end is kept in `slot_tx_end` instead of the heap
+    /// (`u32::MAX`: none): the link every path ends at, or the last link of the first
+    /// source's path. Most events of a packet then meet a heap one event smaller, and the
+    /// link's transmission ends neither sift down nor up.
+    slot_link: u32,
+    /// The key (`time << 64 | seq`, as an [`Event`]'s) of `slot_link`'s pending transmission
+    /// end ([`NEVER`]: none, or it is the event being handled).
+    slot_tx_end: u128,
 }
 
 const NO_CLASS: u16 = u16::MAX;
@@ -925,6 +935,10 @@ impl<'s> Engine<'s> {
             elided_events: 0,
             sink: sink_link(scenario).map_or(u32::MAX, |l| l as u32),
             last_delivery: 0,
+            slot_link: sink_link(scenario)
+                .or_else(|| scenario.sources.first().and_then(|s| s.path.last().copied()))
+                .map_or(u32::MAX, |l| l as u32),
+            slot_tx_end: NEVER,
         };
         for (link, private) in engine.links.iter_mut().zip(private_hops(scenario)) {
             link.private = private;
@@ -1013,8 +1027,9 @@ impl<'s> Engine<'s> {
     /// the event being handled.
     #[inline]
     fn arrival_pending(&self, now: TimeNs) -> bool {
+        // (A NEVER key's time is `u64::MAX`, after every event's.)
         let (_, next_packet) = self.arrivals.earliest();
-        if next_packet != NEVER && SourceClock::time_of(next_packet) <= now {
+        if SourceClock::time_of(next_packet) <= now || SourceClock::time_of(self.slot_tx_end) <= now {
             return true;
         }
         let heap = self.heap.as_slice();
@@ -1068,14 +1083,32 @@ impl<'s> Engine<'s> {
     }
 
     fn run(&mut self, watch: &mut dyn FnMut(f64) -> bool) -> Result<(), ScenarioError> {
+        // Every pass of the loop handles one event (`events` grows by one), so `watch` is
+        // called whenever `events` reaches a multiple of `POLL_EVERY`.
+        let mut next_poll = self.events + crate::watch::POLL_EVERY - self.events % crate::watch::POLL_EVERY;
         loop {
-            if self.events > 0
-                && self.events.is_multiple_of(crate::watch::POLL_EVERY)
-                && !watch(self.fraction_done())
-            {
-                return Err(ScenarioError::Interrupted);
+            if self.events == next_poll {
+                next_poll += crate::watch::POLL_EVERY;
+                if !watch(self.fraction_done()) {
+                    return Err(ScenarioError::Interrupted);
+                }
             }
             let (source, next_packet) = self.arrivals.earliest();
+            let slot_tx_end = self.slot_tx_end;
+            if slot_tx_end < next_packet && self.heap.peek().is_none_or(|e| slot_tx_end < e.key()) {
+                // The slot link's transmission end (see `slot_link`).
+                if self.prefetching && source != self.prefetched_source && next_packet != NEVER {
+                    self.prefetch_source(source);
+                }
+                self.slot_tx_end = NEVER;
+                self.now = SourceClock::time_of(slot_tx_end);
+                self.events += 1;
+                self.transmission_end(self.slot_link as usize);
+                if self.halt {
+                    break;
+                }
+                continue;
+            }
             let event = match self.heap.peek() {
                 Some(&event) if event.key() < next_packet => event,
                 _ if next_packet == NEVER => break,
@@ -1126,7 +1159,8 @@ impl<'s> Engine<'s> {
                             });
                         }
                     }
-                    let others = self.heap.len() - usize::from(self.top_pending);
+                    let others = self.heap.len() - usize::from(self.top_pending)
+                        + usize::from(self.slot_tx_end != NEVER);
                     // A delivery at or after this time is an event still to come.
                     let delivering = self.last_delivery >= time;
                     if (others > 0 || delivering || self.arrivals.earliest().1 != NEVER) && !self.halt {
@@ -1464,7 +1498,13 @@ impl<'s> Engine<'s> {
             link.in_service = packet;
             link.tx_start = now;
             let end = now + link.service.of(packet.size);
-            self.push(end, TX_END, l);
+            if l == self.slot_link as usize {
+                let seq = self.seq;
+                self.seq += 1;
+                self.slot_tx_end = Event::new(end, seq, 0).key();
+            } else {
+                self.push(end, TX_END, l);
+            }
             if let Some(packet_log) = &mut self.packet_log {
                 packet_log.start(self.slab.get(packet.id).log, now);
             }
@@ -2258,6 +2298,7 @@ fn run_replication_shortcuts(
             link.private = false;
         }
         engine.sink = u32::MAX;
+        engine.slot_link = u32::MAX;
     }
     engine.run(&mut |_| true)?;
     engine.finish(replication, seeds)

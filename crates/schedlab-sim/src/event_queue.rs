@@ -255,7 +255,7 @@ impl SourceClock {
         self.earliest
     }
 
-    /// Time of a key other than [`NEVER`].
+    /// Time of a key (`u64::MAX` for [`NEVER`], after every event's time).
     #[inline(always)]
     pub fn time_of(key: u128) -> TimeNs {
         (key >> 64) as TimeNs

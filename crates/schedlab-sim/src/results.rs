@@ -161,6 +161,91 @@ fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
+/// Appends `format!("{}", seconds(ns))` to `out`, from the integer: below 10¹⁵ ns the decimal
+/// `ns`·10⁻⁹ has at most 15 significant digits, so it is the shortest decimal that rounds to
+/// the `f64` nearest it (distinct decimals of at most 15 digits are distinct `f64`s), which is
+/// what `Display` prints, without an exponent and without trailing zeros.
+fn push_seconds(out: &mut Vec<u8>, ns: u64) {
+    if ns >= 1_000_000_000_000_000 {
+        push_display(out, seconds(ns));
+        return;
+    }
+    let mut digits = itoa_u64(ns / 1_000_000_000);
+    out.extend_from_slice(digits.text());
+    let fraction = ns % 1_000_000_000;
+    if fraction > 0 {
+        out.push(b'.');
+        digits = itoa_u64(fraction + 1_000_000_000);
+        // The nine digits after the leading 1, without trailing zeros.
+        let text = &digits.text()[1..];
+        let len = text.iter().rposition(|&d| d != b'0').map_or(0, |i| i + 1);
+        out.extend_from_slice(&text[..len]);
+    }
+}
+
+/// Appends `format!("{}", x)` to `out`: the shortest decimal that rounds to `x`, from Ryū,
+/// laid out as `Display` lays it out (no exponent, no `.0`). Ryū and `Display` find the same
+/// shortest digits except on a tie (two shortest decimals equally close to `x`; Ryū then takes
+/// the even one, `Display` not always): a tie needs the exact decimal of `x` to have at most
+/// 18 significant digits, one more than the 17 that always suffice, and `x = m·2⁻ⁿ` (`m` odd)
+/// has `m·5ⁿ`, at least 19 digits, once `n ≥ 27`. So values with fewer than 27 fractional bits
+/// (integers, halves, a count over a power of two up to 2²⁶), those that Ryū would write with an
+/// exponent (below 10⁻⁵ or from 10¹⁶ on) and non-finite ones go through `Display` itself.
+fn push_display(out: &mut Vec<u8>, x: f64) {
+    if x.is_finite() && fraction_bits(x) >= 27 {
+        let mut buffer = ryu::Buffer::new();
+        let text = buffer.format_finite(x).as_bytes();
+        if !text.contains(&b'e') {
+            out.extend_from_slice(text);
+            return;
+        }
+    }
+    write!(out, "{x}").expect("writing to a Vec does not fail");
+}
+
+/// `n` where the finite, non-zero `x` is `m·2⁻ⁿ` with `m` odd (≤ 0 for integers; 0 for zero).
+fn fraction_bits(x: f64) -> i32 {
+    let bits = x.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1 << 52) - 1);
+    let (mantissa, power) = if exponent == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), exponent - 1075)
+    };
+    if mantissa == 0 {
+        return 0;
+    }
+    -(power + mantissa.trailing_zeros() as i32)
+}
+
+/// The decimal digits of a `u64` (at most 20), in place.
+struct Digits {
+    bytes: [u8; 20],
+    start: usize,
+}
+
+impl Digits {
+    fn text(&self) -> &[u8] {
+        &self.bytes[self.start..]
+    }
+}
+
+fn itoa_u64(mut value: u64) -> Digits {
+    let mut digits = Digits {
+        bytes: [b'0'; 20],
+        start: 20,
+    };
+    loop {
+        digits.start -= 1;
+        digits.bytes[digits.start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return digits;
+        }
+    }
+}
+
 fn ratio(numerator: u128, denominator: u64) -> Option<f64> {
     (denominator > 0).then(|| numerator as f64 / denominator as f64)
 }
@@ -1182,26 +1267,30 @@ impl SimResults {
     }
 
     fn delay_cdf_csv(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        fn cdf_row(
-            out: &mut dyn std::io::Write,
-            source: &crate::scenario::SourceConfig,
-            value: u64,
-            cdf: f64,
-        ) -> std::io::Result<()> {
-            writeln!(
-                out,
-                "{},{},{},{}",
-                source.flow,
-                csv_text(&source.name),
-                seconds(value),
-                cdf
-            )
+        // Each row is formatted into `row` (integers and `f64`s by hand, with the text
+        // `writeln!` would give: `flow,name,seconds(value),cdf`) and each flow's rows are
+        // written at once: with many flows this file has hundreds of thousands of rows, and the
+        // formatting machinery was most of the cost of writing the results.
+        fn cdf_row(rows: &mut Vec<u8>, prefix: &[u8], value: u64, cdf: f64) {
+            rows.extend_from_slice(prefix);
+            push_seconds(rows, value);
+            rows.push(b',');
+            push_display(rows, cdf);
+            rows.push(b'\n');
         }
         writeln!(out, "flow,name,delay_s,cdf")?;
+        let mut rows = Vec::new();
+        let mut prefix = Vec::new();
         for (source, compact) in self.scenario.sources.iter().zip(&self.delay_histograms) {
             if compact.is_empty() {
                 continue;
             }
+            prefix.clear();
+            prefix.extend_from_slice(itoa_u64(source.flow as u64).text());
+            prefix.push(b',');
+            prefix.extend_from_slice(csv_text(&source.name).as_bytes());
+            prefix.push(b',');
+            rows.clear();
             // From the histogram's buckets (3 significant digits): a point at a recorded
             // bucket's upper edge whenever the CDF has risen by at least `DELAY_CDF_STEP` since
             // the last point, and at the last bucket. The values are exact at every point; a
@@ -1214,14 +1303,15 @@ impl SimResults {
                 if let Some((value, cdf)) = last.replace((value, cdf)) {
                     if cdf - last_written >= DELAY_CDF_STEP {
                         last_written = cdf;
-                        cdf_row(out, source, value, cdf)?;
+                        cdf_row(&mut rows, &prefix, value, cdf);
                     }
                 }
                 Ok::<(), std::io::Error>(())
             })?;
             if let Some((value, cdf)) = last {
-                cdf_row(out, source, value, cdf)?;
+                cdf_row(&mut rows, &prefix, value, cdf);
             }
+            out.write_all(&rows)?;
         }
         Ok(())
     }
@@ -1407,6 +1497,83 @@ impl serde::Serialize for StreamedRows<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn pushed(push: impl FnOnce(&mut Vec<u8>)) -> String {
+        let mut out = Vec::new();
+        push(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn hand_formatted_numbers_are_display_s() {
+        for ns in [
+            0,
+            1,
+            9,
+            10,
+            999_999_999,
+            1_000_000_000,
+            1_000_000_001,
+            2_809_855,
+            3_600_000_000_000,
+        ]
+        .into_iter()
+        .chain([999_999_999_999_999, 1_000_000_000_000_000, u64::MAX])
+        {
+            assert_eq!(
+                pushed(|o| push_seconds(o, ns)),
+                seconds(ns).to_string(),
+                "{ns} ns"
+            );
+        }
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            0.1,
+            1e-5,
+            9.9e-6,
+            1e-7,
+            0.052551020408163264,
+            1.0 / 3.0,
+            65537.0 / 131072.0,
+            1248408187281663.2,
+            1e15,
+            1e16,
+            1.5e16,
+            1e300,
+            5e-324,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            assert_eq!(pushed(|o| push_display(o, x)), x.to_string(), "{x:e}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn seconds_as_display_gives_them(ns in any::<u64>(), small in 0u64..10_000_000_000_000) {
+            prop_assert_eq!(pushed(|o| push_seconds(o, ns)), seconds(ns).to_string());
+            prop_assert_eq!(pushed(|o| push_seconds(o, small)), seconds(small).to_string());
+        }
+
+        #[test]
+        fn floats_as_display_gives_them(bits in any::<u64>(), part in 0u64..5_000_000, total in 1u64..5_000_000) {
+            let x = f64::from_bits(bits);
+            prop_assert_eq!(pushed(|o| push_display(o, x)), x.to_string());
+            let cdf = part.min(total) as f64 / total as f64;
+            prop_assert_eq!(pushed(|o| push_display(o, cdf)), cdf.to_string());
+            // Counts over powers of two: exact dyadic values, where ties happen.
+            let dyadic = part as f64 / (1u64 << (total % 40)) as f64;
+            prop_assert_eq!(pushed(|o| push_display(o, dyadic)), dyadic.to_string());
+        }
+    }
 
     #[test]
     fn ci_keys_insert_before_the_unit() {

@@ -351,9 +351,25 @@ impl DelayHistogram {
                 .iter()
                 .for_each(|&(index, count)| f(index as usize, count)),
             Counts::Dense { offset, counts } => {
-                for (i, &count) in counts.iter().enumerate() {
+                // A dense window is mostly empty buckets (it spans a flow's delays at 3
+                // significant digits, and grows by doubling): runs of 8 empty ones are skipped
+                // with one test of their OR.
+                const RUN: usize = 8;
+                let mut start = *offset;
+                let mut runs = counts.chunks_exact(RUN);
+                for run in runs.by_ref() {
+                    if run.iter().fold(0, |any, &count| any | count) != 0 {
+                        for (i, &count) in run.iter().enumerate() {
+                            if count > 0 {
+                                f(start + i, count);
+                            }
+                        }
+                    }
+                    start += RUN;
+                }
+                for (i, &count) in runs.remainder().iter().enumerate() {
                     if count > 0 {
-                        f(offset + i, count);
+                        f(start + i, count);
                     }
                 }
             }
@@ -496,7 +512,7 @@ pub struct Jitter {
 
 impl Jitter {
     /// A packet was received at `now` after `delay` ns.
-    #[inline]
+    #[inline(always)]
     pub fn on_received(&mut self, now: TimeNs, delay: u64) {
         if self.receptions > 0 {
             let gap = now - self.last_receive;

@@ -25,8 +25,10 @@
 //! Units and rounding: [`VirtualTime`] fixed point (2^-32 byte/weight); `L/w` and `L/Σw`
 //! rounded up.
 //!
-//! Invariants: every backlogged flow is in exactly one of `eligible` (S ≤ V) and `ineligible`
-//! (S > V), and every lingering flow in `lingering`, each in the heap its `place` names;
+//! Invariants: every backlogged flow has exactly one live entry, in `eligible` (S ≤ V) or
+//! `ineligible` (S > V), and every lingering flow one in `lingering`, each in the heap its
+//! `place` names and with the flow's `entry_seq` (the heaps delete lazily: other entries of a
+//! flow are stale and skipped, see [`crate::indexed_heap::LazyVirtualTimeHeap`]);
 //! whenever a flow is backlogged some flow is eligible after [`Wf2qPlus::dequeue`]'s V update;
 //! `weight_sum` = Σ weight over the backlogged flows and the *lingering* ones (idle, F > V).
 //!
@@ -54,7 +56,7 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::{Entry, VirtualTimeHeap};
+use crate::indexed_heap::{Entry, LazyVirtualTimeHeap};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -112,8 +114,10 @@ pub struct Wf2qPlusFlow {
     pub finish: VirtualTime,
     /// Where the flow is.
     pub place: Place,
-    /// `F_i` before the current head arrived to an empty queue (restored if it is pushed out).
-    finish_before_head: VirtualTime,
+    /// The seq of the flow's one live heap entry (in the heap its `place` names): its head's
+    /// arrival sequence, or a number drawn from the same counter while it lingers. Entries of
+    /// the flow with another seq, or in another heap, are stale.
+    entry_seq: u64,
     /// The packets behind the head (in `Wf2qPlus::behind`), in queue order: the packet queue
     /// without its head.
     behind: ListEnds,
@@ -130,14 +134,21 @@ pub struct Wf2qPlus {
     /// Every flow's list of the packets behind its head.
     behind: PooledLists<Behind>,
     table: FlowParamTable<ShareParams>,
+    /// `F_i` of each flow before its current head arrived to an empty queue (restored if that
+    /// head is pushed out); apart from the per-flow line, as only such arrivals and push-outs
+    /// use it.
+    finish_before_head: Vec<VirtualTime>,
     /// Eligible flows by (F, head arrival sequence). In `eligible` and `ineligible` an entry's
     /// [`Entry::aux`] is the pool index of the flow's head packet, so that the packets of the
-    /// next flows to serve can be prefetched from the entries alone.
-    eligible: VirtualTimeHeap,
+    /// next flows to serve can be prefetched from the entries alone. The three heaps delete
+    /// lazily ([`is_live`]): a flow leaves a heap at its top, except when longest-queue drop
+    /// pushes out its only packet or a lingering flow gets a packet; then its entry stays
+    /// behind, stale, until it reaches the top or the heap drops its stale entries.
+    eligible: LazyVirtualTimeHeap,
     /// Backlogged flows with S > V, by (S, head arrival sequence).
-    ineligible: VirtualTimeHeap,
-    /// Lingering flows by (F, flow id).
-    lingering: VirtualTimeHeap,
+    ineligible: LazyVirtualTimeHeap,
+    /// Lingering flows by (F, a sequence number drawn when they start lingering).
+    lingering: LazyVirtualTimeHeap,
     virtual_time: VirtualTime,
     weight_sum: u64,
     max_finish_served: VirtualTime,
@@ -175,6 +186,7 @@ impl Wf2qPlus {
         let index = flow as usize;
         if index >= self.flows.len() {
             self.flows.resize_with(index + 1, Wf2qPlusFlow::default);
+            self.finish_before_head.resize(index + 1, VirtualTime::ZERO);
         }
         if self.flows[index].weight == 0 {
             self.flows[index].weight = self.table.get(flow).share;
@@ -186,7 +198,7 @@ impl Wf2qPlus {
     }
 
     /// The heap that holds flows at `place` (none for idle flows).
-    fn heap(&mut self, place: Place) -> Option<&mut VirtualTimeHeap> {
+    fn heap(&mut self, place: Place) -> Option<&mut LazyVirtualTimeHeap> {
         match place {
             Place::Idle => None,
             Place::Lingering => Some(&mut self.lingering),
@@ -195,11 +207,25 @@ impl Wf2qPlus {
         }
     }
 
-    /// Files `flow` (backlogged, tags set, `seq` its head's arrival sequence, `head` its head
-    /// packet's node in the packet pool) under `eligible` or `ineligible`, moving it out of the
-    /// heap it was in.
+    /// The entry of `flow` at `place` has gone stale: its heap counts it (and may drop its
+    /// stale entries).
+    fn forget(&mut self, place: Place) {
+        let flows = &self.flows;
+        if let Some(heap) = match place {
+            Place::Idle => None,
+            Place::Lingering => Some(&mut self.lingering),
+            Place::Eligible => Some(&mut self.eligible),
+            Place::Ineligible => Some(&mut self.ineligible),
+        } {
+            heap.forget(|entry| is_live(flows, place, entry));
+        }
+    }
+
+    /// Files `flow`, idle or lingering until its packet just arrived (tags set, `seq` the
+    /// packet's arrival sequence, `head` its node in the packet pool), under `eligible` or
+    /// `ineligible`; a lingering flow's entry in `lingering` goes stale.
     #[inline]
-    fn file(&mut self, flow: FlowId, seq: u64, head: u32) {
+    fn file_arrival(&mut self, flow: FlowId, seq: u64, head: u32) {
         let state = &mut self.flows[flow as usize];
         let (place, key) = if state.start <= self.virtual_time {
             (Place::Eligible, state.finish)
@@ -207,16 +233,29 @@ impl Wf2qPlus {
             (Place::Ineligible, state.start)
         };
         let previous = std::mem::replace(&mut state.place, place);
-        if previous == place {
-            let heap = self.heap(place).expect("a filed place has a heap");
-            heap.update_with(flow, key, seq, head);
-            return;
-        }
-        if let Some(heap) = self.heap(previous) {
-            heap.remove(flow);
+        state.entry_seq = seq;
+        if previous == Place::Lingering {
+            self.forget(previous);
         }
         let heap = self.heap(place).expect("a filed place has a heap");
         heap.push_with(flow, key, seq, head);
+    }
+
+    /// Files `flow`, the top of `eligible` that was just served, with its next head's tags set
+    /// (`seq` that head's arrival sequence, `head` its node): it takes its own place at the top
+    /// of `eligible` if still eligible, else moves to `ineligible`.
+    #[inline]
+    fn file_served(&mut self, flow: FlowId, seq: u64, head: u32) {
+        let state = &mut self.flows[flow as usize];
+        state.entry_seq = seq;
+        if state.start <= self.virtual_time {
+            self.eligible.replace_top_with(flow, state.finish, seq, head);
+        } else {
+            state.place = Place::Ineligible;
+            let start = state.start;
+            self.eligible.pop();
+            self.ineligible.push_with(flow, start, seq, head);
+        }
     }
 
     /// `flow`, on top of `eligible` and with its next head's tags set (`seq` that head's arrival
@@ -232,19 +271,20 @@ impl Wf2qPlus {
         self.eligible.replace_top_with(top.id, finish, top.seq, top.aux);
         let state = &mut self.flows[flow as usize];
         state.place = Place::Ineligible;
+        state.entry_seq = seq;
         let head = self.queues.head_node(flow);
         self.ineligible.replace_top_with(flow, state.start, seq, head);
     }
 
-    /// `flow` has no packets left: it lingers while F > V, else leaves Σweight.
+    /// `flow` has no packets left and has been taken out of its heap (or its entry there is
+    /// about to be forgotten): it lingers while F > V, else leaves Σweight.
     fn retire(&mut self, flow: FlowId) {
-        if let Some(heap) = self.heap(self.flows[flow as usize].place) {
-            heap.remove(flow);
-        }
         let state = &mut self.flows[flow as usize];
         if state.finish > self.virtual_time {
             state.place = Place::Lingering;
-            self.lingering.push(flow, state.finish, flow as u64);
+            state.entry_seq = self.next_sequence;
+            self.next_sequence += 1;
+            self.lingering.push_with(flow, state.finish, state.entry_seq, 0);
         } else {
             state.place = Place::Idle;
             self.weight_sum -= state.weight as u64;
@@ -252,8 +292,24 @@ impl Wf2qPlus {
     }
 
     /// Lingering flows whose finish tag V has reached leave Σweight.
+    #[inline]
     fn drain_lingering(&mut self) {
-        while let Some(top) = self.lingering.peek() {
+        if !self.lingering.is_empty() {
+            self.drain_lingering_entries();
+        }
+    }
+
+    /// [`Wf2qPlus::drain_lingering`] once some flow (or a stale entry) is in `lingering`.
+    #[inline(never)]
+    fn drain_lingering_entries(&mut self) {
+        loop {
+            let flows = &self.flows;
+            let Some(top) = self
+                .lingering
+                .peek_live(|entry| is_live(flows, Place::Lingering, entry))
+            else {
+                break;
+            };
             if top.key > self.virtual_time {
                 break;
             }
@@ -267,22 +323,39 @@ impl Wf2qPlus {
     /// V = max(V, min S) when nothing is eligible; moves the flows V has reached to
     /// `eligible`; returns the eligible flow with the least (F, sequence).
     fn select(&mut self) -> Option<FlowId> {
-        if self.eligible.is_empty() {
-            let least_start = self.ineligible.peek()?.key;
+        let flows = &self.flows;
+        if self
+            .eligible
+            .peek_live(|entry| is_live(flows, Place::Eligible, entry))
+            .is_none()
+        {
+            let least_start = self
+                .ineligible
+                .peek_live(|entry| is_live(flows, Place::Ineligible, entry))?
+                .key;
             self.virtual_time = self.virtual_time.max(least_start);
         }
-        while let Some(top) = self.ineligible.peek() {
+        loop {
+            let flows = &self.flows;
+            let Some(top) = self
+                .ineligible
+                .peek_live(|entry| is_live(flows, Place::Ineligible, entry))
+            else {
+                break;
+            };
             if top.key > self.virtual_time {
                 break;
             }
             self.promote(top);
         }
-        self.eligible.peek().map(|top| top.id)
+        let flows = &self.flows;
+        self.eligible
+            .peek_live(|entry| is_live(flows, Place::Eligible, entry))
+            .map(|top| top.id)
     }
 
-    /// `top`, the least entry of `ineligible`, has been reached by V (its key is the flow's
-    /// start tag): the flow moves to `eligible`, keyed by its finish tag. What [`Wf2qPlus::file`]
-    /// would do, without its tests and its look-up of the entry's position.
+    /// `top`, the least (live) entry of `ineligible`, has been reached by V (its key is the
+    /// flow's start tag): the flow moves to `eligible`, keyed by its finish tag.
     #[inline]
     fn promote(&mut self, top: Entry<VirtualTime>) {
         self.ineligible.pop();
@@ -293,16 +366,25 @@ impl Wf2qPlus {
     }
 
     /// A pushed-out packet of `flow` (its tail): forget it; if it was the head, restore the
-    /// flow's finish tag and take the flow off the heaps.
+    /// flow's finish tag and take the flow off the heaps (its entry goes stale).
     fn roll_back(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
         if self.behind.pop_back(&mut state.behind).is_some() {
             return; // the head stays
         }
-        state.finish = state.finish_before_head;
+        state.finish = self.finish_before_head[flow as usize];
         state.start = state.finish;
+        let previous = state.place;
         self.retire(flow);
+        self.forget(previous);
     }
+}
+
+/// Whether `entry`, in the heap of flows at `place`, is its flow's live entry.
+#[inline(always)]
+fn is_live(flows: &[Wf2qPlusFlow], place: Place, entry: &Entry<VirtualTime>) -> bool {
+    let state = &flows[entry.id as usize];
+    state.place == place && state.entry_seq == entry.seq
 }
 
 impl Discipline for Wf2qPlus {
@@ -327,9 +409,10 @@ impl Discipline for Wf2qPlus {
             flows: Vec::new(),
             behind: PooledLists::default(),
             table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
-            eligible: VirtualTimeHeap::new(),
-            ineligible: VirtualTimeHeap::new(),
-            lingering: VirtualTimeHeap::new(),
+            finish_before_head: Vec::new(),
+            eligible: LazyVirtualTimeHeap::new(),
+            ineligible: LazyVirtualTimeHeap::new(),
+            lingering: LazyVirtualTimeHeap::new(),
             virtual_time: VirtualTime::ZERO,
             weight_sum: 0,
             max_finish_served: VirtualTime::ZERO,
@@ -391,7 +474,7 @@ impl Scheduler for Wf2qPlus {
             Place::Eligible | Place::Ineligible => unreachable!("an empty flow is not filed"),
         }
         // S = max(F, V);  F = S + L/w
-        state.finish_before_head = state.finish;
+        self.finish_before_head[flow as usize] = state.finish;
         state.start = state.finish.max(self.virtual_time);
         state.finish = state
             .start
@@ -400,7 +483,7 @@ impl Scheduler for Wf2qPlus {
             // V = max(V, min S): the only backlogged flow is eligible at once.
             self.virtual_time = self.virtual_time.max(state.start);
         }
-        self.file(flow, sequence, self.queues.head_node(flow));
+        self.file_arrival(flow, sequence, self.queues.head_node(flow));
     }
 
     fn dequeue(&mut self, now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
@@ -423,14 +506,22 @@ impl Scheduler for Wf2qPlus {
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
-                match self.ineligible.peek() {
-                    Some(top) if state.start > self.virtual_time && top.key <= self.virtual_time => {
+                let flows = &self.flows;
+                let top = self
+                    .ineligible
+                    .peek_live(|entry| is_live(flows, Place::Ineligible, entry));
+                let start = self.flows[flow as usize].start;
+                match top {
+                    Some(top) if start > self.virtual_time && top.key <= self.virtual_time => {
                         self.exchange(flow, head.seq, top);
                     }
-                    _ => self.file(flow, head.seq, self.queues.head_node(flow)),
+                    _ => self.file_served(flow, head.seq, self.queues.head_node(flow)),
                 }
             }
-            None => self.retire(flow),
+            None => {
+                self.eligible.pop();
+                self.retire(flow);
+            }
         }
         // Start loading what the next calls read from tables of every flow: the state, the
         // packet queue's ends and counters, and the packet behind the head (the entry's aux).
@@ -602,7 +693,60 @@ mod tests {
         assert!(s.dequeue(0, &mut drops).is_none());
     }
 
+    /// The bookkeeping the lazy heaps rely on: every flow that is not idle has exactly one live
+    /// entry, in the heap its place names, keyed by its start tag (`ineligible`) or finish tag
+    /// (`eligible`, `lingering`); Σweight is the weight of those flows; no heap holds more
+    /// than two entries per flow.
+    fn check_heaps(s: &Wf2qPlus) -> Result<(), proptest::test_runner::TestCaseError> {
+        let mut weight_sum = 0;
+        for (id, state) in s.flows.iter().enumerate() {
+            let heap = match state.place {
+                Place::Idle => continue,
+                Place::Lingering => &s.lingering,
+                Place::Eligible => &s.eligible,
+                Place::Ineligible => &s.ineligible,
+            };
+            weight_sum += state.weight as u64;
+            let key = if state.place == Place::Ineligible {
+                state.start
+            } else {
+                state.finish
+            };
+            let live: Vec<_> = heap
+                .iter()
+                .filter(|entry| entry.id == id as u32 && is_live(&s.flows, state.place, entry))
+                .collect();
+            proptest::prop_assert_eq!(live.len(), 1, "flow {} at {:?}", id, state.place);
+            proptest::prop_assert_eq!(live[0].key, key);
+        }
+        proptest::prop_assert_eq!(s.weight_sum, weight_sum);
+        for heap in [&s.eligible, &s.ineligible, &s.lingering] {
+            proptest::prop_assert!(heap.len() <= 2 * s.flows.len());
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
+        /// Arrivals and services in random order, with longest-queue drop on a small buffer
+        /// (pushed-out heads and lingering flows that get packets leave stale entries): the heap
+        /// bookkeeping holds after every call.
+        #[test]
+        fn lazy_heaps_stay_consistent(
+            calls in proptest::collection::vec((0u32..6, 40u32..=1500, proptest::bool::weighted(0.6)), 1..400),
+        ) {
+            let limit = testkit::byte_limit(4000, true);
+            let mut s = wf2q_plus(&[(0, 1), (1, 2), (2, 3), (3, 8), (4, 1), (5, 5)], limit);
+            let mut drops = Vec::new();
+            for (id, (flow, size, arrival)) in calls.into_iter().enumerate() {
+                if arrival {
+                    s.enqueue(Packet::new(id as u64, flow, size, 0), 0, &mut drops);
+                } else {
+                    s.dequeue(0, &mut drops);
+                }
+                check_heaps(&s)?;
+            }
+        }
+
         #[test]
         fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
             let limit = testkit::byte_limit(8000, lqd);
