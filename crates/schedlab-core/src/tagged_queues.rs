@@ -26,9 +26,9 @@
 //! Tie rule: equal keys are served in arrival order (`seq` is a global arrival counter).
 //!
 //! Order structure ([`HeadOrder`]): each discipline chooses it as the second type parameter.
-//! The default is the 4-ary [`VirtualTimeHeap`] (WFQ). [`TagCalendar`] is exact for any keys
+//! The default is the 4-ary [`VirtualTimeHeap`]. [`TagCalendar`] is exact for any keys
 //! too, and cheaper when the heads mostly lie within a bounded window above the key last
-//! served (SCFQ, STFQ, and Virtual Clock with a day chosen for its stamps; see their headers):
+//! served (WFQ, SCFQ, STFQ, and Virtual Clock with a day chosen for its stamps; see their headers):
 //! keys below the window (a newly backlogged Virtual Clock flow's) go to its heap.
 
 use crate::config::{BufferLimit, ConfigError, FlowParams, TableReader};
@@ -124,6 +124,8 @@ pub trait HeadOrder: Clone + std::fmt::Debug + Default {
     /// [`crate::indexed_heap::PREFETCH_ENTRIES`] entries, else the least, and from [`crate::indexed_heap::PREFETCH_AHEAD_ENTRIES`]
     /// entries on also the one after it.
     fn upcoming(&self) -> [Option<(u32, u32)>; 2];
+    /// Makes room for ids below `ids`, so that later pushes of such ids do not allocate.
+    fn reserve_ids(&mut self, ids: usize);
 }
 
 impl HeadOrder for VirtualTimeHeap {
@@ -175,6 +177,9 @@ impl HeadOrder for VirtualTimeHeap {
     fn upcoming(&self) -> [Option<(u32, u32)>; 2] {
         VirtualTimeHeap::upcoming(self)
     }
+    fn reserve_ids(&mut self, ids: usize) {
+        VirtualTimeHeap::reserve_ids(self, ids)
+    }
 }
 
 impl HeadOrder for TagCalendar {
@@ -216,6 +221,9 @@ impl HeadOrder for TagCalendar {
     #[inline(always)]
     fn upcoming(&self) -> [Option<(u32, u32)>; 2] {
         TagCalendar::upcoming(self)
+    }
+    fn reserve_ids(&mut self, ids: usize) {
+        TagCalendar::reserve_ids(self, ids)
     }
 }
 
@@ -308,6 +316,12 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         debug_assert!((flow as usize) < slots.len(), "flow {flow} has no slot");
         // SAFETY: `flow` has a slot (the invariant above, checked in debug builds).
         unsafe { slots.get_unchecked_mut(flow as usize) }
+    }
+
+    /// Makes room in the order of the heads for flows below `flows`, so that no later packet
+    /// of theirs makes it allocate (owners call it when they first see a flow).
+    pub fn reserve_heads(&mut self, flows: usize) {
+        self.heads.reserve_ids(flows);
     }
 
     /// Admits `packet` through [`FlowQueues::admit`] (buffer limit, drop policy, counters),

@@ -13,13 +13,18 @@
 //!   [`WfqFlow::gps_backlogged`]: a flow is in B while its last finish tag exceeds V;
 //! * `V(t)`, with `∂V/∂t = C / Σ_{i∈B(t)} φ_i` → [`Wfq::virtual_time_at`]; between events
 //!   V is advanced through every GPS departure (a flow leaves B when V reaches its last
-//!   finish tag), taken in finish-tag order from a heap keyed by lower bounds of the flows'
-//!   last finish tags (an entry is brought up to date only when V reaches its key);
+//!   finish tag), taken in finish-tag order from the departure order, a [`TagCalendar`]
+//!   keyed by lower bounds of the flows' last finish tags (an entry is brought up to date only
+//!   when V reaches its key; the keys lie a few packets' `L/φ` above V while a flow keeps
+//!   receiving packets, so a re-keyed entry usually goes to a bucket, not through a heap);
 //! * `S_i^k = max(F_i^{k−1}, V(a_i^k))`, `F_i^k = S_i^k + L_i^k/φ_i` → computed in
 //!   [`Wfq::enqueue`]; `F_i^{k−1}` → [`WfqFlow::last_finish`];
 //! * PGPS, "when the server becomes free, pick the first packet that would complete service
 //!   in the GPS simulation if no additional packets were to arrive" → [`TaggedQueues::pop_min`]
-//!   on F; ties by arrival order.
+//!   on F; ties by arrival order. The head-of-line tags are kept in a [`TagCalendar`] (buckets
+//!   of half a byte per unit weight above the tag last served, as SCFQ's): while the flows are
+//!   backlogged in GPS their head tags lie within a few packets' `L/φ` of it; tags outside its
+//!   window go to the 4-ary heap beside it, so the order is exact in every case.
 //!
 //! Units and rounding: V and the tags are bytes per unit weight in fixed point
 //! ([`VirtualTime`]: a `u128` counting 2^-32). The GPS simulation counts the link's work in
@@ -34,17 +39,23 @@
 //! Invariants: `gps_backlogged ⇔ last_finish > V` (after advancing V to the current time);
 //! `backlogged_weight = Σ φ over B`; V never decreases and never moves while B is empty (so
 //! tags of successive GPS busy periods stay ordered, and no reset is needed); a flow's finish
-//! tags increase packet by packet; only head-of-line tags are in the PGPS heap.
+//! tags increase packet by packet; only head-of-line tags are in the PGPS order.
 //!
 //! Guarantees (Parekh–Gallager Theorem 1 and its corollary): every packet leaves no later than
 //! its GPS finish time plus `L_max/C`, and every flow has received, at any time, at least its
-//! GPS service minus `L_max`. Complexity: O(log active flows) per packet amortised (each GPS
+//! GPS service minus `L_max`. Complexity: O(log active flows) per packet amortised, O(1) for
+//! the PGPS order while few heads share a calendar bucket (each GPS
 //! departure is paid for by the arrival that put the flow in B; an arrival to a flow already in
-//! B does not touch the departure heap, whose entry is re-keyed at most once each time V
+//! B does not touch the departure order, whose entry is re-keyed at most once each time V
 //! reaches it).
 //!
 //! Choices where the paper is silent:
-//! * V is advanced at arrivals only (tags need it there); dequeues only compare tags.
+//! * V is advanced at arrivals only (tags need it there); dequeues only compare tags. An
+//!   arrival whose flow is in B needs only `F_i^{k−1}` (it exceeds V), so the link work is
+//!   carried and divided into V only when V is needed (an arrival to a flow out of B, a
+//!   push-out, a reader of V) or V reaches the departure order's least key, which the work to
+//!   reach it, kept as one number, tells with one comparison. The carried division gives the
+//!   same V as dividing at every arrival.
 //! * Longest-queue drop weighs queue lengths by 1/weight. A pushed-out tail is taken out of the
 //!   fluid system from now on: its flow's last finish tag returns to that of the flow's
 //!   previous packet (queued or sent), and the flow leaves B at once if V has already passed
@@ -53,10 +64,10 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::VirtualTimeHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
+use crate::tag_calendar::TagCalendar;
 use crate::tagged_queues::{share_param, PacketTag, ShareParams, TaggedQueues};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
@@ -93,7 +104,7 @@ const GIGA: u128 = 1_000_000_000;
 /// Weighted Fair Queueing (PGPS) scheduler.
 #[derive(Clone, Debug)]
 pub struct Wfq {
-    queues: TaggedQueues<WfqFlow>,
+    queues: TaggedQueues<WfqFlow, TagCalendar>,
     table: FlowParamTable<ShareParams>,
     /// V, as of `clock`.
     virtual_time: VirtualTime,
@@ -105,10 +116,20 @@ pub struct Wfq {
     /// when the entry was made (ties by flow id; simultaneous departures are all taken
     /// together). An entry whose key is below the flow's current `last_finish` (it received
     /// packets since) is re-keyed only when V reaches the key, so the flows' arrivals do not
-    /// touch the heap and GPS departures still come in finish-tag order.
-    departures: VirtualTimeHeap,
-    /// Link work (units of 2^-32 byte) done in GPS but not yet turned into V: below Σφ.
+    /// touch it and GPS departures still come in finish-tag order. A calendar (exact for any
+    /// keys, as the heads'), whose pop-and-refile is cheaper than a heap's sift-down to the
+    /// bottom, where a re-keyed entry (the flow's newest finish tag) belongs.
+    departures: TagCalendar,
+    /// Link work (units of 2^-32 byte) done in GPS since `virtual_time` but not yet turned
+    /// into V: V is `virtual_time + residual_work/Σφ` (rounded down; the remainder carried), so
+    /// arrivals that do not need V (their flow is in B) do not divide. Turned into V by
+    /// [`Wfq::settle`] when V is read or Σφ changes.
     residual_work: u128,
+    /// The work that takes V from `virtual_time` to the departure order's least key,
+    /// `(key − virtual_time)·Σφ`, or 0 when not known exactly (then the next arrival takes the
+    /// full path). While `residual_work` stays below it no departure or re-keying is due, and
+    /// an arrival adds its work to `residual_work` and nothing else.
+    horizon_work: u128,
     /// Remainder of the time-to-work division (units of 2^-32 byte / 10^9).
     work_remainder: u128,
     work_rate: WorkRate,
@@ -118,12 +139,16 @@ impl Wfq {
     /// V(now): advances the GPS simulation to `now` (not before the last event) and returns V.
     pub fn virtual_time_at(&mut self, now: TimeNs) -> VirtualTime {
         self.advance(now);
+        self.settle();
         self.virtual_time
     }
 
     /// V as of the last arrival.
     pub fn virtual_time(&self) -> VirtualTime {
-        self.virtual_time
+        match self.backlogged_weight {
+            0 => self.virtual_time,
+            sum => VirtualTime::from_raw(self.virtual_time.raw() + self.residual_work / sum as u128),
+        }
     }
 
     /// Σ φ_i over the flows backlogged in GPS, as of the last arrival.
@@ -145,8 +170,10 @@ impl Wfq {
         let state = self.queues.state_mut(flow);
         if state.weight == 0 {
             state.weight = self.table.get(flow).share;
-            // Room for every flow seen in the departure heap, so packets never grow it.
+            // Room for every flow seen in the departure order and the heads' order, so
+            // packets never grow them.
             self.departures.reserve_ids(flow as usize + 1);
+            self.queues.reserve_heads(flow as usize + 1);
         }
     }
 
@@ -170,7 +197,36 @@ impl Wfq {
         }
     }
 
+    /// Turns the work carried in `residual_work` into V (rounded down, the remainder carried):
+    /// the V of the step-by-step simulation, which divides at every event.
+    #[inline]
+    fn settle(&mut self) {
+        let sum = self.backlogged_weight as u128;
+        if sum == 0 || self.residual_work < sum {
+            return;
+        }
+        let reached = match (u64::try_from(self.residual_work), u64::try_from(sum)) {
+            (Ok(work), Ok(sum)) => (work / sum) as u128, // the common case
+            _ => self.residual_work / sum,
+        };
+        let used = reached * sum;
+        self.virtual_time = VirtualTime::from_raw(self.virtual_time.raw() + reached);
+        self.residual_work -= used;
+        self.horizon_work = self.horizon_work.saturating_sub(used);
+    }
+
+    /// The work from V (settled) to the departure order's least key at the current Σφ, or 0 if
+    /// it does not fit in 128 bits or B is empty.
+    #[inline]
+    fn work_to_next_departure(&self) -> u128 {
+        match self.departures.peek() {
+            Some(top) => work_to(self.virtual_time, top.key, self.backlogged_weight),
+            None => 0,
+        }
+    }
+
     /// Advances V from `clock` to `now` through every GPS departure in between.
+    #[inline(always)]
     fn advance(&mut self, now: TimeNs) {
         if now <= self.clock {
             return;
@@ -180,11 +236,32 @@ impl Wfq {
         if self.backlogged_weight == 0 {
             return; // GPS idle: V stands still.
         }
-        let mut available = match self.work_in(elapsed) {
+        let work = self.work_in(elapsed);
+        if let Some(work) = work {
+            // No overflow: `residual_work` is below `horizon_work` (a u128) and `work` below
+            // 2^96; the sum is compared exactly.
+            if let Some(total) = self.residual_work.checked_add(work) {
+                if total < self.horizon_work {
+                    // V stays below the least key: no departure and no re-keying is due, and
+                    // V is not needed until some arrival's flow is out of B.
+                    self.residual_work = total;
+                    return;
+                }
+            }
+        }
+        self.advance_through_departures(work);
+    }
+
+    /// [`Wfq::advance`] once V reaches the departure order's least key with the link work
+    /// `work` (`None`: more than enough to empty B): departures and re-keyings in key order.
+    #[inline(never)]
+    fn advance_through_departures(&mut self, work: Option<u128>) {
+        self.settle();
+        let mut available = match work {
             Some(work) => work.saturating_add(self.residual_work),
             None => u128::MAX,
         };
-        // The heap's keys are lower bounds of the flows' last finish tags (see `departures`):
+        // The order's keys are lower bounds of the flows' last finish tags (see `departures`):
         // V cannot pass a flow's departure before it reaches the flow's key, so an entry is
         // re-keyed only when V would reach it, not on every arrival of its flow.
         while let Some(top) = self.departures.peek() {
@@ -196,13 +273,9 @@ impl Wfq {
                 Err(_) => gap.saturating_mul(sum),
             };
             if available < need {
-                // V moves up by available/Σφ; the remainder waits for the next event.
-                let reachable = match (u64::try_from(available), u64::try_from(sum)) {
-                    (Ok(available), Ok(sum)) => (available / sum) as u128, // the common case
-                    _ => available / sum,
-                };
-                self.virtual_time = VirtualTime::from_raw(self.virtual_time.raw() + reachable);
-                self.residual_work = available - reachable * sum;
+                // V moves up by available/Σφ, left in `residual_work` until V is needed.
+                self.residual_work = available;
+                self.horizon_work = if need == u128::MAX { 0 } else { need };
                 return;
             }
             let state = self.queues.state_mut(top.id);
@@ -210,7 +283,7 @@ impl Wfq {
                 // The flow received packets since this entry was made: its GPS backlog runs
                 // out later. V does not move (the work is still available).
                 let last_finish = state.last_finish;
-                self.departures.update(top.id, last_finish, top.seq);
+                self.departures.pop_then(|_| Some((last_finish, top.seq, 0)));
                 continue;
             }
             // V reaches the flow's last finish tag: it leaves B.
@@ -226,21 +299,28 @@ impl Wfq {
         // B is empty: the rest of the interval is GPS idle time.
         self.residual_work = 0;
         self.work_remainder = 0;
+        self.horizon_work = 0;
     }
 
     /// Puts `flow` into B with its current last finish tag.
+    /// V must be settled.
     fn join_gps(&mut self, flow: FlowId) {
+        debug_assert!(self.residual_work < (self.backlogged_weight as u128).max(1));
         let state = self.queues.state_mut(flow);
         if !state.gps_backlogged {
             state.gps_backlogged = true;
             self.backlogged_weight += state.weight as u64;
         }
-        self.departures.set(flow, state.last_finish, flow as u64);
+        let last_finish = state.last_finish;
+        self.departures.remove(flow);
+        self.departures.push_with(flow, last_finish, flow as u64, 0);
+        self.horizon_work = self.work_to_next_departure();
     }
 
     /// A pushed-out tail leaves the fluid system: the flow's last finish tag returns to
     /// `previous_finish`.
     fn roll_back(&mut self, flow: FlowId, previous_finish: VirtualTime) {
+        self.settle();
         let state = self.queues.state_mut(flow);
         state.last_finish = previous_finish;
         if !state.gps_backlogged {
@@ -256,6 +336,7 @@ impl Wfq {
                 self.residual_work = 0;
                 self.work_remainder = 0;
             }
+            self.horizon_work = self.work_to_next_departure();
         }
     }
 }
@@ -283,11 +364,23 @@ impl Discipline for Wfq {
             virtual_time: VirtualTime::ZERO,
             clock: 0,
             backlogged_weight: 0,
-            departures: VirtualTimeHeap::new(),
+            departures: TagCalendar::new(),
             residual_work: 0,
+            horizon_work: 0,
             work_remainder: 0,
             work_rate: work_rate(context.link_rate),
         })
+    }
+}
+
+/// The work `(to − from)·Σφ` that takes V from `from` to `to`, or 0 if it does not fit in
+/// 128 bits (0 sends the next arrival through [`Wfq::advance`]'s full path).
+#[inline]
+fn work_to(from: VirtualTime, to: VirtualTime, sum: u64) -> u128 {
+    let gap = to.raw().saturating_sub(from.raw());
+    match u64::try_from(gap) {
+        Ok(gap) => gap as u128 * sum as u128,
+        Err(_) => gap.checked_mul(sum as u128).unwrap_or(0),
     }
 }
 
@@ -321,10 +414,17 @@ impl Scheduler for Wfq {
             self.roll_back(f, previous_finish);
         }
         if admission == Admission::Queued {
-            let virtual_time = self.virtual_time;
             let state = self.queues.state_mut(flow);
-            // S = max(F_prev, V(a));  F = S + L/φ
-            let start = state.last_finish.max(virtual_time);
+            // S = max(F_prev, V(a));  F = S + L/φ. A flow in B has F_prev > V: V is not needed.
+            let start = if state.gps_backlogged {
+                state.last_finish
+            } else {
+                self.settle();
+                let virtual_time = self.virtual_time;
+                let state = self.queues.state_mut(flow);
+                state.last_finish.max(virtual_time)
+            };
+            let state = self.queues.state_mut(flow);
             let finish = start.saturating_add(VirtualTime::ratio_ceil(size, state.weight as u64));
             state.last_finish = finish;
             if !state.gps_backlogged {
@@ -700,6 +800,33 @@ mod tests {
                     "packet {} ({:?}) tag {} left at {} ns, GPS finish {} + L_max/C", i, trace[i], tags[i].to_f64(), end, gps_finish[i].to_f64()
                 );
             }
+        }
+
+        /// V is settled (divided out of the carried work) only when an arrival needs it; a
+        /// scheduler whose V is settled at every arrival, as a step-by-step simulation does,
+        /// computes the same tags, V and B after every event (push-outs and dequeues included).
+        #[test]
+        fn settling_v_lazily_changes_nothing(trace in testkit::arb_trace(5, 200), lqd in proptest::bool::ANY) {
+            let limit = testkit::byte_limit(6000, lqd);
+            let (mut lazy, mut eager) = (wfq(&WEIGHTS, limit), wfq(&WEIGHTS, limit));
+            let (mut lazy_drops, mut eager_drops) = (Vec::new(), Vec::new());
+            for (i, packet) in trace.iter().enumerate() {
+                eager.virtual_time_at(packet.arrival);
+                eager.enqueue(*packet, packet.arrival, &mut eager_drops);
+                lazy.enqueue(*packet, packet.arrival, &mut lazy_drops);
+                if i % 3 == 2 {
+                    let sent = lazy.dequeue(packet.arrival, &mut lazy_drops).map(|p| p.id);
+                    proptest::prop_assert_eq!(sent, eager.dequeue(packet.arrival, &mut eager_drops).map(|p| p.id));
+                }
+                proptest::prop_assert_eq!(lazy.virtual_time(), eager.virtual_time());
+                proptest::prop_assert_eq!(lazy.backlogged_weight(), eager.backlogged_weight());
+                for flow in 0..5 {
+                    proptest::prop_assert_eq!(lazy.flow(flow), eager.flow(flow));
+                    proptest::prop_assert_eq!(lazy.queued_tags(flow), eager.queued_tags(flow));
+                }
+            }
+            let end = trace.last().map_or(0, |p| p.arrival) + 10_000_000_000;
+            proptest::prop_assert_eq!(lazy.virtual_time_at(end), eager.virtual_time_at(end));
         }
 
         #[test]
