@@ -13,10 +13,8 @@
 //!   [`WfqFlow::gps_backlogged`]: a flow is in B while its last finish tag exceeds V;
 //! * `V(t)`, with `∂V/∂t = C / Σ_{i∈B(t)} φ_i` → [`Wfq::virtual_time_at`]; between events
 //!   V is advanced through every GPS departure (a flow leaves B when V reaches its last
-//!   finish tag), taken in finish-tag order from the departure order, a [`TagCalendar`]
-//!   keyed by lower bounds of the flows' last finish tags (an entry is brought up to date only
-//!   when V reaches its key; the keys lie a few packets' `L/φ` above V while a flow keeps
-//!   receiving packets, so a re-keyed entry usually goes to a bucket, not through a heap);
+//!   finish tag), taken in finish-tag order from a heap keyed by lower bounds of the flows'
+//!   last finish tags (an entry is brought up to date only when V reaches its key);
 //! * `S_i^k = max(F_i^{k−1}, V(a_i^k))`, `F_i^k = S_i^k + L_i^k/φ_i` → computed in
 //!   [`Wfq::enqueue`]; `F_i^{k−1}` → [`WfqFlow::last_finish`];
 //! * PGPS, "when the server becomes free, pick the first packet that would complete service
@@ -46,14 +44,14 @@
 //! GPS service minus `L_max`. Complexity: O(log active flows) per packet amortised, O(1) for
 //! the PGPS order while few heads share a calendar bucket (each GPS
 //! departure is paid for by the arrival that put the flow in B; an arrival to a flow already in
-//! B does not touch the departure order, whose entry is re-keyed at most once each time V
+//! B does not touch the departure heap, whose entry is re-keyed at most once each time V
 //! reaches it).
 //!
 //! Choices where the paper is silent:
 //! * V is advanced at arrivals only (tags need it there); dequeues only compare tags. An
 //!   arrival whose flow is in B needs only `F_i^{k−1}` (it exceeds V), so the link work is
 //!   carried and divided into V only when V is needed (an arrival to a flow out of B, a
-//!   push-out, a reader of V) or V reaches the departure order's least key, which the work to
+//!   push-out, a reader of V) or V reaches the departure heap's least key, which the work to
 //!   reach it, kept as one number, tells with one comparison. The carried division gives the
 //!   same V as dividing at every arrival.
 //! * Longest-queue drop weighs queue lengths by 1/weight. A pushed-out tail is taken out of the
@@ -64,6 +62,7 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
+use crate::indexed_heap::VirtualTimeHeap;
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
@@ -116,16 +115,14 @@ pub struct Wfq {
     /// when the entry was made (ties by flow id; simultaneous departures are all taken
     /// together). An entry whose key is below the flow's current `last_finish` (it received
     /// packets since) is re-keyed only when V reaches the key, so the flows' arrivals do not
-    /// touch it and GPS departures still come in finish-tag order. A calendar (exact for any
-    /// keys, as the heads'), whose pop-and-refile is cheaper than a heap's sift-down to the
-    /// bottom, where a re-keyed entry (the flow's newest finish tag) belongs.
-    departures: TagCalendar,
+    /// touch the heap and GPS departures still come in finish-tag order.
+    departures: VirtualTimeHeap,
     /// Link work (units of 2^-32 byte) done in GPS since `virtual_time` but not yet turned
     /// into V: V is `virtual_time + residual_work/Σφ` (rounded down; the remainder carried), so
     /// arrivals that do not need V (their flow is in B) do not divide. Turned into V by
     /// [`Wfq::settle`] when V is read or Σφ changes.
     residual_work: u128,
-    /// The work that takes V from `virtual_time` to the departure order's least key,
+    /// The work that takes V from `virtual_time` to the departure heap's least key,
     /// `(key − virtual_time)·Σφ`, or 0 when not known exactly (then the next arrival takes the
     /// full path). While `residual_work` stays below it no departure or re-keying is due, and
     /// an arrival adds its work to `residual_work` and nothing else.
@@ -170,8 +167,7 @@ impl Wfq {
         let state = self.queues.state_mut(flow);
         if state.weight == 0 {
             state.weight = self.table.get(flow).share;
-            // Room for every flow seen in the departure order and the heads' order, so
-            // packets never grow them.
+            // Room for every flow seen in the departure heap, so packets never grow it.
             self.departures.reserve_ids(flow as usize + 1);
             self.queues.reserve_heads(flow as usize + 1);
         }
@@ -215,7 +211,7 @@ impl Wfq {
         self.horizon_work = self.horizon_work.saturating_sub(used);
     }
 
-    /// The work from V (settled) to the departure order's least key at the current Σφ, or 0 if
+    /// The work from V (settled) to the departure heap's least key at the current Σφ, or 0 if
     /// it does not fit in 128 bits or B is empty.
     #[inline]
     fn work_to_next_departure(&self) -> u128 {
@@ -252,7 +248,7 @@ impl Wfq {
         self.advance_through_departures(work);
     }
 
-    /// [`Wfq::advance`] once V reaches the departure order's least key with the link work
+    /// [`Wfq::advance`] once V reaches the departure heap's least key with the link work
     /// `work` (`None`: more than enough to empty B): departures and re-keyings in key order.
     #[inline(never)]
     fn advance_through_departures(&mut self, work: Option<u128>) {
@@ -261,7 +257,7 @@ impl Wfq {
             Some(work) => work.saturating_add(self.residual_work),
             None => u128::MAX,
         };
-        // The order's keys are lower bounds of the flows' last finish tags (see `departures`):
+        // The heap's keys are lower bounds of the flows' last finish tags (see `departures`):
         // V cannot pass a flow's departure before it reaches the flow's key, so an entry is
         // re-keyed only when V would reach it, not on every arrival of its flow.
         while let Some(top) = self.departures.peek() {
@@ -283,7 +279,7 @@ impl Wfq {
                 // The flow received packets since this entry was made: its GPS backlog runs
                 // out later. V does not move (the work is still available).
                 let last_finish = state.last_finish;
-                self.departures.pop_then(|_| Some((last_finish, top.seq, 0)));
+                self.departures.update(top.id, last_finish, top.seq);
                 continue;
             }
             // V reaches the flow's last finish tag: it leaves B.
@@ -311,9 +307,7 @@ impl Wfq {
             state.gps_backlogged = true;
             self.backlogged_weight += state.weight as u64;
         }
-        let last_finish = state.last_finish;
-        self.departures.remove(flow);
-        self.departures.push_with(flow, last_finish, flow as u64, 0);
+        self.departures.set(flow, state.last_finish, flow as u64);
         self.horizon_work = self.work_to_next_departure();
     }
 
@@ -364,7 +358,7 @@ impl Discipline for Wfq {
             virtual_time: VirtualTime::ZERO,
             clock: 0,
             backlogged_weight: 0,
-            departures: TagCalendar::new(),
+            departures: VirtualTimeHeap::new(),
             residual_work: 0,
             horizon_work: 0,
             work_remainder: 0,
