@@ -3,7 +3,9 @@
 //! the head-of-line tags of SCFQ and STFQ. There a flow's new head gets `F = v + L/w` (SCFQ) or
 //! `S = F_prev ≤ v + L/w` (STFQ), with `v` the tag last served, so every head lies in
 //! `[v, v + L_max/w_min]`. Virtual Clock's stamps mostly do the same while the flows keep up
-//! with their reserved rates.
+//! with their reserved rates, and so do WFQ's head-of-line finish tags `V(a) + L/φ` while the
+//! flows stay backlogged in the GPS reference (when GPS drains ahead of the link they spread
+//! beyond the window and go to the overflow heap; the order stays exact).
 //!
 //! R. Brown, "Calendar Queues: A Fast O(1) Priority Queue Implementation for the Simulation
 //! Event Set Problem", Communications of the ACM 31(10), 1988: a circular array of buckets
