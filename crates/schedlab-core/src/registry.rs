@@ -107,6 +107,7 @@ impl Scheduler for AnyScheduler {
     fn counters(&self) -> &Counters {
         dispatch!(self, s => s.counters())
     }
+    #[inline(always)]
     fn backlog(&self) -> Backlog {
         dispatch!(self, s => s.backlog())
     }

@@ -982,7 +982,7 @@ impl<'s> Engine<'s> {
         Ok((engine, seeds))
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, time: TimeNs, kind: u32, index: usize) {
         let seq = self.seq;
         self.seq += 1;
