@@ -492,7 +492,9 @@ impl PrivateHop {
 }
 
 /// The links of a source's path, in place when there are at most [`LinkPath::INLINE`] (no
-/// pointer to follow when a packet moves on to its next hop), boxed otherwise.
+/// pointer to follow when a packet moves on to its next hop), boxed otherwise. The first
+/// [`LinkPath::INLINE`] links are in place in either case, so that a hop among them is read
+/// without asking where the path is ([`LinkPath::first`], [`LinkPath::hop`]).
 struct LinkPath {
     len: u32,
     inline: [u32; LinkPath::INLINE],
@@ -508,14 +510,38 @@ impl LinkPath {
             inline: [0; LinkPath::INLINE],
             spilled: Box::default(),
         };
-        if links.len() <= LinkPath::INLINE {
-            for (slot, &l) in path.inline.iter_mut().zip(links) {
-                *slot = l as u32;
-            }
-        } else {
+        for (slot, &l) in path.inline.iter_mut().zip(links) {
+            *slot = l as u32;
+        }
+        if links.len() > LinkPath::INLINE {
             path.spilled = links.iter().map(|&l| l as u32).collect();
         }
         path
+    }
+
+    /// The number of links.
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The first link (a path has at least one).
+    #[inline(always)]
+    fn first(&self) -> usize {
+        debug_assert!(self.len > 0, "a source's path has a link");
+        self.inline[0] as usize
+    }
+
+    /// The link at position `hop`, if the path has one there.
+    #[inline(always)]
+    fn hop(&self, hop: usize) -> Option<usize> {
+        if hop >= self.len as usize {
+            None
+        } else if hop < LinkPath::INLINE {
+            Some(self.inline[hop] as usize)
+        } else {
+            Some(self.spilled[hop] as usize)
+        }
     }
 }
 
@@ -1288,7 +1314,7 @@ impl<'s> Engine<'s> {
             .deadline
             .or(source.deadline)
             .map(|d| now.saturating_add(d));
-        let first_link = source.path[0] as usize;
+        let first_link = source.path.first();
         let packet = self.new_packet(
             index,
             emission.size,
@@ -1646,18 +1672,20 @@ impl<'s> Engine<'s> {
         let hop = slot.hop as usize;
         let source = &self.sources[slot.source as usize];
         // Data first: one comparison on the common path.
-        let path = if slot.kind <= TCP_DATA {
-            &source.path[..]
-        } else if slot.kind == ECHO {
-            &source.echo_path
+        let next = if slot.kind <= TCP_DATA {
+            source.path.hop(hop)
         } else {
-            match &source.tcp {
-                Some(tcp) => &tcp.ack_path,
-                None => &source.path[..],
-            }
+            let path = if slot.kind == ECHO {
+                &source.echo_path
+            } else {
+                match &source.tcp {
+                    Some(tcp) => &tcp.ack_path,
+                    None => &source.path[..],
+                }
+            };
+            path.get(hop).map(|&l| l as usize)
         };
-        if hop < path.len() {
-            let next = path[hop] as usize;
+        if let Some(next) = next {
             self.arrive(next, packet);
         } else {
             self.deliver(packet, self.now);
