@@ -1,8 +1,9 @@
 //! The engine's pending events, ordered by `(time, seq)`: the sources' next packets in a
-//! [`SourceClock`] (one slot per source, a tournament tree), everything else (transmission
-//! ends, propagation, decisions, bin ticks, window marks) in an [`EventQueue`] (a binary
-//! heap). The engine takes the smaller of the two minima, so events are handled in exactly
-//! the order one heap of all of them would give.
+//! [`SourceClock`] (one slot per source, a tournament tree), propagation events scheduled in
+//! increasing order in an [`EventFifo`] (a ring), everything else (transmission ends,
+//! propagation out of order, decisions, bin ticks, window marks) in an [`EventQueue`] (a
+//! binary heap). The engine takes the smallest of the minima, so events are handled in
+//! exactly the order one heap of all of them would give.
 //!
 //! `seq` is unique (the engine stamps a counter on every push), so no two events compare
 //! equal and the order is total and deterministic. The pair is stored as one `u128` key
