@@ -96,7 +96,7 @@ impl Scheduler for AnyScheduler {
     // which the simulator reads after every enqueue and dequeue, too (the ns-2 scenario of
     // `bench/sim_ns2_scenario.sh`: 8 instructions per packet fewer). Inlining a discipline's
     // own `enqueue` and `dequeue` into these matches was measured there and not kept (DRR:
-    // +75 instructions per packet with both, +13 and +18 with one of them).
+    // +75 instructions per packet with both, +14 and +18 with one of them).
     #[inline(always)]
     fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
         dispatch!(self, s => s.enqueue(packet, now, drops))
