@@ -92,7 +92,11 @@ impl Scheduler for AnyScheduler {
     // The per-packet calls are inlined into every caller (the simulator's and the gateway's
     // loops, the bench): out of line, the match over every discipline made one function that
     // saved and restored six registers and passed the packet through memory on each call
-    // (`fifo` in the core bench: 230 → 197 instructions per packet, cachegrind).
+    // (`fifo` in the core bench: 230 → 197 instructions per packet, cachegrind). `backlog`,
+    // which the simulator reads after every enqueue and dequeue, too (the ns-2 scenario of
+    // `bench/sim_ns2_scenario.sh`: 8 instructions per packet fewer). Inlining a discipline's
+    // own `enqueue` and `dequeue` into these matches was measured there and not kept (DRR:
+    // +75 instructions per packet with both, +14 and +18 with one of them).
     #[inline(always)]
     fn enqueue(&mut self, packet: Packet, now: TimeNs, drops: &mut Vec<Dropped>) {
         dispatch!(self, s => s.enqueue(packet, now, drops))
@@ -107,6 +111,7 @@ impl Scheduler for AnyScheduler {
     fn counters(&self) -> &Counters {
         dispatch!(self, s => s.counters())
     }
+    #[inline(always)]
     fn backlog(&self) -> Backlog {
         dispatch!(self, s => s.backlog())
     }

@@ -11,8 +11,10 @@
 //! Each source has one pending event, its next packet's entry into the network: these sit in
 //! a [`SourceClock`] (a tournament tree with one slot per source); one link's pending
 //! transmission end (the link every path ends at, else the last of the first source's path:
-//! `Engine::slot_link`) sits in a slot of its own; the other events in an [`EventQueue`] (a
-//! binary heap). The loop takes the earliest of the three, which is the order a single heap of
+//! `Engine::slot_link`) sits in a slot of its own; a propagation event scheduled no earlier
+//! than the last one queued there goes to the back of a FIFO (`Engine::propagations`: with
+//! links of equal delays nearly all of them do); the other events in an [`EventQueue`] (a
+//! binary heap). The loop takes the earliest of the four, which is the order a single heap of
 //! all events would give (the keys are the same `(time, seq)`).
 //!
 //! A link asks its scheduler for a packet whenever it is free and its scheduler is
@@ -46,7 +48,7 @@ use schedlab_core::{
 
 use rand::RngExt as _;
 
-use crate::event_queue::{Event, EventQueue, SourceClock, NEVER};
+use crate::event_queue::{Event, EventFifo, EventQueue, SourceClock, NEVER};
 use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::prefetch::prefetch;
@@ -492,7 +494,9 @@ impl PrivateHop {
 }
 
 /// The links of a source's path, in place when there are at most [`LinkPath::INLINE`] (no
-/// pointer to follow when a packet moves on to its next hop), boxed otherwise.
+/// pointer to follow when a packet moves on to its next hop), boxed otherwise. The first
+/// [`LinkPath::INLINE`] links are in place in either case, so that a hop among them is read
+/// without asking where the path is ([`LinkPath::first`], [`LinkPath::hop`]).
 struct LinkPath {
     len: u32,
     inline: [u32; LinkPath::INLINE],
@@ -508,14 +512,38 @@ impl LinkPath {
             inline: [0; LinkPath::INLINE],
             spilled: Box::default(),
         };
-        if links.len() <= LinkPath::INLINE {
-            for (slot, &l) in path.inline.iter_mut().zip(links) {
-                *slot = l as u32;
-            }
-        } else {
+        for (slot, &l) in path.inline.iter_mut().zip(links) {
+            *slot = l as u32;
+        }
+        if links.len() > LinkPath::INLINE {
             path.spilled = links.iter().map(|&l| l as u32).collect();
         }
         path
+    }
+
+    /// The number of links.
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The first link (a path has at least one).
+    #[inline(always)]
+    fn first(&self) -> usize {
+        debug_assert!(self.len > 0, "a source's path has a link");
+        self.inline[0] as usize
+    }
+
+    /// The link at position `hop`, if the path has one there.
+    #[inline(always)]
+    fn hop(&self, hop: usize) -> Option<usize> {
+        if hop >= self.len as usize {
+            None
+        } else if hop < LinkPath::INLINE {
+            Some(self.inline[hop] as usize)
+        } else {
+            Some(self.spilled[hop] as usize)
+        }
     }
 }
 
@@ -770,6 +798,15 @@ struct Engine<'s> {
     /// The key (`time << 64 | seq`, as an [`Event`]'s) of `slot_link`'s pending transmission
     /// end ([`NEVER`]: none, or it is the event being handled).
     slot_tx_end: u128,
+    /// Propagation events in increasing `(time, seq)` order: one whose key is larger than the
+    /// back's joins the back, the others go to the heap (see `push_propagated`). A packet's
+    /// propagation then costs a push and a pop at the ends of a queue instead of a sift up
+    /// and a sift down in the heap. It starts small and grows to the most events in flight,
+    /// so that its ring stays in the cache (a ring of room for every link's events would be
+    /// written all over, a line after another).
+    propagations: EventFifo,
+    /// Whether `propagations` is used (off in tests that compare it with the heap alone).
+    ordered_propagations: bool,
 }
 
 const NO_CLASS: u16 = u16::MAX;
@@ -939,6 +976,8 @@ impl<'s> Engine<'s> {
                 .or_else(|| scenario.sources.first().and_then(|s| s.path.last().copied()))
                 .map_or(u32::MAX, |l| l as u32),
             slot_tx_end: NEVER,
+            propagations: EventFifo::with_capacity(16),
+            ordered_propagations: true,
         };
         for (link, private) in engine.links.iter_mut().zip(private_hops(scenario)) {
             link.private = private;
@@ -982,11 +1021,25 @@ impl<'s> Engine<'s> {
         Ok((engine, seeds))
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, time: TimeNs, kind: u32, index: usize) {
         let seq = self.seq;
         self.seq += 1;
         self.push_event(Event::new(time, seq, (kind << KIND_SHIFT) | index as u32));
+    }
+
+    /// Schedules link `l`'s next propagation event at `time`: at the back of `propagations`
+    /// if it comes after every event there, else in the heap.
+    #[inline(always)]
+    fn push_propagated(&mut self, time: TimeNs, l: usize) {
+        let seq = self.seq;
+        self.seq += 1;
+        let event = Event::new(time, seq, (PROPAGATED << KIND_SHIFT) | l as u32);
+        if self.ordered_propagations && self.propagations.back_key() < event.key() {
+            self.propagations.push_back(event);
+        } else {
+            self.push_event(event);
+        }
     }
 
     /// Pushes a decision for link `l` at `time`.
@@ -1030,6 +1083,10 @@ impl<'s> Engine<'s> {
         // (A NEVER key's time is `u64::MAX`, after every event's.)
         let (_, next_packet) = self.arrivals.earliest();
         if SourceClock::time_of(next_packet) <= now || SourceClock::time_of(self.slot_tx_end) <= now {
+            return true;
+        }
+        // (Propagations are arrival-phase events.)
+        if SourceClock::time_of(self.propagations.front_key()) <= now {
             return true;
         }
         let heap = self.heap.as_slice();
@@ -1095,7 +1152,11 @@ impl<'s> Engine<'s> {
             }
             let (source, next_packet) = self.arrivals.earliest();
             let slot_tx_end = self.slot_tx_end;
-            if slot_tx_end < next_packet && self.heap.peek().is_none_or(|e| slot_tx_end < e.key()) {
+            let propagation = self.propagations.front_key();
+            if slot_tx_end < next_packet
+                && slot_tx_end < propagation
+                && self.heap.peek().is_none_or(|e| slot_tx_end < e.key())
+            {
                 // The slot link's transmission end (see `slot_link`).
                 if self.prefetching && source != self.prefetched_source && next_packet != NEVER {
                     self.prefetch_source(source);
@@ -1104,6 +1165,21 @@ impl<'s> Engine<'s> {
                 self.now = SourceClock::time_of(slot_tx_end);
                 self.events += 1;
                 self.transmission_end(self.slot_link as usize);
+                if self.halt {
+                    break;
+                }
+                continue;
+            }
+            if propagation < next_packet && self.heap.peek().is_none_or(|e| propagation < e.key()) {
+                // The earliest of `propagations` (the event being handled leaves it at once:
+                // `top_pending` is for the heap's top).
+                if self.prefetching && source != self.prefetched_source && next_packet != NEVER {
+                    self.prefetch_source(source);
+                }
+                let event = self.propagations.pop_front().expect("a propagation is queued");
+                self.now = event.time();
+                self.events += 1;
+                self.propagated((event.tag & INDEX_MASK) as usize);
                 if self.halt {
                     break;
                 }
@@ -1132,7 +1208,7 @@ impl<'s> Engine<'s> {
             let index = (event.tag & INDEX_MASK) as usize;
             match event.tag >> KIND_SHIFT {
                 TX_END => self.transmission_end(index),
-                PROPAGATED => self.propagated(index),
+                PROPAGATED => self.propagated_from_heap(index),
                 DECIDE => {
                     if self.links[index].decision_seq == event.seq() {
                         self.decide(index, time);
@@ -1160,7 +1236,8 @@ impl<'s> Engine<'s> {
                         }
                     }
                     let others = self.heap.len() - usize::from(self.top_pending)
-                        + usize::from(self.slot_tx_end != NEVER);
+                        + usize::from(self.slot_tx_end != NEVER)
+                        + self.propagations.len();
                     // A delivery at or after this time is an event still to come.
                     let delivering = self.last_delivery >= time;
                     if (others > 0 || delivering || self.arrivals.earliest().1 != NEVER) && !self.halt {
@@ -1288,7 +1365,7 @@ impl<'s> Engine<'s> {
             .deadline
             .or(source.deadline)
             .map(|d| now.saturating_add(d));
-        let first_link = source.path[0] as usize;
+        let first_link = source.path.first();
         let packet = self.new_packet(
             index,
             emission.size,
@@ -1329,7 +1406,7 @@ impl<'s> Engine<'s> {
         let at = end + link.delay;
         let transit = &link.transit;
         if transit.entries.len() - transit.forwarded as usize == 1 {
-            self.push(at, PROPAGATED, l);
+            self.push_propagated(at, l);
         }
     }
 
@@ -1607,24 +1684,33 @@ impl<'s> Engine<'s> {
             let at = now + link.delay;
             link.pipe.push_back((at, packet));
             if link.pipe.len() == 1 {
-                self.push(at, PROPAGATED, l);
+                self.push_propagated(at, l);
             }
         }
         self.maybe_decide(l);
     }
 
+    /// [`Engine::propagated`] for a propagation event from the heap (out of order with those
+    /// in `propagations`: rare), out of line.
+    #[inline(never)]
+    fn propagated_from_heap(&mut self, l: usize) {
+        self.propagated(l);
+    }
+
+    /// Link `l`'s next propagation ends now: its packet moves on.
+    #[inline(always)]
     fn propagated(&mut self, l: usize) {
         let link = &mut self.links[l];
         let packet = if link.private {
             let (packet, next) = link.transit.forward_next(link.delay);
             if let Some(next) = next {
-                self.push(next, PROPAGATED, l);
+                self.push_propagated(next, l);
             }
             packet
         } else {
             let (_, packet) = link.pipe.pop_front().expect("a propagation event has a packet");
             if let Some(&(next, _)) = link.pipe.front() {
-                self.push(next, PROPAGATED, l);
+                self.push_propagated(next, l);
             }
             packet
         };
@@ -1646,18 +1732,20 @@ impl<'s> Engine<'s> {
         let hop = slot.hop as usize;
         let source = &self.sources[slot.source as usize];
         // Data first: one comparison on the common path.
-        let path = if slot.kind <= TCP_DATA {
-            &source.path[..]
-        } else if slot.kind == ECHO {
-            &source.echo_path
+        let next = if slot.kind <= TCP_DATA {
+            source.path.hop(hop)
         } else {
-            match &source.tcp {
-                Some(tcp) => &tcp.ack_path,
-                None => &source.path[..],
-            }
+            let path = if slot.kind == ECHO {
+                &source.echo_path
+            } else {
+                match &source.tcp {
+                    Some(tcp) => &tcp.ack_path,
+                    None => &source.path[..],
+                }
+            };
+            path.get(hop).map(|&l| l as usize)
         };
-        if hop < path.len() {
-            let next = path[hop] as usize;
+        if let Some(next) = next {
             self.arrive(next, packet);
         } else {
             self.deliver(packet, self.now);
@@ -2299,6 +2387,7 @@ fn run_replication_shortcuts(
         }
         engine.sink = u32::MAX;
         engine.slot_link = u32::MAX;
+        engine.ordered_propagations = false;
     }
     engine.run(&mut |_| true)?;
     engine.finish(replication, seeds)

@@ -1,8 +1,9 @@
 //! The engine's pending events, ordered by `(time, seq)`: the sources' next packets in a
-//! [`SourceClock`] (one slot per source, a tournament tree), everything else (transmission
-//! ends, propagation, decisions, bin ticks, window marks) in an [`EventQueue`] (a binary
-//! heap). The engine takes the smaller of the two minima, so events are handled in exactly
-//! the order one heap of all of them would give.
+//! [`SourceClock`] (one slot per source, a tournament tree), propagation events scheduled in
+//! increasing order in an [`EventFifo`] (a ring), everything else (transmission ends,
+//! propagation out of order, decisions, bin ticks, window marks) in an [`EventQueue`] (a
+//! binary heap). The engine takes the smallest of the minima, so events are handled in
+//! exactly the order one heap of all of them would give.
 //!
 //! `seq` is unique (the engine stamps a counter on every push), so no two events compare
 //! equal and the order is total and deterministic. The pair is stored as one `u128` key
@@ -143,6 +144,112 @@ impl EventQueue {
             hole = child;
         }
         heap[hole] = event;
+    }
+}
+
+/// Events in the order they were added (a ring buffer whose capacity is a power of two, so
+/// that a position wraps with a mask; it doubles when full). The engine keeps only events in
+/// increasing `(time, seq)` order here, so the front is the earliest. The keys of the front
+/// and the back are kept beside the buffer, so that the engine's loop, which compares the
+/// front's key with the other queues' on every event, reads one field.
+#[derive(Debug)]
+pub(crate) struct EventFifo {
+    /// The first event's key ([`NEVER`] when empty).
+    front_key: u128,
+    /// The last event's key (0 when empty).
+    back_key: u128,
+    /// `buf.len()` is a power of two; the events are at `head`, `head + 1`, … (`& mask`).
+    buf: Vec<Event>,
+    head: usize,
+    len: usize,
+}
+
+impl EventFifo {
+    /// An empty queue with room for at least `capacity` events.
+    pub fn with_capacity(capacity: usize) -> EventFifo {
+        EventFifo {
+            front_key: NEVER,
+            back_key: 0,
+            buf: vec![Event::new(0, 0, 0); capacity.max(2).next_power_of_two()],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// The number of events.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The first event.
+    #[cfg(test)]
+    pub fn front(&self) -> Option<&Event> {
+        (self.len > 0).then(|| &self.buf[self.head & (self.buf.len() - 1)])
+    }
+
+    /// The last event.
+    #[cfg(test)]
+    pub fn back(&self) -> Option<&Event> {
+        (self.len > 0).then(|| &self.buf[(self.head + self.len - 1) & (self.buf.len() - 1)])
+    }
+
+    /// The first event's key, [`NEVER`] when empty.
+    #[inline(always)]
+    pub fn front_key(&self) -> u128 {
+        self.front_key
+    }
+
+    /// The last event's key, 0 when empty.
+    #[inline(always)]
+    pub fn back_key(&self) -> u128 {
+        self.back_key
+    }
+
+    /// Adds `event` at the back.
+    #[inline(always)]
+    pub fn push_back(&mut self, event: Event) {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        let mask = self.buf.len() - 1;
+        self.buf[(self.head + self.len) & mask] = event;
+        if self.len == 0 {
+            self.front_key = event.key;
+        }
+        self.back_key = event.key;
+        self.len += 1;
+    }
+
+    /// Removes and returns the first event.
+    #[inline(always)]
+    pub fn pop_front(&mut self) -> Option<Event> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.buf.len() - 1;
+        let event = self.buf[self.head & mask];
+        self.head = (self.head + 1) & mask;
+        self.len -= 1;
+        if self.len == 0 {
+            self.front_key = NEVER;
+            self.back_key = 0;
+        } else {
+            self.front_key = self.buf[self.head].key;
+        }
+        Some(event)
+    }
+
+    /// Doubles the capacity, the events in order from position 0.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let mask = self.buf.len() - 1;
+        let mut buf = Vec::with_capacity(2 * self.buf.len());
+        buf.extend((0..self.len).map(|i| self.buf[(self.head + i) & mask]));
+        buf.resize(2 * self.buf.len(), Event::new(0, 0, 0));
+        self.buf = buf;
+        self.head = 0;
     }
 }
 
@@ -303,6 +410,30 @@ mod tests {
                         prop_assert_eq!(SourceClock::time_of(key), t);
                     }
                 }
+            }
+        }
+    }
+
+    proptest! {
+        /// The FIFO gives back its events in the order they were added, whatever the
+        /// interleaving of pushes and pops (and its growth), as `VecDeque` does.
+        #[test]
+        fn fifo_keeps_the_order_of_its_events(ops in prop::collection::vec(any::<bool>(), 1..400)) {
+            let mut fifo = EventFifo::with_capacity(1);
+            let mut model = std::collections::VecDeque::new();
+            for (seq, push) in ops.into_iter().enumerate() {
+                if push {
+                    let event = Event::new(seq as u64 / 3, seq as u64, seq as u32);
+                    fifo.push_back(event);
+                    model.push_back(event);
+                } else {
+                    prop_assert_eq!(fifo.pop_front(), model.pop_front());
+                }
+                prop_assert_eq!(fifo.len(), model.len());
+                prop_assert_eq!(fifo.front(), model.front());
+                prop_assert_eq!(fifo.back(), model.back());
+                prop_assert_eq!(fifo.front_key(), model.front().map_or(NEVER, |e| e.key));
+                prop_assert_eq!(fifo.back_key(), model.back().map_or(0, |e| e.key));
             }
         }
     }
