@@ -30,8 +30,11 @@ lint: setup
 	ruff check python tests
 	ruff format --check python tests
 
+# The core's tests run a second time in a debug build: its debug assertions guard the
+# invariants of the few unchecked look-ups on the per-packet path.
 test-rust:
 	cargo test --workspace --release
+	cargo test -p schedlab-core
 
 test-python: build
 	pytest -q

@@ -920,8 +920,9 @@ impl LazyVirtualTimeHeap {
     pub fn forget(&mut self, live: impl Fn(&Entry<VirtualTime>) -> bool) {
         self.stale += 1;
         if 2 * self.stale > self.heap.len() {
+            let live_entries = self.live_len();
             self.heap.retain(live);
-            debug_assert_eq!(self.heap.len(), self.live_len());
+            debug_assert_eq!(self.heap.len(), live_entries, "`live` and the stale count disagree");
             self.stale = 0;
         }
     }
