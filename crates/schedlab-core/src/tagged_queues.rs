@@ -233,6 +233,9 @@ pub struct TaggedQueues<S, H = VirtualTimeHeap> {
     next_seq: u64,
     /// Push-outs of the last admission (capacity kept, so no allocation in steady state).
     pushed_out: Vec<(FlowId, VirtualTime)>,
+    /// Whether the packet of the last admission, if queued, is its flow's only one (read by
+    /// the [`TaggedQueues::push_tag_with`] that follows it).
+    admitted_head: bool,
 }
 
 impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
@@ -252,6 +255,7 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
             heads,
             next_seq: 0,
             pushed_out: Vec::new(),
+            admitted_head: false,
         }
     }
 
@@ -326,11 +330,12 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         self.pushed_out.clear();
         let first_new_drop = drops.len();
         let slots = &self.slots;
-        let admission = self.queues.admit(
+        let (admission, is_head) = self.queues.admit_noting_head(
             packet,
             |f| slots.get(f as usize).map_or(1, |slot| weight(&slot.state)),
             drops,
         );
+        self.admitted_head = is_head;
         if drops.len() > first_new_drop {
             for dropped in &drops[first_new_drop..] {
                 if dropped.reason == DropReason::PushedOut {
@@ -380,9 +385,10 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         let slot = Self::slot_mut(&mut self.slots, flow);
         let tag = tag(&mut slot.state);
         let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
-        // The packet is queued already: it is the head iff it is the flow's only packet (the
-        // counters' line, which admission just wrote, instead of the order's entry).
-        let is_head = self.queues.len(flow) == 1;
+        // The packet is queued already: it is the head iff it is the flow's only packet, which
+        // admission noted (instead of reading the counters or the order's entry again).
+        let is_head = self.admitted_head;
+        debug_assert_eq!(is_head, self.queues.len(flow) == 1);
         debug_assert_eq!(is_head, !self.heads.contains(flow));
         if is_head {
             slot.head_finish_offset = finish_offset;
