@@ -328,6 +328,22 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         drops: &mut Vec<Dropped>,
     ) -> Admission {
         self.pushed_out.clear();
+        self.admit_restoring(packet, weight, |_, _| {}, drops)
+    }
+
+    /// [`TaggedQueues::admit`] for a discipline whose roll-back of a push-out touches only the
+    /// flow's state: `restore(state, previous_finish)` is called for each flow listed in
+    /// [`TaggedQueues::pushed_out`], right after the admission. On the usual path (nothing
+    /// pushed out) neither the list nor the callback is touched, so the list is then the one
+    /// of the last admission that pushed something out.
+    #[inline(always)]
+    pub fn admit_restoring(
+        &mut self,
+        packet: Packet,
+        weight: impl Fn(&S) -> u64,
+        mut restore: impl FnMut(&mut S, VirtualTime),
+        drops: &mut Vec<Dropped>,
+    ) -> Admission {
         let first_new_drop = drops.len();
         let slots = &self.slots;
         let (admission, is_head) = self.queues.admit_noting_head(
@@ -337,27 +353,39 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         );
         self.admitted_head = is_head;
         if drops.len() > first_new_drop {
-            for dropped in &drops[first_new_drop..] {
-                if dropped.reason == DropReason::PushedOut {
-                    let flow = dropped.packet.flow;
-                    let slot = &mut self.slots[flow as usize];
-                    let previous_finish = if self.pool.pop_back(&mut slot.tags).is_none() {
-                        // The head itself went.
-                        self.heads.remove(flow);
-                        slot.last_sent_finish
-                    } else if let Some(tail) = self.pool.back(&slot.tags) {
-                        tail.tag().finish
-                    } else {
-                        // Only the head is left.
-                        self.heads.set_aux(flow, slot.tags.head_node());
-                        let head = self.heads.get(flow).expect("a flow with packets has a head").key;
-                        tag_of(head, slot.head_finish_offset).finish
-                    };
-                    self.pushed_out.push((flow, previous_finish));
-                }
+            self.roll_back_push_outs(&drops[first_new_drop..]);
+            for &(flow, previous_finish) in &self.pushed_out {
+                restore(&mut self.slots[flow as usize].state, previous_finish);
             }
         }
         admission
+    }
+
+    /// Takes the tags of the packets pushed out among `drops` and lists each such flow in
+    /// `pushed_out` (cleared first) with its finish tag before that packet arrived.
+    #[cold]
+    #[inline(never)]
+    fn roll_back_push_outs(&mut self, drops: &[Dropped]) {
+        self.pushed_out.clear();
+        for dropped in drops {
+            if dropped.reason == DropReason::PushedOut {
+                let flow = dropped.packet.flow;
+                let slot = &mut self.slots[flow as usize];
+                let previous_finish = if self.pool.pop_back(&mut slot.tags).is_none() {
+                    // The head itself went.
+                    self.heads.remove(flow);
+                    slot.last_sent_finish
+                } else if let Some(tail) = self.pool.back(&slot.tags) {
+                    tail.tag().finish
+                } else {
+                    // Only the head is left.
+                    self.heads.set_aux(flow, slot.tags.head_node());
+                    let head = self.heads.get(flow).expect("a flow with packets has a head").key;
+                    tag_of(head, slot.head_finish_offset).finish
+                };
+                self.pushed_out.push((flow, previous_finish));
+            }
+        }
     }
 
     /// The flows whose tail the last [`TaggedQueues::admit`] pushed out, in push-out order,
