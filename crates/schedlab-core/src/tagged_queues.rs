@@ -638,6 +638,45 @@ mod tests {
     }
 
     #[test]
+    fn admit_restoring_hands_each_push_out_to_its_flow_state() {
+        let limit = BufferLimit {
+            packets: Some(4),
+            policy: DropPolicy::LongestQueueDrop,
+            ..BufferLimit::UNLIMITED
+        };
+        let mut q = Weighted::new(limit);
+        let mut drops = Vec::new();
+        push(&mut q, 0, 0, 10, &mut drops);
+        push(&mut q, 1, 0, 20, &mut drops);
+        push(&mut q, 2, 1, 5, &mut drops);
+        let mut restored = Vec::new();
+        // Room left: queued, the callback is not called, and the arrival is its flow's head.
+        let admitted = q.admit_restoring(
+            Packet::new(3, 2, 100, 0),
+            |w| *w,
+            |w, f| restored.push((*w, f)),
+            &mut drops,
+        );
+        assert_eq!(admitted, Admission::Queued);
+        assert!(restored.is_empty());
+        q.push_tag(2, tag(7));
+        // Full: flow 0 (two packets, weight 1) loses its tail (finish 20); its state is handed
+        // over with the finish tag of its new tail (10).
+        *q.state_mut(3) = 1;
+        let admitted = q.admit_restoring(
+            Packet::new(4, 3, 100, 0),
+            |w| *w,
+            |w, f| restored.push((*w, f)),
+            &mut drops,
+        );
+        assert_eq!(admitted, Admission::Queued);
+        assert_eq!(restored, vec![(1, VirtualTime::from_integer(10))]);
+        q.push_tag(3, tag(8));
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop_min().map(|(p, _)| p.id)).collect();
+        assert_eq!(order, vec![2, 3, 4, 0]);
+    }
+
+    #[test]
     fn a_pushed_out_head_leaves_the_heap() {
         let limit = BufferLimit {
             packets: Some(2),
