@@ -36,6 +36,16 @@ fn add_backlog(backlog: &mut Backlog, size: u64) {
     backlog.bytes += size;
 }
 
+/// Raises the peak `peak` to `value` if `value` is above it. A branch, not a `max`: in a
+/// steady state the peak stays, so the usual path is a load, a compare and a not-taken jump,
+/// without the store (one instruction and one store fewer per peak).
+#[inline(always)]
+fn raise_peak(peak: &mut u64, value: u64) {
+    if value > *peak {
+        *peak = value;
+    }
+}
+
 impl DropReason {
     /// Number of reasons (the length of every per-reason counter array).
     pub const COUNT: usize = 8;
@@ -196,11 +206,11 @@ impl Counters {
         let size = packet.size as u64;
         let flow = self.flow_mut(packet.flow);
         add_backlog(&mut flow.backlog, size);
-        flow.peak_backlog_packets = flow.peak_backlog_packets.max(flow.backlog.packets);
-        flow.peak_backlog_bytes = flow.peak_backlog_bytes.max(flow.backlog.bytes);
+        raise_peak(&mut flow.peak_backlog_packets, flow.backlog.packets);
+        raise_peak(&mut flow.peak_backlog_bytes, flow.backlog.bytes);
         add_backlog(&mut self.total, size);
-        self.peak_total.packets = self.peak_total.packets.max(self.total.packets);
-        self.peak_total.bytes = self.peak_total.bytes.max(self.total.bytes);
+        raise_peak(&mut self.peak_total.packets, self.total.packets);
+        raise_peak(&mut self.peak_total.bytes, self.total.bytes);
     }
 
     /// Records an arrival that is queued at once: [`Counters::record_arrival`] followed by
@@ -211,14 +221,14 @@ impl Counters {
         // The totals first: the admission test just read them, and no store through the
         // flows' table (which the compiler cannot tell apart from them) comes between.
         add_backlog(&mut self.total, size);
-        self.peak_total.packets = self.peak_total.packets.max(self.total.packets);
-        self.peak_total.bytes = self.peak_total.bytes.max(self.total.bytes);
+        raise_peak(&mut self.peak_total.packets, self.total.packets);
+        raise_peak(&mut self.peak_total.bytes, self.total.bytes);
         let flow = self.flow_mut(packet.flow);
         flow.enqueued_packets += 1;
         flow.enqueued_bytes += size;
         add_backlog(&mut flow.backlog, size);
-        flow.peak_backlog_packets = flow.peak_backlog_packets.max(flow.backlog.packets);
-        flow.peak_backlog_bytes = flow.peak_backlog_bytes.max(flow.backlog.bytes);
+        raise_peak(&mut flow.peak_backlog_packets, flow.backlog.packets);
+        raise_peak(&mut flow.peak_backlog_bytes, flow.backlog.bytes);
     }
 
     /// Removes a queued packet from its flow's backlog and the total; returns its flow's

@@ -173,7 +173,8 @@ impl<V> NodePool<V> {
     }
 
     /// Links a node at the tail of `ends`: the free list's first node, its value set by
-    /// `reuse`, or else a new node of value `new()`.
+    /// `reuse`, or else a new node of value `new()`. Returns whether the list was empty (the
+    /// node is its head).
     ///
     /// # Safety
     /// With `OWN`, `ends` must be a list of this pool (see [`NodePool::node_at`]).
@@ -183,7 +184,7 @@ impl<V> NodePool<V> {
         ends: &mut ListEnds,
         reuse: impl FnOnce(&mut V),
         new: impl FnOnce() -> V,
-    ) {
+    ) -> bool {
         let (next, prev) = (NIL, ends.tail);
         let index = if self.free == NIL {
             let index = self.nodes.len() as u32;
@@ -206,13 +207,15 @@ impl<V> NodePool<V> {
             (node.next, node.prev) = (next, prev);
             index
         };
-        if ends.tail == NIL {
+        let was_empty = ends.tail == NIL;
+        if was_empty {
             ends.head = index;
         } else {
             // SAFETY: with `OWN` the tail is a node of this pool (the contract), else checked.
             unsafe { self.node_at::<OWN>(ends.tail) }.next = index;
         }
         ends.tail = index;
+        was_empty
     }
 
     /// Takes from the head node of `ends` (`None` if the list is empty): `take` returns what
@@ -341,7 +344,8 @@ impl<T: Copy> PooledLists<T> {
     }
 
     /// [`PooledLists::push_back`] without bounds checks on the list's nodes (an owner's per-packet
-    /// path: −3 instructions per node reached through `ends`).
+    /// path: −3 instructions per node reached through `ends`). Returns whether the list was
+    /// empty (`value` is now its only value).
     ///
     /// # Safety
     /// `ends` must be a list of this pool: made by `ListEnds::default()` and changed only by
@@ -349,9 +353,9 @@ impl<T: Copy> PooledLists<T> {
     /// owner that keeps its pool and its lists' ends private, and never passes them to another
     /// pool, can vouch for that.
     #[inline(always)]
-    pub unsafe fn push_back_own(&mut self, ends: &mut ListEnds, value: T) {
+    pub unsafe fn push_back_own(&mut self, ends: &mut ListEnds, value: T) -> bool {
         // SAFETY: the caller's contract is `OWN`'s.
-        unsafe { self.pool.push_back::<true>(ends, |slot| *slot = value, || value) };
+        unsafe { self.pool.push_back::<true>(ends, |slot| *slot = value, || value) }
     }
 
     /// [`PooledLists::pop_front`] without bounds checks on the list's nodes.

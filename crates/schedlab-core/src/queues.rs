@@ -157,11 +157,12 @@ impl FlowQueues {
         backlog.packets < self.max_packets && backlog.bytes + size <= self.max_bytes
     }
 
-    /// Links `packet` at the tail of `flow` (whose slot exists).
+    /// Links `packet` at the tail of `flow` (whose slot exists); returns whether the queue was
+    /// empty.
     #[inline(always)]
-    fn push_back(&mut self, flow: FlowId, packet: Packet) {
+    fn push_back(&mut self, flow: FlowId, packet: Packet) -> bool {
         // SAFETY: `ends` holds lists of `pool` only (see the field).
-        unsafe { self.pool.push_back_own(&mut self.ends[flow as usize], packet) };
+        unsafe { self.pool.push_back_own(&mut self.ends[flow as usize], packet) }
     }
 
     /// Unlinks and returns the head packet of `flow`, with whether the queue is now empty.
@@ -191,21 +192,37 @@ impl FlowQueues {
         weight: impl Fn(FlowId) -> u64,
         drops: &mut Vec<Dropped>,
     ) -> Admission {
+        self.admit_noting_head(packet, weight, drops).0
+    }
+
+    /// [`FlowQueues::admit`], with whether the packet, if queued, is its flow's only one (the
+    /// head of its queue): known on the usual path from the list it joined, without reading
+    /// the counters again.
+    #[inline(always)]
+    pub fn admit_noting_head(
+        &mut self,
+        packet: Packet,
+        weight: impl Fn(FlowId) -> u64,
+        drops: &mut Vec<Dropped>,
+    ) -> (Admission, bool) {
         if packet.flow <= MAX_FLOW_ID && self.fits(packet.size as u64) {
             // The common case: a valid packet that fits.
             self.counters.record_arrival_queued(&packet);
             let index = packet.flow as usize;
-            if let Some(ends) = self.ends.get_mut(index) {
+            let is_head = if let Some(ends) = self.ends.get_mut(index) {
                 // One bounds check, not a growth check and then an indexing check.
                 // SAFETY: `ends` holds lists of `pool` only (see the field).
-                unsafe { self.pool.push_back_own(ends, packet) };
+                unsafe { self.pool.push_back_own(ends, packet) }
             } else {
                 self.grow(index);
-                self.push_back(packet.flow, packet);
-            }
-            return Admission::Queued;
+                self.push_back(packet.flow, packet)
+            };
+            debug_assert_eq!(is_head, self.len(packet.flow) == 1);
+            return (Admission::Queued, is_head);
         }
-        self.admit_slow(packet, weight, drops)
+        let admission = self.admit_slow(packet, weight, drops);
+        let is_head = admission == Admission::Queued && self.len(packet.flow) == 1;
+        (admission, is_head)
     }
 
     /// [`FlowQueues::admit`] for an invalid packet or a full buffer.

@@ -241,6 +241,9 @@ pub struct TaggedQueues<S, H = VirtualTimeHeap> {
     next_seq: u64,
     /// Push-outs of the last admission (capacity kept, so no allocation in steady state).
     pushed_out: Vec<(FlowId, VirtualTime)>,
+    /// Whether the packet of the last admission, if queued, is its flow's only one (read by
+    /// the [`TaggedQueues::push_tag_with`] that follows it).
+    admitted_head: bool,
 }
 
 impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
@@ -260,6 +263,7 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
             heads,
             next_seq: 0,
             pushed_out: Vec::new(),
+            admitted_head: false,
         }
     }
 
@@ -338,35 +342,64 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         drops: &mut Vec<Dropped>,
     ) -> Admission {
         self.pushed_out.clear();
+        self.admit_restoring(packet, weight, |_, _| {}, drops)
+    }
+
+    /// [`TaggedQueues::admit`] for a discipline whose roll-back of a push-out touches only the
+    /// flow's state: `restore(state, previous_finish)` is called for each flow listed in
+    /// [`TaggedQueues::pushed_out`], right after the admission. On the usual path (nothing
+    /// pushed out) neither the list nor the callback is touched, so the list is then the one
+    /// of the last admission that pushed something out.
+    #[inline(always)]
+    pub fn admit_restoring(
+        &mut self,
+        packet: Packet,
+        weight: impl Fn(&S) -> u64,
+        mut restore: impl FnMut(&mut S, VirtualTime),
+        drops: &mut Vec<Dropped>,
+    ) -> Admission {
         let first_new_drop = drops.len();
         let slots = &self.slots;
-        let admission = self.queues.admit(
+        let (admission, is_head) = self.queues.admit_noting_head(
             packet,
             |f| slots.get(f as usize).map_or(1, |slot| weight(&slot.state)),
             drops,
         );
+        self.admitted_head = is_head;
         if drops.len() > first_new_drop {
-            for dropped in &drops[first_new_drop..] {
-                if dropped.reason == DropReason::PushedOut {
-                    let flow = dropped.packet.flow;
-                    let slot = &mut self.slots[flow as usize];
-                    let previous_finish = if self.pool.pop_back(&mut slot.tags).is_none() {
-                        // The head itself went.
-                        self.heads.remove(flow);
-                        slot.last_sent_finish
-                    } else if let Some(tail) = self.pool.back(&slot.tags) {
-                        tail.tag().finish
-                    } else {
-                        // Only the head is left.
-                        self.heads.set_aux(flow, slot.tags.head_node());
-                        let head = self.heads.get(flow).expect("a flow with packets has a head").key;
-                        tag_of(head, slot.head_finish_offset).finish
-                    };
-                    self.pushed_out.push((flow, previous_finish));
-                }
+            self.roll_back_push_outs(&drops[first_new_drop..]);
+            for &(flow, previous_finish) in &self.pushed_out {
+                restore(&mut self.slots[flow as usize].state, previous_finish);
             }
         }
         admission
+    }
+
+    /// Takes the tags of the packets pushed out among `drops` and lists each such flow in
+    /// `pushed_out` (cleared first) with its finish tag before that packet arrived.
+    #[cold]
+    #[inline(never)]
+    fn roll_back_push_outs(&mut self, drops: &[Dropped]) {
+        self.pushed_out.clear();
+        for dropped in drops {
+            if dropped.reason == DropReason::PushedOut {
+                let flow = dropped.packet.flow;
+                let slot = &mut self.slots[flow as usize];
+                let previous_finish = if self.pool.pop_back(&mut slot.tags).is_none() {
+                    // The head itself went.
+                    self.heads.remove(flow);
+                    slot.last_sent_finish
+                } else if let Some(tail) = self.pool.back(&slot.tags) {
+                    tail.tag().finish
+                } else {
+                    // Only the head is left.
+                    self.heads.set_aux(flow, slot.tags.head_node());
+                    let head = self.heads.get(flow).expect("a flow with packets has a head").key;
+                    tag_of(head, slot.head_finish_offset).finish
+                };
+                self.pushed_out.push((flow, previous_finish));
+            }
+        }
     }
 
     /// The flows whose tail the last [`TaggedQueues::admit`] pushed out, in push-out order,
@@ -394,9 +427,10 @@ impl<S: Default + Clone, H: HeadOrder> TaggedQueues<S, H> {
         let slot = Self::slot_mut(&mut self.slots, flow);
         let tag = tag(&mut slot.state);
         let finish_offset = u64::try_from(tag.finish.raw().saturating_sub(tag.key.raw())).unwrap_or(u64::MAX);
-        // The packet is queued already: it is the head iff it is the flow's only packet (the
-        // counters' line, which admission just wrote, instead of the order's entry).
-        let is_head = self.queues.len(flow) == 1;
+        // The packet is queued already: it is the head iff it is the flow's only packet, which
+        // admission noted (instead of reading the counters or the order's entry again).
+        let is_head = self.admitted_head;
+        debug_assert_eq!(is_head, self.queues.len(flow) == 1);
         debug_assert_eq!(is_head, !self.heads.contains(flow));
         if is_head {
             slot.head_finish_offset = finish_offset;
@@ -615,6 +649,45 @@ mod tests {
         q.push_tag(2, tag(1));
         let order: Vec<u64> = std::iter::from_fn(|| q.pop_min().map(|(p, _)| p.id)).collect();
         assert_eq!(order, vec![5, 0, 3]);
+    }
+
+    #[test]
+    fn admit_restoring_hands_each_push_out_to_its_flow_state() {
+        let limit = BufferLimit {
+            packets: Some(4),
+            policy: DropPolicy::LongestQueueDrop,
+            ..BufferLimit::UNLIMITED
+        };
+        let mut q = Weighted::new(limit);
+        let mut drops = Vec::new();
+        push(&mut q, 0, 0, 10, &mut drops);
+        push(&mut q, 1, 0, 20, &mut drops);
+        push(&mut q, 2, 1, 5, &mut drops);
+        let mut restored = Vec::new();
+        // Room left: queued, the callback is not called, and the arrival is its flow's head.
+        let admitted = q.admit_restoring(
+            Packet::new(3, 2, 100, 0),
+            |w| *w,
+            |w, f| restored.push((*w, f)),
+            &mut drops,
+        );
+        assert_eq!(admitted, Admission::Queued);
+        assert!(restored.is_empty());
+        q.push_tag(2, tag(7));
+        // Full: flow 0 (two packets, weight 1) loses its tail (finish 20); its state is handed
+        // over with the finish tag of its new tail (10).
+        *q.state_mut(3) = 1;
+        let admitted = q.admit_restoring(
+            Packet::new(4, 3, 100, 0),
+            |w| *w,
+            |w, f| restored.push((*w, f)),
+            &mut drops,
+        );
+        assert_eq!(admitted, Admission::Queued);
+        assert_eq!(restored, vec![(1, VirtualTime::from_integer(10))]);
+        q.push_tag(3, tag(8));
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop_min().map(|(p, _)| p.id)).collect();
+        assert_eq!(order, vec![2, 3, 4, 0]);
     }
 
     #[test]

@@ -135,12 +135,13 @@ impl Scheduler for Scfq {
         if flow <= MAX_FLOW_ID {
             self.ensure_flow(flow);
         }
-        let admission = self.queues.admit(packet, |state| state.weight as u64, drops);
-        // A flow that lost its tail takes back the finish tag it had before that arrival.
-        for index in 0..self.queues.pushed_out().len() {
-            let (f, previous_finish) = self.queues.pushed_out()[index];
-            self.queues.state_mut(f).last_finish = previous_finish;
-        }
+        let admission = self.queues.admit_restoring(
+            packet,
+            |state| state.weight as u64,
+            // A flow that lost its tail takes back the finish tag it had before that arrival.
+            |state, previous_finish| state.last_finish = previous_finish,
+            drops,
+        );
         if admission == Admission::Queued {
             let virtual_time = self.virtual_time;
             self.queues.push_tag_with(flow, |state| {

@@ -156,11 +156,12 @@ impl Scheduler for Stfq {
         if flow <= MAX_FLOW_ID {
             self.ensure_flow(flow);
         }
-        let admission = self.queues.admit(packet, |state| state.weight as u64, drops);
-        for index in 0..self.queues.pushed_out().len() {
-            let (f, previous_finish) = self.queues.pushed_out()[index];
-            self.queues.state_mut(f).last_finish = previous_finish;
-        }
+        let admission = self.queues.admit_restoring(
+            packet,
+            |state| state.weight as u64,
+            |state, previous_finish| state.last_finish = previous_finish,
+            drops,
+        );
         if admission == Admission::Queued {
             let virtual_time = self.virtual_time;
             self.queues.push_tag_with(flow, |state| {

@@ -252,16 +252,16 @@ impl Scheduler for VirtualClock {
         if flow <= MAX_FLOW_ID {
             self.ensure_flow(flow);
         }
-        let admission = self
-            .queues
-            .admit(packet, |state| state.rate.map_or(1, Rate::bits_per_second), drops);
-        for index in 0..self.queues.pushed_out().len() {
-            let (f, previous_stamp) = self.queues.pushed_out()[index];
-            let state = self.queues.state_mut(f);
-            if state.rate.is_some() {
-                state.aux_virtual_clock = previous_stamp;
-            }
-        }
+        let admission = self.queues.admit_restoring(
+            packet,
+            |state| state.rate.map_or(1, Rate::bits_per_second),
+            |state, previous_stamp| {
+                if state.rate.is_some() {
+                    state.aux_virtual_clock = previous_stamp;
+                }
+            },
+            drops,
+        );
         if admission == Admission::Queued {
             self.queues.push_tag_with(flow, |state| {
                 let rate = state.rate.expect("state created above");
