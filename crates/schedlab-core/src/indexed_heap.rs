@@ -922,7 +922,11 @@ impl LazyVirtualTimeHeap {
         if 2 * self.stale > self.heap.len() {
             let live_entries = self.live_len();
             self.heap.retain(live);
-            debug_assert_eq!(self.heap.len(), live_entries, "`live` and the stale count disagree");
+            debug_assert_eq!(
+                self.heap.len(),
+                live_entries,
+                "`live` and the stale count disagree"
+            );
             self.stale = 0;
         }
     }
