@@ -578,6 +578,15 @@ mod tests {
     /// Queues whose per-flow state is the flow's weight (1 unless set).
     type Weighted = TaggedQueues<u64>;
 
+    /// Queues that hold at most `packets` packets and push out the longest weighted queue's tail.
+    fn longest_queue_drop(packets: u64) -> Weighted {
+        Weighted::new(BufferLimit {
+            packets: Some(packets),
+            policy: DropPolicy::LongestQueueDrop,
+            ..BufferLimit::UNLIMITED
+        })
+    }
+
     fn push(q: &mut Weighted, id: u64, flow: FlowId, key: u64, drops: &mut Vec<Dropped>) {
         if *q.state_mut(flow) == 0 {
             *q.state_mut(flow) = 1;
@@ -620,12 +629,7 @@ mod tests {
 
     #[test]
     fn push_out_reports_the_previous_finish_and_leaves_no_stale_head() {
-        let limit = BufferLimit {
-            packets: Some(3),
-            policy: DropPolicy::LongestQueueDrop,
-            ..BufferLimit::UNLIMITED
-        };
-        let mut q = Weighted::new(limit);
+        let mut q = longest_queue_drop(3);
         let mut drops = Vec::new();
         push(&mut q, 0, 0, 10, &mut drops);
         push(&mut q, 1, 0, 20, &mut drops);
@@ -653,12 +657,7 @@ mod tests {
 
     #[test]
     fn admit_restoring_hands_each_push_out_to_its_flow_state() {
-        let limit = BufferLimit {
-            packets: Some(4),
-            policy: DropPolicy::LongestQueueDrop,
-            ..BufferLimit::UNLIMITED
-        };
-        let mut q = Weighted::new(limit);
+        let mut q = longest_queue_drop(4);
         let mut drops = Vec::new();
         push(&mut q, 0, 0, 10, &mut drops);
         push(&mut q, 1, 0, 20, &mut drops);
@@ -692,12 +691,7 @@ mod tests {
 
     #[test]
     fn a_pushed_out_head_leaves_the_heap() {
-        let limit = BufferLimit {
-            packets: Some(2),
-            policy: DropPolicy::LongestQueueDrop,
-            ..BufferLimit::UNLIMITED
-        };
-        let mut q = Weighted::new(limit);
+        let mut q = longest_queue_drop(2);
         let mut drops = Vec::new();
         push(&mut q, 0, 0, 1, &mut drops);
         push(&mut q, 1, 1, 50, &mut drops);
