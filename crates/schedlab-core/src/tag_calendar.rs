@@ -68,6 +68,11 @@ pub const BUCKET_ARRAY_BYTES: usize = std::mem::size_of::<Buckets>();
 pub const NODE_BYTES: usize = std::mem::size_of::<Node>();
 /// The end of a list, and the bucket of an id that is not in the calendar.
 const NIL: u32 = u32::MAX;
+/// The registry ids of the disciplines whose scheduler orders its head-of-line tags in one
+/// `TagCalendar` (`TaggedQueues<_, TagCalendar>`), for estimates of their memory
+/// (`schedlab_sim::memory`). A discipline that starts or stops using a calendar changes this
+/// list.
+pub const DISCIPLINES: [&str; 4] = ["scfq", "stfq", "virtual_clock", "wfq"];
 
 /// One id's entry and links, one cache line (40 bytes unaligned would put half of the nodes
 /// across two lines).
@@ -783,8 +788,17 @@ mod tests {
         assert!(calendar.is_empty());
     }
 
-    /// A push that would pass more than [`BUCKET_WALK_LIMIT`] entries of its bucket goes to
-    /// the heap, and the pops still come out in order.
+    #[test]
+    fn the_calendar_users_are_registered_disciplines() {
+        for id in DISCIPLINES {
+            assert!(
+                crate::registry::discipline_info(id).is_some(),
+                "{id} is not registered"
+            );
+        }
+    }
+
+    /// The bucket array is allocated on the first push, not before, and has its fixed size.
     #[test]
     fn the_bucket_array_is_allocated_on_the_first_push() {
         let mut calendar = TagCalendar::new();
@@ -799,6 +813,8 @@ mod tests {
         );
     }
 
+    /// A push that would pass more than [`BUCKET_WALK_LIMIT`] entries of its bucket goes to
+    /// the heap, and the pops still come out in order.
     #[test]
     fn a_crowded_bucket_sends_pushes_to_the_heap() {
         let mut calendar = TagCalendar::new();

@@ -15,7 +15,7 @@
 //! | each flow's time series | [`BIN_BYTES`] per flow, bin and replication |
 //! | each link's time series | [`LINK_BIN_BYTES`] per link, bin and replication |
 //! | reading the summary back (terminal table, report) | [`FLOW_READ_BYTES`] per flow |
-//! | each tag calendar of an SCFQ, STFQ or Virtual Clock scheduler ([`TAG_CALENDAR_KINDS`], at a link or a hierarchy node; one replication's schedulers at a time) | [`BUCKET_ARRAY_BYTES`] plus [`NODE_BYTES`] per flow (per class at a node with classes) |
+//! | each tag calendar of a WFQ, SCFQ, STFQ or Virtual Clock scheduler ([`TAG_CALENDAR_KINDS`], at a link or a hierarchy node; one replication's schedulers at a time) | [`BUCKET_ARRAY_BYTES`] plus [`NODE_BYTES`] per flow (per class at a node with classes) |
 //!
 //! `summary.json` and the CSV tables are written a row at a time and cost nothing per flow.
 //! Not estimated: packets waiting in queues (bounded by the links' buffers; a link without a
@@ -42,8 +42,8 @@ pub const FLOW_READ_BYTES: u64 = 300;
 
 /// The disciplines whose scheduler orders its heads in a
 /// [`schedlab_core::tag_calendar::TagCalendar`] (its bucket array, [`BUCKET_ARRAY_BYTES`], is
-/// allocated on the scheduler's first packet).
-pub const TAG_CALENDAR_KINDS: [&str; 3] = ["scfq", "stfq", "virtual_clock"];
+/// allocated on the scheduler's first packet): the core's list.
+pub const TAG_CALENDAR_KINDS: [&str; 4] = schedlab_core::tag_calendar::DISCIPLINES;
 
 /// Bytes of the tag calendars of the scheduler table `table` (a link's `scheduler`, or a
 /// class of a hierarchy node), whose flows are `flows` ids: each calendar's bucket array and
