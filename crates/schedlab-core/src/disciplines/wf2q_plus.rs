@@ -302,14 +302,7 @@ impl Wf2qPlus {
     /// [`Wf2qPlus::drain_lingering`] once some flow (or a stale entry) is in `lingering`.
     #[inline(never)]
     fn drain_lingering_entries(&mut self) {
-        loop {
-            let flows = &self.flows;
-            let Some(top) = self
-                .lingering
-                .peek_live(|entry| is_live(flows, Place::Lingering, entry))
-            else {
-                break;
-            };
+        while let Some(top) = live_top(&mut self.lingering, &self.flows, Place::Lingering) {
             if top.key > self.virtual_time {
                 break;
             }
@@ -323,35 +316,17 @@ impl Wf2qPlus {
     /// V = max(V, min S) when nothing is eligible; moves the flows V has reached to
     /// `eligible`; returns the eligible flow with the least (F, sequence).
     fn select(&mut self) -> Option<FlowId> {
-        let flows = &self.flows;
-        if self
-            .eligible
-            .peek_live(|entry| is_live(flows, Place::Eligible, entry))
-            .is_none()
-        {
-            let least_start = self
-                .ineligible
-                .peek_live(|entry| is_live(flows, Place::Ineligible, entry))?
-                .key;
+        if live_top(&mut self.eligible, &self.flows, Place::Eligible).is_none() {
+            let least_start = live_top(&mut self.ineligible, &self.flows, Place::Ineligible)?.key;
             self.virtual_time = self.virtual_time.max(least_start);
         }
-        loop {
-            let flows = &self.flows;
-            let Some(top) = self
-                .ineligible
-                .peek_live(|entry| is_live(flows, Place::Ineligible, entry))
-            else {
-                break;
-            };
+        while let Some(top) = live_top(&mut self.ineligible, &self.flows, Place::Ineligible) {
             if top.key > self.virtual_time {
                 break;
             }
             self.promote(top);
         }
-        let flows = &self.flows;
-        self.eligible
-            .peek_live(|entry| is_live(flows, Place::Eligible, entry))
-            .map(|top| top.id)
+        live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id)
     }
 
     /// `top`, the least (live) entry of `ineligible`, has been reached by V (its key is the
@@ -378,6 +353,17 @@ impl Wf2qPlus {
         self.retire(flow);
         self.forget(previous);
     }
+}
+
+/// The least live entry of `heap`, the heap of the flows at `place` (its stale entries above it
+/// popped on the way: see [`LazyVirtualTimeHeap::peek_live`]).
+#[inline(always)]
+fn live_top(
+    heap: &mut LazyVirtualTimeHeap,
+    flows: &[Wf2qPlusFlow],
+    place: Place,
+) -> Option<Entry<VirtualTime>> {
+    heap.peek_live(|entry| is_live(flows, place, entry))
 }
 
 /// Whether `entry`, in the heap of flows at `place`, is its flow's live entry.
@@ -506,10 +492,7 @@ impl Scheduler for Wf2qPlus {
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
-                let flows = &self.flows;
-                let top = self
-                    .ineligible
-                    .peek_live(|entry| is_live(flows, Place::Ineligible, entry));
+                let top = live_top(&mut self.ineligible, &self.flows, Place::Ineligible);
                 let start = self.flows[flow as usize].start;
                 match top {
                     Some(top) if start > self.virtual_time && top.key <= self.virtual_time => {
