@@ -43,7 +43,7 @@ use std::collections::VecDeque;
 use schedlab_core::conditioning::ColourCounters;
 use schedlab_core::{
     overdue, AnyScheduler, Backlog, Colour, Conditioner, DropReason, Dropped, LinkDropPolicy, Marking,
-    Packet, Scheduler, ServiceTime, TimeNs, Verdict,
+    Packet, Rate, Scheduler, ServiceTime, TimeNs, Verdict,
 };
 
 use rand::RngExt as _;
@@ -198,9 +198,8 @@ pub struct ClassAtLink {
 /// A link's state. The fields every packet touches come first, in a few adjacent cache lines
 /// (`repr(C)` keeps this order, from a cache-line boundary): with many links, each line of a
 /// link's state that a packet touches is a cache miss. A packet entering a private hop (see
-/// [`PrivateHop`]) touches only the first three lines: the running totals, the service and
-/// flags, and the hop's own state. The scheduler is boxed (its enum is several hundred bytes,
-/// which a private hop never touches).
+/// [`PrivateHop`]) touches none of it unless it waits there (the backlog integrals and the
+/// largest backlog). The scheduler is boxed (its enum is several hundred bytes).
 #[repr(C, align(64))]
 struct LinkState {
     area_packets: u128,
@@ -219,12 +218,6 @@ struct LinkState {
     /// Whether a conditioner or a drop policy sees each arriving packet (read on every
     /// arrival; the two fields themselves lie after the scheduler, off the per-packet lines).
     admission: bool,
-    /// Whether the link is a private FIFO hop (see [`PrivateHop`]): its packets bypass the
-    /// scheduler and its statistics are kept by [`LinkState::pass_private`].
-    private: bool,
-    /// A private FIFO hop's packets, from those still propagating to those whose transmission
-    /// may not have ended yet.
-    transit: PrivateHop,
     last_change: TimeNs,
     decision_seq: u64,
     decision_at: TimeNs,
@@ -235,7 +228,7 @@ struct LinkState {
     max_sojourn: TimeNs,
     in_service: Packet,
     pipe: VecDeque<(TimeNs, Packet)>,
-    /// Per class (index = class, grown on first sight; a private hop's are in `transit`).
+    /// Per class (index = class, grown on first sight; a private hop's are its totals).
     classes: Vec<ClassAtLink>,
     scheduler: Box<AnyScheduler>,
     drop_policy: Option<LinkDropPolicy>,
@@ -260,10 +253,6 @@ impl LinkState {
     /// Bytes from the start that a packet's arrival, service and transmission end touch (the
     /// per-packet fields; the scheduler's own state is elsewhere).
     const HOT_BYTES: usize = std::mem::offset_of!(LinkState, scheduler) + 8;
-    /// Bytes from the start that a packet entering a private hop touches (besides the hop's
-    /// queue of packets).
-    const PRIVATE_HOT_BYTES: usize =
-        std::mem::offset_of!(LinkState, transit) + std::mem::size_of::<PrivateHop>();
 
     /// Accumulates the backlog integral up to `now` (call before the backlog changes).
     #[inline(always)]
@@ -277,7 +266,9 @@ impl LinkState {
         }
     }
 
-    fn snapshot(&mut self, now: TimeNs) -> LinkSnapshot {
+    /// The link's totals at `now` (`hop`: its line in the engine's private hops, `pool` their
+    /// entries).
+    fn snapshot(&mut self, now: TimeNs, hop: &PrivateHop, pool: &TransitPool) -> LinkSnapshot {
         self.touch(now);
         let mut snapshot = LinkSnapshot {
             time: now,
@@ -289,16 +280,17 @@ impl LinkState {
             dropped: self.dropped,
             lost: self.lost,
         };
-        if self.private {
-            self.transit.take_back(now, &mut snapshot);
+        if hop.private {
+            hop.add_totals(&mut snapshot);
+            hop.take_back(now, pool, &mut snapshot);
         }
         snapshot
     }
 
     /// The scheduler's backlog at `now` (a private hop's: its packets not yet in service).
-    fn backlog_at(&self, now: TimeNs) -> Backlog {
-        if self.private {
-            self.transit.waiting(now)
+    fn backlog_at(&self, now: TimeNs, hop: &PrivateHop, pool: &TransitPool) -> Backlog {
+        if hop.private {
+            hop.waiting(now, pool)
         } else {
             self.backlog
         }
@@ -322,9 +314,9 @@ impl LinkState {
     }
 
     /// The per-class totals at `now`, counting the packet in service up to `now`.
-    fn class_snapshot(&self, now: TimeNs) -> Vec<ClassAtLink> {
-        if self.private {
-            return self.transit.class_snapshot(now, self);
+    fn class_snapshot(&self, now: TimeNs, hop: &PrivateHop, pool: &TransitPool) -> Vec<ClassAtLink> {
+        if hop.private {
+            return hop.class_snapshot(now, pool, self.area_packets);
         }
         let mut classes = self.classes.clone();
         if self.busy {
@@ -335,44 +327,6 @@ impl LinkState {
             classes[class].busy += now - self.tx_start;
         }
         classes
-    }
-
-    /// A packet enters private FIFO hop `self` at `now` (`measuring`: within the window): its
-    /// service start and end follow from Lindley's recursion (start = max(arrival, previous
-    /// end), end = start + service), and everything its transmission end would add to the
-    /// link's totals is added now; [`LinkState::snapshot`] and
-    /// [`LinkState::class_snapshot`] take back what lies after the snapshot's time. Returns
-    /// the packet's transmission end.
-    #[inline(always)]
-    fn pass_private(&mut self, packet: Packet, now: TimeNs, measuring: bool) -> TimeNs {
-        // Entries forwarded and ended before now matter to no later snapshot.
-        let transit = &mut self.transit;
-        while transit.forwarded > 0 && transit.entries.front().is_some_and(|e| e.end < now) {
-            transit.entries.pop_front();
-            transit.forwarded -= 1;
-        }
-        if measuring {
-            // The backlog right after the enqueue, as the scheduler would have had it.
-            let waiting = self.transit.waiting(now);
-            self.max_packets = self.max_packets.max(waiting.packets + 1);
-            self.max_bytes = self.max_bytes.max(waiting.bytes + packet.size as u64);
-        }
-        let start = now.max(self.transit.free_at);
-        let service = self.service.of(packet.size);
-        let end = start + service;
-        self.transit.free_at = end;
-        let queued = (start - now) as u128;
-        self.area_packets += queued;
-        self.area_bytes += queued * packet.size as u128;
-        self.busy_done += service;
-        self.sent_packets += 1;
-        self.sent_bytes += packet.size as u64;
-        // The hop's one class (see `private_hops`): its busy time and sent packets are the
-        // link's.
-        self.transit.class = packet.class;
-        self.transit.delay_sum += (end - now) as u128;
-        self.transit.entries.push_back(Transit { packet, start, end });
-        end
     }
 }
 
@@ -388,108 +342,358 @@ impl LinkState {
 /// snapshot's very time counts as not ended, as the engine handles the marks and ticks of a
 /// time before the transmission ends scheduled later).
 ///
-/// Its packets propagate in the order they arrived, so the same queue holds them until they
-/// reach their next hop (its front `forwarded` entries have, and stay while a snapshot may
-/// still need them). All its packets are of its source's one class (a trace source, whose
-/// classes vary per packet, has no private hop), so its per-class totals are its link totals
-/// and the sum of their delays.
-#[derive(Debug, Default)]
+/// Its packets propagate in the order they arrived, so one queue holds them until they reach
+/// their next hop (the entries before `forward` have, and stay while a snapshot may still need
+/// them). The queue's entries are [`TransitEntry`] nodes of the engine's [`TransitPool`],
+/// shared by all private hops: a circular list through `next`, `tail` its last entry (whose
+/// `next` is the first). All its packets are of its source's one class (a trace source, whose
+/// classes vary per packet, has no private hop), so its per-class totals are its link totals.
+///
+/// One cache line (`align(64)`) holds what a packet entering the hop and its propagation read
+/// and write, in a compact array of the engine (one per link; `private` is false for the
+/// others), so that with many flows a packet touches this line and the queue's last entry
+/// instead of the link's whole state. Totals that only a queueing packet changes (the backlog
+/// integrals) and the largest backlog while packets wait are in the [`LinkState`]; those are
+/// touched only when the packet waits. Invariants: `delay_sum = area_packets + busy_done` of
+/// the running totals (a packet's delay here is its wait plus its service), so it is not kept.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 struct PrivateHop {
-    /// Σ (transmission end − arrival) of the packets that entered, ns (the class's
-    /// `ClassAtLink::delay_sum`).
-    delay_sum: u128,
-    /// The end of the last transmission (the link is free from then on).
-    free_at: TimeNs,
-    /// Packets in arrival order: those not yet at their next hop, and before them those
-    /// forwarded whose transmission ended at or after the last arrival.
-    entries: VecDeque<Transit>,
-    /// How many of the front entries were forwarded to their next hop.
-    forwarded: u32,
-    /// The class of the hop's packets.
+    /// The link's fixed time per packet (`ServiceTime::per_packet`).
+    per_packet: TimeNs,
+    /// The link's rate (`ServiceTime::rate`, when `rated`).
+    rate: Rate,
+    /// The link's propagation delay.
+    delay: TimeNs,
+    /// Busy time, sent packets and bytes of every packet that entered (the link's running
+    /// totals; a snapshot takes back what lies after its time).
+    busy_done: u64,
+    sent_packets: u64,
+    sent_bytes: u64,
+    /// The queue's last entry ([`NIL`]: empty; the queue empties only before the first packet).
+    tail: u32,
+    /// The first entry not yet at its next hop ([`NIL`]: none).
+    forward: u32,
+    /// The largest packet that entered an idle hop in the window (the largest backlog then is
+    /// one packet of this size; see [`Engine::max_backlog`]).
+    alone_max_bytes: u32,
+    /// Whether a packet entered an idle hop in the window.
+    alone: bool,
+    /// Whether `rate` is the link's.
+    rated: bool,
+    /// Whether the link is a private hop.
+    private: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<PrivateHop>() == 64);
+
+/// `TransitPool`'s "no entry".
+const NIL: u32 = u32::MAX;
+
+/// A packet at a private hop: the packet (its `arrival` the time it entered the hop), its
+/// service start and end, and the next entry of the hop's queue. One cache line.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct TransitEntry {
+    id: u64,
+    arrival: TimeNs,
+    start: TimeNs,
+    end: TimeNs,
+    deadline: Option<TimeNs>,
+    size: u32,
+    flow: u32,
+    next: u32,
     class: u8,
 }
 
-/// A packet at a private hop (its `arrival` is the time it entered the hop).
-#[derive(Clone, Copy, Debug)]
-struct Transit {
-    packet: Packet,
-    start: TimeNs,
-    end: TimeNs,
+const _: () = assert!(std::mem::size_of::<TransitEntry>() == 64);
+
+impl TransitEntry {
+    #[inline(always)]
+    fn packet(&self) -> Packet {
+        Packet {
+            id: self.id,
+            flow: self.flow,
+            class: self.class,
+            size: self.size,
+            arrival: self.arrival,
+            deadline: self.deadline,
+        }
+    }
+}
+
+/// The entries of every private hop's queue, with a last-in first-out free list through
+/// `next`: a packet entering a hop usually frees its previous packet's entry (forwarded, its
+/// transmission over) and takes the same one, a line already read, so with many flows its
+/// queue costs one cache line instead of a ring of its own.
+#[derive(Debug, Default)]
+struct TransitPool {
+    entries: Vec<TransitEntry>,
+    /// The first free entry ([`NIL`]: none).
+    free: u32,
+}
+
+impl TransitPool {
+    fn new() -> TransitPool {
+        TransitPool {
+            entries: Vec::new(),
+            free: NIL,
+        }
+    }
+
+    /// A free entry holding `entry`.
+    #[inline(always)]
+    fn take(&mut self, entry: TransitEntry) -> u32 {
+        if self.free != NIL {
+            let index = self.free;
+            self.free = self.entries[index as usize].next;
+            self.entries[index as usize] = entry;
+            index
+        } else {
+            self.entries.push(entry);
+            (self.entries.len() - 1) as u32
+        }
+    }
+
+    /// Returns entry `index` to the free list.
+    #[inline(always)]
+    fn give_back(&mut self, index: u32) {
+        self.entries[index as usize].next = self.free;
+        self.free = index;
+    }
 }
 
 impl PrivateHop {
+    /// The line of a link that is not a private hop.
+    fn not_private() -> PrivateHop {
+        PrivateHop {
+            per_packet: 0,
+            rate: Rate::from_bits_per_second(1).expect("a rate"),
+            delay: 0,
+            busy_done: 0,
+            sent_packets: 0,
+            sent_bytes: 0,
+            tail: NIL,
+            forward: NIL,
+            alone_max_bytes: 0,
+            alone: false,
+            rated: false,
+            private: false,
+        }
+    }
+
+    /// The line of private hop `link`.
+    fn new(link: &LinkState) -> PrivateHop {
+        PrivateHop {
+            per_packet: link.service.per_packet,
+            rate: link.service.rate.unwrap_or(PrivateHop::not_private().rate),
+            rated: link.service.rate.is_some(),
+            delay: link.delay,
+            private: true,
+            ..PrivateHop::not_private()
+        }
+    }
+
+    /// `ServiceTime::of` of the link.
+    #[inline(always)]
+    fn service(&self, size: u32) -> TimeNs {
+        if self.rated {
+            self.per_packet + self.rate.transmission_time(size as u64)
+        } else {
+            self.per_packet
+        }
+    }
+
+    /// The entries in arrival order.
+    fn entries<'p>(&self, pool: &'p TransitPool) -> impl Iterator<Item = &'p TransitEntry> + 'p {
+        let tail = self.tail;
+        let mut at = if tail == NIL {
+            NIL
+        } else {
+            pool.entries[tail as usize].next
+        };
+        std::iter::from_fn(move || {
+            if at == NIL {
+                return None;
+            }
+            let entry = &pool.entries[at as usize];
+            at = if at == tail { NIL } else { entry.next };
+            Some(entry)
+        })
+    }
+
+    /// The end of the last transmission (the link is free from then on; 0 before the first).
+    #[inline(always)]
+    fn free_at(&self, pool: &TransitPool) -> TimeNs {
+        if self.tail == NIL {
+            0
+        } else {
+            pool.entries[self.tail as usize].end
+        }
+    }
+
     /// Whether no packet is in service or queued at `now` (before an arrival at `now`).
     #[inline(always)]
-    fn is_idle(&self, now: TimeNs) -> bool {
-        // `free_at` is the last entry's end: the entries themselves are not read.
-        self.entries.is_empty() || self.free_at < now
+    fn is_idle(&self, now: TimeNs, pool: &TransitPool) -> bool {
+        self.tail == NIL || pool.entries[self.tail as usize].end < now
     }
 
     /// The packets queued and not in service at `now` (a service starting at `now` has not
-    /// started: arrivals and marks at a time come before the decisions at that time).
-    #[inline(always)]
-    fn waiting(&self, now: TimeNs) -> Backlog {
+    /// started: arrivals and marks at a time come before the decisions at that time). Starts
+    /// do not decrease along the queue, so these are its last entries.
+    fn waiting(&self, now: TimeNs, pool: &TransitPool) -> Backlog {
         let mut backlog = Backlog::default();
-        if self.free_at < now {
+        if self.free_at(pool) < now {
             // Every service started before `now` (each starts by the end of the last).
             return backlog;
         }
-        for e in self.entries.iter().rev().take_while(|e| e.start >= now) {
+        for e in self.entries(pool).filter(|e| e.start >= now) {
             backlog.packets += 1;
-            backlog.bytes += e.packet.size as u64;
+            backlog.bytes += e.size as u64;
         }
         backlog
     }
 
+    /// The link's snapshot totals with every packet here fully sent.
+    fn add_totals(&self, snapshot: &mut LinkSnapshot) {
+        snapshot.busy = self.busy_done;
+        snapshot.sent_packets = self.sent_packets;
+        snapshot.sent_bytes = self.sent_bytes;
+    }
+
     /// Takes back from `snapshot` (totals with every packet here fully sent) what lies after
-    /// its time.
-    fn take_back(&self, now: TimeNs, snapshot: &mut LinkSnapshot) {
-        for e in self.entries.iter().rev().take_while(|e| e.end >= now) {
+    /// its time (the last entries: ends do not decrease along the queue).
+    fn take_back(&self, now: TimeNs, pool: &TransitPool, snapshot: &mut LinkSnapshot) {
+        for e in self.entries(pool).filter(|e| e.end >= now) {
             snapshot.busy -= e.end - e.start.max(now);
             snapshot.sent_packets -= 1;
-            snapshot.sent_bytes -= e.packet.size as u64;
+            snapshot.sent_bytes -= e.size as u64;
             if e.start > now {
-                let queued = (e.start - e.packet.arrival.max(now)) as u128;
+                let queued = (e.start - e.arrival.max(now)) as u128;
                 snapshot.area_packets -= queued;
-                snapshot.area_bytes -= queued * e.packet.size as u128;
+                snapshot.area_bytes -= queued * e.size as u128;
             }
         }
     }
 
-    /// The per-class totals of `link` (this hop's link) at `now`: none before its first
-    /// packet, then its class's (the link's totals and the sum of delays), less what lies
-    /// after `now` (as [`PrivateHop::take_back`]), at the class's index.
-    fn class_snapshot(&self, now: TimeNs, link: &LinkState) -> Vec<ClassAtLink> {
-        if link.sent_packets == 0 {
+    /// The per-class totals of this hop (its link's running backlog integral
+    /// `area_packets`) at `now`: none before its first packet, then its class's (the link's
+    /// totals, and the sum of delays `area_packets + busy_done`), less what lies after `now`
+    /// (as [`PrivateHop::take_back`]), at the class's index.
+    fn class_snapshot(&self, now: TimeNs, pool: &TransitPool, area_packets: u128) -> Vec<ClassAtLink> {
+        if self.sent_packets == 0 {
             return Vec::new();
         }
-        let mut classes = vec![ClassAtLink::default(); self.class as usize + 1];
-        let class = &mut classes[self.class as usize];
-        class.busy = link.busy_done;
-        class.sent_packets = link.sent_packets;
-        class.delay_sum = self.delay_sum;
-        for e in self.entries.iter().rev().take_while(|e| e.end >= now) {
+        let class_index = pool.entries[self.tail as usize].class as usize;
+        let mut classes = vec![ClassAtLink::default(); class_index + 1];
+        let class = &mut classes[class_index];
+        class.busy = self.busy_done;
+        class.sent_packets = self.sent_packets;
+        class.delay_sum = area_packets + self.busy_done as u128;
+        for e in self.entries(pool).filter(|e| e.end >= now) {
             class.busy -= e.end - e.start.max(now);
             class.sent_packets -= 1;
-            class.delay_sum -= (e.end - e.packet.arrival) as u128;
+            class.delay_sum -= (e.end - e.arrival) as u128;
         }
         classes
     }
 
-    /// The next packet to reach the next hop (the front one not yet forwarded), and when the
-    /// one after it will (after a propagation `delay`), if any.
+    /// A packet enters at `now` (`measuring`: within the window; `link`: the hop's link,
+    /// touched only when the packet waits): its service start and end follow from Lindley's
+    /// recursion (start = max(arrival, previous end), end = start + service), and everything
+    /// its transmission end would add to the link's totals is added now;
+    /// [`Engine::link_snapshot`] and [`PrivateHop::class_snapshot`] take back what lies after
+    /// the snapshot's time. Returns the packet's transmission end and whether it is the only
+    /// packet not yet forwarded (then its propagation is to be scheduled).
     #[inline(always)]
-    fn forward_next(&mut self, delay: TimeNs) -> (Packet, Option<TimeNs>) {
-        let index = self.forwarded as usize;
-        self.forwarded += 1;
-        let packet = self.entries[index].packet;
-        let next = self.entries.get(index + 1).map(|e| e.end + delay);
-        (packet, next)
+    fn pass(
+        &mut self,
+        packet: Packet,
+        now: TimeNs,
+        measuring: bool,
+        pool: &mut TransitPool,
+        link: &mut LinkState,
+    ) -> (TimeNs, bool) {
+        let free_at = self.free_at(pool);
+        // Entries forwarded and ended before now matter to no later snapshot.
+        while self.tail != NIL {
+            let head = pool.entries[self.tail as usize].next;
+            if head == self.forward || pool.entries[head as usize].end >= now {
+                break;
+            }
+            if head == self.tail {
+                self.tail = NIL;
+            } else {
+                pool.entries[self.tail as usize].next = pool.entries[head as usize].next;
+            }
+            pool.give_back(head);
+        }
+        if measuring {
+            // The backlog right after the enqueue, as the scheduler would have had it.
+            if free_at < now {
+                self.alone = true;
+                self.alone_max_bytes = self.alone_max_bytes.max(packet.size);
+            } else {
+                let waiting = self.waiting(now, pool);
+                link.max_packets = link.max_packets.max(waiting.packets + 1);
+                link.max_bytes = link.max_bytes.max(waiting.bytes + packet.size as u64);
+            }
+        }
+        let start = now.max(free_at);
+        let service = self.service(packet.size);
+        let end = start + service;
+        if start > now {
+            let queued = (start - now) as u128;
+            link.area_packets += queued;
+            link.area_bytes += queued * packet.size as u128;
+        }
+        self.busy_done += service;
+        self.sent_packets += 1;
+        self.sent_bytes += packet.size as u64;
+        let index = pool.take(TransitEntry {
+            id: packet.id,
+            arrival: packet.arrival,
+            start,
+            end,
+            deadline: packet.deadline,
+            size: packet.size,
+            flow: packet.flow,
+            next: NIL,
+            class: packet.class,
+        });
+        if self.tail == NIL {
+            pool.entries[index as usize].next = index;
+        } else {
+            pool.entries[index as usize].next = pool.entries[self.tail as usize].next;
+            pool.entries[self.tail as usize].next = index;
+        }
+        self.tail = index;
+        let only = self.forward == NIL;
+        if only {
+            self.forward = index;
+        }
+        (end, only)
+    }
+
+    /// The next packet to reach the next hop (the first one not yet forwarded), and when the
+    /// one after it will, if any.
+    #[inline(always)]
+    fn forward_next(&mut self, pool: &TransitPool) -> (Packet, Option<TimeNs>) {
+        debug_assert!(self.forward != NIL, "a propagation event has a packet");
+        let entry = &pool.entries[self.forward as usize];
+        let packet = entry.packet();
+        if self.forward == self.tail {
+            self.forward = NIL;
+            (packet, None)
+        } else {
+            self.forward = entry.next;
+            (packet, Some(pool.entries[self.forward as usize].end + self.delay))
+        }
     }
 
     /// Transmissions ending at or after `now` (not yet ended when a run halts at `now`).
-    fn unfinished(&self, now: TimeNs) -> u64 {
-        self.entries.iter().rev().take_while(|e| e.end >= now).count() as u64
+    fn unfinished(&self, now: TimeNs, pool: &TransitPool) -> u64 {
+        self.entries(pool).filter(|e| e.end >= now).count() as u64
     }
 }
 
@@ -732,6 +936,11 @@ struct Engine<'s> {
     arrivals: SourceClock,
     seq: u64,
     links: Vec<LinkState>,
+    /// Per link: what a packet entering it and its propagation touch when it is a private hop
+    /// (see [`PrivateHop`]; `private` is false for the other links), one line each.
+    hops: Vec<PrivateHop>,
+    /// The entries of the private hops' queues.
+    transit: TransitPool,
     sources: Vec<SourceState>,
     slab: Slab,
     drops: Vec<Dropped>,
@@ -773,7 +982,8 @@ struct Engine<'s> {
     /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
     metering: bool,
     /// Per source: the first link of its path (`u32::MAX`: none) and the bytes of its state
-    /// that a packet entering it touches, for [`Engine::prefetch_source`].
+    /// that a packet entering it touches (0: a private hop, whose line in `hops` it touches),
+    /// for [`Engine::prefetch_source`].
     first_links: Vec<(u32, u32)>,
     /// The source whose state was last prefetched (`usize::MAX`: none).
     prefetched_source: usize,
@@ -829,8 +1039,6 @@ impl<'s> Engine<'s> {
                 service: link.service,
                 max_sojourn: link.max_sojourn.unwrap_or(TimeNs::MAX),
                 admission: link.conditioner.is_some() || link.drop_policy.is_some(),
-                private: false,
-                transit: PrivateHop::default(),
                 drop_policy: link.build_drop_policy(),
                 conditioner: link.conditioner.clone(),
                 delay: link.delay,
@@ -932,6 +1140,8 @@ impl<'s> Engine<'s> {
             arrivals: SourceClock::new(n),
             seq: 0,
             links,
+            hops: Vec::new(),
+            transit: TransitPool::new(),
             sources,
             slab: Slab::default(),
             drops: Vec::with_capacity(64),
@@ -979,14 +1189,23 @@ impl<'s> Engine<'s> {
             propagations: EventFifo::with_capacity(16),
             ordered_propagations: true,
         };
-        for (link, private) in engine.links.iter_mut().zip(private_hops(scenario)) {
-            link.private = private;
-        }
+        engine.hops = engine
+            .links
+            .iter()
+            .zip(private_hops(scenario))
+            .map(|(link, private)| {
+                if private {
+                    PrivateHop::new(link)
+                } else {
+                    PrivateHop::not_private()
+                }
+            })
+            .collect();
         engine.first_links = scenario
             .sources
             .iter()
             .map(|s| match s.path.first() {
-                Some(&l) if engine.links[l].private => (l as u32, LinkState::PRIVATE_HOT_BYTES as u32),
+                Some(&l) if engine.hops[l].private => (l as u32, 0),
                 Some(&l) => (l as u32, LinkState::HOT_BYTES as u32),
                 None => (u32::MAX, 0),
             })
@@ -1215,10 +1434,15 @@ impl<'s> Engine<'s> {
                     }
                 }
                 TICK => {
-                    for link in &mut self.links {
-                        let s = link.snapshot(time);
+                    let pool = &self.transit;
+                    for (link, hop) in self.links.iter_mut().zip(&self.hops) {
+                        let s = link.snapshot(time, hop, pool);
                         link.series.push(s);
-                        let busy = link.class_snapshot(time).iter().map(|c| c.busy).collect();
+                        let busy = link
+                            .class_snapshot(time, hop, pool)
+                            .iter()
+                            .map(|c| c.busy)
+                            .collect();
                         link.class_busy_series.push(busy);
                     }
                     for source in &mut self.sources {
@@ -1251,13 +1475,16 @@ impl<'s> Engine<'s> {
                             tcp.at_warmup = tcp.connection.counters();
                         }
                     }
-                    for link in &mut self.links {
-                        link.at_warmup = link.snapshot(time);
-                        link.classes_at_warmup = link.class_snapshot(time);
+                    let pool = &self.transit;
+                    for (link, hop) in self.links.iter_mut().zip(&mut self.hops) {
+                        link.at_warmup = link.snapshot(time, hop, pool);
+                        link.classes_at_warmup = link.class_snapshot(time, hop, pool);
                         link.meters_at_warmup = link.meter_snapshot();
-                        let backlog = link.backlog_at(time);
+                        let backlog = link.backlog_at(time, hop, pool);
                         link.max_packets = backlog.packets;
                         link.max_bytes = backlog.bytes;
+                        hop.alone = false;
+                        hop.alone_max_bytes = 0;
                     }
                 }
                 MARK_END => self.end_window(time),
@@ -1283,8 +1510,10 @@ impl<'s> Engine<'s> {
         self.prefetched_source = s;
         self.arrivals.prefetch_path(s);
         prefetch(&self.sources, s, SourceState::HOT_BYTES);
-        if let Some(&(l, bytes)) = self.first_links.get(s) {
-            prefetch(&self.links, l as usize, bytes as usize);
+        match self.first_links.get(s) {
+            Some(&(l, 0)) => prefetch(&self.hops, l as usize, 64),
+            Some(&(l, bytes)) => prefetch(&self.links, l as usize, bytes as usize),
+            None => {}
         }
         if let Some(flow) = self.flows.get(s) {
             // The line of the fields a sent packet touches.
@@ -1298,9 +1527,10 @@ impl<'s> Engine<'s> {
         }
         self.window_end = Some(now);
         self.generation_over = true;
-        for link in &mut self.links {
-            link.at_end = Some(link.snapshot(now));
-            link.classes_at_end = link.class_snapshot(now);
+        let pool = &self.transit;
+        for (link, hop) in self.links.iter_mut().zip(&self.hops) {
+            link.at_end = Some(link.snapshot(now, hop, pool));
+            link.classes_at_end = link.class_snapshot(now, hop, pool);
             link.meters_at_end = link.meter_snapshot();
         }
         for source in &mut self.sources {
@@ -1380,7 +1610,7 @@ impl<'s> Engine<'s> {
         } else {
             self.schedule_source(index);
         }
-        if self.links[first_link].private {
+        if self.hops[first_link].private {
             self.pass_private(first_link, packet);
         } else {
             self.arrive(first_link, packet);
@@ -1394,18 +1624,17 @@ impl<'s> Engine<'s> {
     fn pass_private(&mut self, l: usize, packet: Packet) {
         let now = self.now;
         // The scheduler's link, free, would have put its decision after other arrivals
-        // pending at this time (an event of its own; `transit` holds no packet in service).
-        if self.links[l].transit.is_idle(now) && self.arrival_pending(now) {
+        // pending at this time (an event of its own; the hop holds no packet in service).
+        if self.hops[l].is_idle(now, &self.transit) && self.arrival_pending(now) {
             self.elided_events += 1;
         }
-        let link = &mut self.links[l];
-        let end = link.pass_private(packet, now, self.measuring);
+        let hop = &mut self.hops[l];
+        let (end, only) = hop.pass(packet, now, self.measuring, &mut self.transit, &mut self.links[l]);
         // Without propagation delay, the propagation event stands for the transmission end
         // (which forwarded the packet at once).
-        self.elided_events += u64::from(link.delay > 0);
-        let at = end + link.delay;
-        let transit = &link.transit;
-        if transit.entries.len() - transit.forwarded as usize == 1 {
+        self.elided_events += u64::from(hop.delay > 0);
+        if only {
+            let at = end + hop.delay;
             self.push_propagated(at, l);
         }
     }
@@ -1700,14 +1929,14 @@ impl<'s> Engine<'s> {
     /// Link `l`'s next propagation ends now: its packet moves on.
     #[inline(always)]
     fn propagated(&mut self, l: usize) {
-        let link = &mut self.links[l];
-        let packet = if link.private {
-            let (packet, next) = link.transit.forward_next(link.delay);
+        let packet = if self.hops[l].private {
+            let (packet, next) = self.hops[l].forward_next(&self.transit);
             if let Some(next) = next {
                 self.push_propagated(next, l);
             }
             packet
         } else {
+            let link = &mut self.links[l];
             let (_, packet) = link.pipe.pop_front().expect("a propagation event has a packet");
             if let Some(&(next, _)) = link.pipe.front() {
                 self.push_propagated(next, l);
@@ -2094,8 +2323,9 @@ impl<'s> Engine<'s> {
         let unfinished: u64 = if self.halt {
             self.links
                 .iter()
-                .filter(|l| l.delay > 0)
-                .map(|l| l.transit.unfinished(end_time))
+                .zip(&self.hops)
+                .filter(|(l, hop)| l.delay > 0 && hop.private)
+                .map(|(_, hop)| hop.unfinished(end_time, &self.transit))
                 .sum()
         } else {
             0
@@ -2177,7 +2407,16 @@ impl<'s> Engine<'s> {
                 .iter()
                 .map(|l| (l.at_warmup, l.at_end.expect("window closed")))
                 .collect(),
-            link_max_backlog: self.links.iter().map(|l| (l.max_packets, l.max_bytes)).collect(),
+            link_max_backlog: self
+                .links
+                .iter()
+                .zip(&self.hops)
+                .map(|(l, hop)| {
+                    // A private hop keeps its packets that entered it idle apart.
+                    let (alone_packets, alone_bytes) = (u64::from(hop.alone), u64::from(hop.alone_max_bytes));
+                    (l.max_packets.max(alone_packets), l.max_bytes.max(alone_bytes))
+                })
+                .collect(),
             link_series: self
                 .links
                 .iter_mut()
@@ -2212,9 +2451,10 @@ impl<'s> Engine<'s> {
             link_left_queued: self
                 .links
                 .iter()
-                .map(|l| {
-                    if l.private {
-                        l.backlog_at(end_time).packets
+                .zip(&self.hops)
+                .map(|(l, hop)| {
+                    if hop.private {
+                        l.backlog_at(end_time, hop, &self.transit).packets
                     } else {
                         l.scheduler.backlog().packets
                     }
@@ -2330,9 +2570,7 @@ pub fn run_replication_logged(
     let (mut engine, seeds) = Engine::new(scenario, replication)?;
     // The log records each packet's service start at every hop and its delivery when it
     // happens: no private hops, no deliveries at transmission ends.
-    for link in &mut engine.links {
-        link.private = false;
-    }
+    engine.hops.fill(PrivateHop::not_private());
     engine.sink = u32::MAX;
     engine.packet_log = Some(log);
     engine.run(watch)?;
@@ -2382,9 +2620,7 @@ fn run_replication_shortcuts(
 ) -> Result<RawReplication, ScenarioError> {
     let (mut engine, seeds) = Engine::new(scenario, replication)?;
     if !shortcuts {
-        for link in &mut engine.links {
-            link.private = false;
-        }
+        engine.hops.fill(PrivateHop::not_private());
         engine.sink = u32::MAX;
         engine.slot_link = u32::MAX;
         engine.ordered_propagations = false;
@@ -2698,6 +2934,67 @@ mod tests {
                     prop_assert!(*min_delay >= floor * 0.999, "median {} below floor {}", min_delay, floor);
                 }
             }
+        }
+    }
+
+    proptest! {
+        /// A private hop's queue in the shared pool against a `VecDeque` of (packet, start,
+        /// end) with a count of forwarded entries (the queue it replaced): the same entries
+        /// in the same order, the same forwarded packets and next propagation times, the same
+        /// waiting backlog and take-backs, and a pool no larger than the most entries held.
+        #[test]
+        fn private_hop_queue_matches_a_deque(
+            steps in proptest::collection::vec((0u64..3_000, 1u32..1_500, 0usize..3), 1..200),
+        ) {
+            use super::{Engine, LinkState, Packet, PrivateHop, TransitPool};
+            let text = "[run]\nduration = \"1s\"\n[[link]]\nname = \"a\"\nrate = \"1Mbit\"\ndelay = \"1ms\"\n\
+                        scheduler = { kind = \"fifo\" }\n[[source]]\npath = [\"a\"]\n\
+                        arrivals = { model = \"poisson\", rate_pps = 1 }\nsize = { dist = \"constant\", size = 100 }\n";
+            let scenario = crate::validate_scenario_text(text, Path::new(".")).unwrap();
+            let (engine, _) = Engine::new(&scenario, 0).unwrap();
+            let link: &LinkState = &engine.links[0];
+            let mut hop = PrivateHop::new(link);
+            let mut pool = TransitPool::new();
+            let mut cold = Engine::new(&scenario, 0).unwrap().0.links.remove(0);
+            let mut model: std::collections::VecDeque<(Packet, u64, u64)> = Default::default();
+            let mut forwarded = 0usize;
+            let mut free_at = 0u64;
+            let mut now = 0u64;
+            let mut most = 0usize;
+            for (id, &(gap, size, forwards)) in steps.iter().enumerate() {
+                now += gap * 1_000;
+                for _ in 0..forwards {
+                    if forwarded < model.len() {
+                        let (packet, next) = hop.forward_next(&pool);
+                        prop_assert_eq!(packet, model[forwarded].0);
+                        prop_assert_eq!(next, model.get(forwarded + 1).map(|e| e.2 + hop.delay));
+                        forwarded += 1;
+                    }
+                }
+                while forwarded > 0 && model.front().is_some_and(|e| e.2 < now) {
+                    model.pop_front();
+                    forwarded -= 1;
+                }
+                let none_unforwarded = forwarded == model.len();
+                let packet = Packet::new(id as u64, 0, size, now);
+                let (end, only) = hop.pass(packet, now, true, &mut pool, &mut cold);
+                let start = now.max(free_at);
+                free_at = start + link.service.of(size);
+                prop_assert_eq!(end, free_at);
+                prop_assert_eq!(only, none_unforwarded);
+                model.push_back((packet, start, free_at));
+                most = most.max(model.len());
+                let entries: Vec<(u64, u64, u64)> = hop.entries(&pool).map(|e| (e.id, e.start, e.end)).collect();
+                let expected: Vec<(u64, u64, u64)> = model.iter().map(|e| (e.0.id, e.1, e.2)).collect();
+                prop_assert_eq!(entries, expected);
+                let probe = now + gap * 500;
+                let waiting = model.iter().rev().take_while(|e| e.1 >= probe).count() as u64;
+                let waiting = if free_at < probe { 0 } else { waiting };
+                prop_assert_eq!(hop.waiting(probe, &pool).packets, waiting);
+                let unfinished = model.iter().rev().take_while(|e| e.2 >= probe).count() as u64;
+                prop_assert_eq!(hop.unfinished(probe, &pool), unfinished);
+            }
+            prop_assert!(pool.entries.len() <= most);
         }
     }
 }
