@@ -1517,7 +1517,7 @@ impl<'s> Engine<'s> {
         }
         if let Some(flow) = self.flows.get(s) {
             // The line of the fields a sent packet touches.
-            schedlab_core::pool::prefetch(&flow.shaper_delay_sum);
+            schedlab_core::pool::prefetch(&flow.sent);
         }
     }
 

@@ -74,9 +74,11 @@ fn bucket_value(index: usize) -> u64 {
 
 /// Bucket indices a [`DelayHistogram`] collects before it adds them to its counts. With many
 /// flows each flow's counts are far apart in memory and an increment is a cache miss; adding
-/// seven at a time lets the processor wait for the seven misses at once (seven: with their
-/// number, the extremes and the counts' handle, they fill one cache line).
-const PENDING: usize = 7;
+/// three at a time lets the processor wait for the three misses at once (three: with their
+/// number, the extremes and the counts' handle, they fill the rest of the line of an
+/// [`Accumulator`] that holds them; with many flows the engine counts each value at once after
+/// a prefetch, see [`DelayHistogram::record_now`]).
+const PENDING: usize = 3;
 
 // Every bucket index fits the `u16` of the pending list.
 const _: () = assert!(bucket_index(HISTOGRAM_MAX_NS) <= u16::MAX as usize);
@@ -105,8 +107,8 @@ enum Counts {
 /// added to the counts [`PENDING`] at a time, in recording order, so that the counts go through
 /// exactly the states they would have gone through one value at a time.
 ///
-/// What a value touches comes first, in 63 bytes (`repr(C)`): one cache line where the
-/// histogram starts on a line boundary, as in [`Accumulator`].
+/// What a value touches comes first, in 55 bytes (`repr(C)`): the rest of a cache line of an
+/// [`Accumulator`], after its largest delay.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct DelayHistogram {
@@ -121,7 +123,7 @@ pub struct DelayHistogram {
     beyond: Vec<u64>,
 }
 
-const _: () = assert!(std::mem::offset_of!(DelayHistogram, beyond) <= 64);
+const _: () = assert!(std::mem::offset_of!(DelayHistogram, beyond) <= 56);
 
 /// Equal when the same values were recorded (whether or not they are still pending).
 impl PartialEq for DelayHistogram {
@@ -535,11 +537,13 @@ impl Jitter {
 
 /// Accumulated statistics of one flow or one class over the measurement window.
 ///
-/// The fields a received packet touches come first (two cache lines from the start, which
-/// `align(64)` puts on a line boundary), then the delay histogram (whose per-value fields fill
-/// the third line) and those a sent packet touches (the fourth); the engine prefetches
-/// [`Accumulator::RECEIVED_BYTES`] and the line of [`Accumulator::sent`] of a flow's
-/// accumulator ahead of its packets, and with many flows each line is otherwise a miss.
+/// What a packet touches is in the first three cache lines (`align(64)` puts the first on a
+/// line boundary): a sent packet the first line (`sent`, `sent_bytes`; the shaping delay sum,
+/// after the three, only when it waited in a shaper), a received packet the first two lines
+/// (the counts, sums and jitter) and the third (the largest delay and the delay histogram's
+/// per-value fields). The engine prefetches [`Accumulator::RECEIVED_BYTES`] of a flow's
+/// accumulator ahead of its deliveries and its first line ahead of its emissions; with many
+/// flows each line is otherwise a miss.
 #[derive(Clone, Debug, Default)]
 #[repr(C, align(64))]
 pub struct Accumulator {
@@ -549,18 +553,18 @@ pub struct Accumulator {
     pub received_bytes: u64,
     /// Sum of one-way delays, ns.
     pub delay_sum: u128,
-    /// Largest one-way delay, ns.
-    pub delay_max: u64,
-    /// Receive gaps and delay variation.
-    pub jitter: Jitter,
-    /// Delay histogram, ns.
-    pub delay: DelayHistogram,
-    /// Sum of shaping delays of the packets sent, ns.
-    pub shaper_delay_sum: u128,
     /// Packets that entered the network in the window.
     pub sent: u64,
     /// Their bytes.
     pub sent_bytes: u64,
+    /// Receive gaps and delay variation.
+    pub jitter: Jitter,
+    /// Largest one-way delay, ns.
+    pub delay_max: u64,
+    /// Delay histogram, ns.
+    pub delay: DelayHistogram,
+    /// Sum of shaping delays of the packets sent, ns.
+    pub shaper_delay_sum: u128,
     /// Of those, packets dropped, by [`DropReason`] order.
     pub dropped: [u64; DropReason::COUNT],
     /// Bytes dropped.
@@ -576,23 +580,26 @@ pub struct Accumulator {
 
 // The layout the comment above describes.
 const _: () = {
+    assert!(std::mem::offset_of!(Accumulator, sent_bytes) + 8 <= 64);
     assert!(std::mem::offset_of!(Accumulator, jitter) + std::mem::size_of::<Jitter>() <= 128);
-    assert!(std::mem::offset_of!(Accumulator, delay) == 128);
-    assert!(std::mem::offset_of!(Accumulator, shaper_delay_sum) >= 192);
-    assert!(std::mem::offset_of!(Accumulator, sent_bytes) + 8 <= 256);
+    assert!(std::mem::offset_of!(Accumulator, delay_max) >= 128);
+    assert!(std::mem::offset_of!(Accumulator, delay) + std::mem::offset_of!(DelayHistogram, beyond) <= 192);
 };
 
 impl Accumulator {
-    /// Bytes from the start that [`Accumulator::on_received`] touches (the delay histogram's
-    /// counts are added to only every seventh packet).
-    pub const RECEIVED_BYTES: usize = std::mem::offset_of!(Accumulator, delay) + 64;
+    /// Bytes from the start that [`Accumulator::on_received`] touches (besides the delay
+    /// histogram's counts).
+    pub const RECEIVED_BYTES: usize = 192;
 
     /// A measured packet entered the network after `shaping` ns in the shaper.
     #[inline]
     pub fn on_sent(&mut self, size: u32, shaping: TimeNs) {
         self.sent += 1;
         self.sent_bytes += size as u64;
-        self.shaper_delay_sum += shaping as u128;
+        if shaping > 0 {
+            // (Its line is not touched by the packets of a source without a shaper.)
+            self.shaper_delay_sum += shaping as u128;
+        }
     }
 
     /// A measured packet was delivered at `now` after `delay` ns.
@@ -808,7 +815,7 @@ mod tests {
 
     #[test]
     fn pending_values_count_in_equality_merge_and_output() {
-        // 13 values: 7 added to the counts, 6 still pending.
+        // 13 values: 12 added to the counts, 1 still pending.
         let values: Vec<u64> = (0..13).map(|k| 1_000_000 + k * 40_000).collect();
         let mut recorded = DelayHistogram::new();
         values.iter().for_each(|&v| recorded.record(v));
