@@ -2049,15 +2049,14 @@ impl<'s> Engine<'s> {
     /// Records `delay` in source `s`'s delay histogram [`DEFERRED_DELAYS`] deliveries from
     /// now (all deliveries, of any flow), after starting to load the count it adds to: with
     /// many flows that count is a cache miss, which the deliveries in between hide. The
-    /// flow's values reach its histogram in their order, each counted at once (see
-    /// [`DelayHistogram::record_now`](crate::stats::DelayHistogram::record_now)); `finish`
-    /// records those still waiting.
+    /// flow's values reach its histogram in their order; `finish` records those still
+    /// waiting.
     #[inline(always)]
     fn defer_delay(&mut self, s: usize, delay: u64) {
         self.flows[s].delay.prefetch(delay);
         if self.deferred_delays.len() == DEFERRED_DELAYS {
             if let Some((oldest, value)) = self.deferred_delays.pop_front() {
-                self.flows[oldest as usize].delay.record_now(value);
+                self.flows[oldest as usize].delay.record(value);
             }
         }
         self.deferred_delays.push_back((s as u32, delay));
@@ -2332,7 +2331,7 @@ impl<'s> Engine<'s> {
         };
         let events = self.events + self.elided_events - unfinished;
         while let Some((s, value)) = self.deferred_delays.pop_front() {
-            self.flows[s as usize].delay.record_now(value);
+            self.flows[s as usize].delay.record(value);
         }
         self.close_bin();
         let window_end = match self.window_end {

@@ -19,8 +19,6 @@
 //! gap equal to the mean send gap, we also report the mean instantaneous delay variation
 //! |D_k − D_{k−1}| (RFC 3393 IPDV) as `ipdv_mean_s`.
 
-use std::borrow::Cow;
-
 use hdrhistogram::Histogram;
 use schedlab_core::{DropReason, TimeNs};
 
@@ -72,17 +70,6 @@ fn bucket_value(index: usize) -> u64 {
     }
 }
 
-/// Bucket indices a [`DelayHistogram`] collects before it adds them to its counts. With many
-/// flows each flow's counts are far apart in memory and an increment is a cache miss; adding
-/// three at a time lets the processor wait for the three misses at once (three: with their
-/// number, the extremes and the counts' handle, they fill the rest of the line of an
-/// [`Accumulator`] that holds them; with many flows the engine counts each value at once after
-/// a prefetch, see [`DelayHistogram::record_now`]).
-const PENDING: usize = 3;
-
-// Every bucket index fits the `u16` of the pending list.
-const _: () = assert!(bucket_index(HISTOGRAM_MAX_NS) <= u16::MAX as usize);
-
 /// Distinct buckets a [`DelayHistogram`] keeps as a sorted list before it switches to a
 /// dense window of counts: 128 entries are 2 KiB, about what the dense window of a flow whose
 /// delays span a factor of two costs.
@@ -103,40 +90,23 @@ enum Counts {
 /// bucket, grown on demand — plus the exact smallest and largest value. Values above
 /// [`HISTOGRAM_MAX_NS`] are kept aside and given to `Histogram::saturating_record` at the
 /// end, so that the result is exactly the histogram the values would have made one
-/// `saturating_record` at a time. Recorded bucket indices wait in a short pending list and are
-/// added to the counts [`PENDING`] at a time, in recording order, so that the counts go through
-/// exactly the states they would have gone through one value at a time.
+/// `saturating_record` at a time.
 ///
-/// What a value touches comes first, in 55 bytes (`repr(C)`): the rest of a cache line of an
-/// [`Accumulator`], after its largest delay.
-#[derive(Clone, Debug)]
+/// What a value touches comes first, in 48 bytes (`repr(C)`): with the largest delay before
+/// it, the third cache line of an [`Accumulator`]. (With many flows the engine prefetches the
+/// count a value adds to, deliveries ahead: see [`DelayHistogram::prefetch`].)
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct DelayHistogram {
     counts: Counts,
-    /// Smallest and largest value counted (`u64::MAX`, 0 while empty), pending ones included.
+    /// Smallest and largest value counted (`u64::MAX`, 0 while empty).
     min: u64,
     max: u64,
-    /// Bucket indices recorded and not yet in `counts`: the first `pending_len`.
-    pending: [u16; PENDING],
-    pending_len: u8,
     /// Values above [`HISTOGRAM_MAX_NS`].
     beyond: Vec<u64>,
 }
 
-const _: () = assert!(std::mem::offset_of!(DelayHistogram, beyond) <= 56);
-
-/// Equal when the same values were recorded (whether or not they are still pending).
-impl PartialEq for DelayHistogram {
-    fn eq(&self, other: &DelayHistogram) -> bool {
-        let (mine, theirs) = (self.settled(), other.settled());
-        mine.counts == theirs.counts
-            && mine.min == theirs.min
-            && mine.max == theirs.max
-            && mine.beyond == theirs.beyond
-    }
-}
-
-impl Eq for DelayHistogram {}
+const _: () = assert!(std::mem::offset_of!(DelayHistogram, beyond) <= 48);
 
 impl Default for DelayHistogram {
     fn default() -> Self {
@@ -152,8 +122,6 @@ impl DelayHistogram {
             min: u64::MAX,
             max: 0,
             beyond: Vec::new(),
-            pending: [0; PENDING],
-            pending_len: 0,
         }
     }
 
@@ -167,22 +135,23 @@ impl DelayHistogram {
         let value = value.max(1);
         self.min = self.min.min(value);
         self.max = self.max.max(value);
-        self.pending[self.pending_len as usize] = bucket_index(value) as u16;
-        self.pending_len += 1;
-        if self.pending_len as usize == PENDING {
-            self.flush();
+        let index = bucket_index(value);
+        if let Counts::Dense { offset, counts } = &mut self.counts {
+            // The common case of a busy flow: inside the dense window.
+            if let Some(count) = counts.get_mut(index.wrapping_sub(*offset)) {
+                *count += 1;
+                return;
+            }
         }
+        self.add_one(index);
     }
 
-    /// Counts `value` and adds it to the counts at once, with any value still pending before
-    /// it: the counts then go through the states `record` would give them one value at a
-    /// time.
-    #[inline]
-    pub fn record_now(&mut self, value: u64) {
-        self.record(value);
-        if self.pending_len > 0 {
-            self.flush();
-        }
+    /// [`DelayHistogram::add`] of one value outside the dense window (out of line: the
+    /// per-value path stays small).
+    #[cold]
+    #[inline(never)]
+    fn add_one(&mut self, index: usize) {
+        self.add(index, 1);
     }
 
     /// Starts loading the count that `value` adds to, when it lies in the dense window: a
@@ -194,39 +163,6 @@ impl DelayHistogram {
                 let index = bucket_index(value.max(1));
                 crate::prefetch::prefetch(counts, index.wrapping_sub(*offset), 8);
             }
-        }
-    }
-
-    /// Adds the pending bucket indices to the counts, in recording order.
-    #[inline]
-    fn flush(&mut self) {
-        let pending = self.pending;
-        let len = self.pending_len as usize;
-        self.pending_len = 0;
-        if let Counts::Dense { offset, counts } = &mut self.counts {
-            // The common case of a busy flow: every index inside the window, eight
-            // independent increments.
-            let window = *offset..*offset + counts.len();
-            if pending[..len].iter().all(|&i| window.contains(&(i as usize))) {
-                for &index in &pending[..len] {
-                    counts[index as usize - *offset] += 1;
-                }
-                return;
-            }
-        }
-        for &index in &pending[..len] {
-            self.add(index as usize, 1);
-        }
-    }
-
-    /// This histogram with nothing pending (a copy only if something is).
-    fn settled(&self) -> Cow<'_, DelayHistogram> {
-        if self.pending_len == 0 {
-            Cow::Borrowed(self)
-        } else {
-            let mut settled = self.clone();
-            settled.flush();
-            Cow::Owned(settled)
         }
     }
 
@@ -320,9 +256,8 @@ impl DelayHistogram {
 
     /// [`DelayHistogram::merge`] of a histogram not needed after it (taken over when nothing
     /// was recorded here, without a copy).
-    pub fn merge_owned(&mut self, mut other: DelayHistogram) {
+    pub fn merge_owned(&mut self, other: DelayHistogram) {
         if self.is_empty() {
-            other.flush();
             *self = other;
         } else {
             self.merge(&other);
@@ -332,20 +267,17 @@ impl DelayHistogram {
     /// Adds `other`'s counts.
     pub fn merge(&mut self, other: &DelayHistogram) {
         if self.is_empty() {
-            // Nothing recorded here (nothing pending either): a copy of `other`'s counts.
-            *self = other.settled().into_owned();
+            // Nothing recorded here: a copy of `other`'s counts.
+            *self = other.clone();
             return;
         }
-        self.flush();
-        let other = other.settled();
         other.for_each_bucket(|index, count| self.add(index, count));
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.beyond.extend_from_slice(&other.beyond);
     }
 
-    /// Calls `f(index, count)` for every non-empty bucket, in increasing order (pending
-    /// values not included: call on a settled histogram).
+    /// Calls `f(index, count)` for every non-empty bucket, in increasing order.
     #[inline]
     fn for_each_bucket(&self, mut f: impl FnMut(usize, u64)) {
         match &self.counts {
@@ -378,7 +310,7 @@ impl DelayHistogram {
         }
     }
 
-    /// Values in the buckets (pending values and those beyond the range not included).
+    /// Values in the buckets (those beyond the range not included).
     fn bucket_total(&self) -> u64 {
         match &self.counts {
             Counts::Sparse(entries) => entries.iter().map(|&(_, count)| count).sum(),
@@ -388,8 +320,7 @@ impl DelayHistogram {
 
     /// Values counted.
     pub fn len(&self) -> u64 {
-        let this = self.settled();
-        this.bucket_total() + this.beyond.len() as u64
+        self.bucket_total() + self.beyond.len() as u64
     }
 
     /// The values at `quantiles` (each 0 to 1, in any order): what `hdrhistogram`'s
@@ -403,14 +334,13 @@ impl DelayHistogram {
             let histogram = self.to_hdr();
             return quantiles.map(|q| histogram.value_at_quantile(q));
         }
-        let this = self.settled();
         let quantiles = quantiles.map(|q| q.min(1.0));
-        let total = this.bucket_total();
+        let total = self.bucket_total();
         let targets = quantiles.map(|q| ((q * total as f64).ceil() as u64).max(1));
         let mut values = [0; N];
         let mut found = [false; N];
         let mut so_far = 0u64;
-        this.for_each_bucket(|index, count| {
+        self.for_each_bucket(|index, count| {
             so_far += count;
             for j in 0..N {
                 if !found[j] && so_far >= targets[j] {
@@ -443,11 +373,10 @@ impl DelayHistogram {
             }
             return Ok(());
         }
-        let this = self.settled();
-        let total = this.bucket_total();
+        let total = self.bucket_total();
         let mut so_far = 0u64;
         let mut result = Ok(());
-        this.for_each_bucket(|index, count| {
+        self.for_each_bucket(|index, count| {
             so_far += count;
             if result.is_ok() {
                 result = point(bucket_highest(index), so_far as f64 / total as f64);
@@ -460,11 +389,9 @@ impl DelayHistogram {
     /// `saturating_record` into [`delay_histogram`]: same counts, total, minimum and maximum).
     /// It holds the full range (a few hundred kB): make one at a time.
     pub fn to_hdr(&self) -> Histogram<u64> {
-        let this = self.settled();
-        let this = this.as_ref();
         let mut histogram = delay_histogram();
-        let (min_index, max_index) = (bucket_index(this.min.max(1)), bucket_index(this.max.max(1)));
-        for (index, count) in this.buckets() {
+        let (min_index, max_index) = (bucket_index(self.min.max(1)), bucket_index(self.max.max(1)));
+        for (index, count) in self.buckets() {
             // Any value of the bucket counts the same; the exact extremes keep the
             // histogram's minimum and maximum exact.
             let mut record = |value: u64, n: u64| {
@@ -472,18 +399,18 @@ impl DelayHistogram {
                     .record_n(value, n)
                     .expect("values up to HISTOGRAM_MAX_NS are in range");
             };
-            if index == min_index && index == max_index && this.min != this.max {
-                record(this.min, 1);
-                record(this.max, count - 1);
+            if index == min_index && index == max_index && self.min != self.max {
+                record(self.min, 1);
+                record(self.max, count - 1);
             } else if index == min_index {
-                record(this.min, count);
+                record(self.min, count);
             } else if index == max_index {
-                record(this.max, count);
+                record(self.max, count);
             } else {
                 record(bucket_value(index), count);
             }
         }
-        for &value in &this.beyond {
+        for &value in &self.beyond {
             histogram.saturating_record(value);
         }
         histogram
@@ -814,15 +741,12 @@ mod tests {
     }
 
     #[test]
-    fn pending_values_count_in_equality_merge_and_output() {
-        // 13 values: 12 added to the counts, 1 still pending.
+    fn values_count_in_equality_merge_and_output() {
         let values: Vec<u64> = (0..13).map(|k| 1_000_000 + k * 40_000).collect();
         let mut recorded = DelayHistogram::new();
         values.iter().for_each(|&v| recorded.record(v));
-        assert_eq!(recorded.pending_len as usize, values.len() % PENDING);
         let mut merged = DelayHistogram::new();
         merged.merge(&recorded);
-        assert_eq!(merged.pending_len, 0);
         assert_eq!(merged, recorded);
         let mut fewer = DelayHistogram::new();
         values[..12].iter().for_each(|&v| fewer.record(v));
