@@ -767,7 +767,8 @@ impl std::ops::Deref for LinkPath {
 /// A source's state. What a packet reads comes first (`repr(C)`, from a line boundary): `path`
 /// and `flow` in the first cache line (a packet moving on to its next hop reads only that
 /// line), the pending packet in the second, the generator's per-packet fields in the next
-/// three ([`SourceState::HOT_BYTES`] in all); the fields of TCP, lateness and echoes follow.
+/// two for a Poisson source ([`SourceState::HOT_BYTES`] in all); the fields of TCP, lateness
+/// and echoes follow.
 #[repr(C, align(64))]
 struct SourceState {
     path: LinkPath,
@@ -802,6 +803,7 @@ impl SourceState {
 const _: () = {
     assert!(std::mem::offset_of!(SourceState, tcp) + 16 <= 64);
     assert!(std::mem::offset_of!(SourceState, deadline) + 16 <= 128);
+    assert!(std::mem::offset_of!(SourceState, generator) == 128);
 };
 
 /// A TCP source's connection and the engine's bookkeeping around it.

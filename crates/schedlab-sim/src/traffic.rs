@@ -610,25 +610,39 @@ impl Fragmentation {
 
 /// Produces a source's packets in time order (before shaping), from its own random stream.
 ///
-/// What every packet reads comes first, in [`Generator::HOT_BYTES`] bytes (`repr(C)`; three
+/// What every packet reads comes first, in [`Generator::HOT_BYTES`] bytes (`repr(C)`; two
 /// cache lines where the generator starts on a line boundary, as in the engine's source
-/// state); the unit being fragmented follows.
+/// state): the size distribution and the fragmentation in the first, the random stream, the
+/// start and the first 24 bytes of the model's state in the second (all a Poisson source's
+/// state reads; the other models' states are longer). The rest of the state and the unit
+/// being fragmented follow.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct Generator {
+    size: Option<SizeDist>,
+    /// The fragmentation (an `mtu` of 0: none; 8 bytes where an `Option` takes 12).
+    fragmentation: Fragmentation,
     rng: SourceRng,
     start: TimeNs,
-    fragmentation: Option<Fragmentation>,
-    unit_left: u32,
     state: State,
-    size: Option<SizeDist>,
+    unit_left: u32,
     /// The unit being fragmented (its time, class, deadline) and its bytes not yet sent.
     unit: Emission,
 }
 
+// The layout the comment above describes.
+const _: () = {
+    assert!(std::mem::offset_of!(Generator, rng) == 64);
+    assert!(std::mem::offset_of!(Generator, state) + 24 <= Generator::HOT_BYTES);
+};
+
 impl Generator {
-    /// Bytes from the start that drawing a packet reads (all but the unit being fragmented).
-    pub const HOT_BYTES: usize = std::mem::offset_of!(Generator, unit);
+    /// Bytes from the start that drawing a Poisson source's packet reads (its size
+    /// distribution, fragmentation, random stream, start and state).
+    pub const HOT_BYTES: usize = 128;
+
+    /// "No fragmentation" (`mtu` 0: a valid fragmentation has `mtu > header`).
+    const WHOLE: Fragmentation = Fragmentation { mtu: 0, header: 0 };
 
     /// A generator of `model` starting at `start` (ns), with `size` for models that need it
     /// (a constant 1000-byte size is used if it is missing).
@@ -737,7 +751,7 @@ impl Generator {
             state,
             size,
             start,
-            fragmentation: None,
+            fragmentation: Generator::WHOLE,
             unit: Emission {
                 time: 0,
                 size: 0,
@@ -750,7 +764,8 @@ impl Generator {
 
     /// The same generator, its units cut into MTU-sized packets (`None`: sent whole).
     pub fn with_fragmentation(mut self, fragmentation: Option<Fragmentation>) -> Generator {
-        self.fragmentation = fragmentation;
+        debug_assert!(fragmentation.is_none_or(|f| f.header < f.mtu), "mtu > header");
+        self.fragmentation = fragmentation.unwrap_or(Generator::WHOLE);
         self
     }
 
@@ -759,9 +774,10 @@ impl Generator {
     /// at the unit's time.
     #[inline(always)]
     pub fn next_packet(&mut self) -> Option<Emission> {
-        let Some(fragmentation) = self.fragmentation else {
+        let fragmentation = self.fragmentation;
+        if fragmentation.mtu == 0 {
             return self.next_unit();
-        };
+        }
         if self.unit_left == 0 {
             self.unit = self.next_unit()?;
             self.unit_left = self.unit.size;
