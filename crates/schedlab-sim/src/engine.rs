@@ -764,20 +764,27 @@ impl std::ops::Deref for LinkPath {
     }
 }
 
-/// A source's state. What a packet reads comes first (`repr(C)`, from a line boundary): `path`
-/// and `flow` in the first cache line (a packet moving on to its next hop reads only that
+/// A source's state. What a packet reads comes first (`repr(C)`, from a line boundary): `path`,
+/// `flow`, whether it is a TCP source or shaped, and its packets received in the current bin
+/// in the first cache line (a packet moving on to its next hop or delivered reads only that
 /// line), the pending packet in the second, the generator's per-packet fields in the next
-/// two for a Poisson source ([`SourceState::HOT_BYTES`] in all); the fields of TCP, lateness
-/// and echoes follow.
+/// two for a Poisson source ([`SourceState::HOT_BYTES`] in all); the fields of TCP, the
+/// shaper, lateness and echoes follow.
 #[repr(C, align(64))]
 struct SourceState {
     path: LinkPath,
     flow: u32,
     class: u8,
     dscp: u8,
-    tcp: Option<Box<TcpState>>,
-    /// The source's (σ, ρ) shaper (boxed: read only to see whether there is one).
-    shaper: Option<Box<TokenBucket>>,
+    /// Whether `tcp` is set (read per packet here, off the box's line).
+    closed_loop: bool,
+    /// Whether `shaper` is set.
+    shaped: bool,
+    /// Packets and bytes received in the current bin, added to the flow's series when the bin
+    /// ends (see [`Engine::close_bin`]): in the line a delivery reads anyway, where an array
+    /// of its own cost a cache miss per packet with many flows.
+    bin_packets: u64,
+    bin_bytes: u64,
     /// When the pending packet was generated (before shaping).
     generated: TimeNs,
     /// No packet generated at or after this time.
@@ -786,6 +793,9 @@ struct SourceState {
     pending: Emission,
     deadline: Option<TimeNs>,
     generator: Generator,
+    tcp: Option<Box<TcpState>>,
+    /// The source's (σ, ρ) shaper.
+    shaper: Option<Box<TokenBucket>>,
     /// The lateness measure of the source's `lateness` table, applied on its first link.
     lateness: Option<Box<LatenessMeter>>,
     /// Open-loop echoes: the links they cross back (empty: none, or a fixed delay).
@@ -801,7 +811,7 @@ impl SourceState {
 
 // The layout the comment above describes.
 const _: () = {
-    assert!(std::mem::offset_of!(SourceState, tcp) + 16 <= 64);
+    assert!(std::mem::offset_of!(SourceState, bin_bytes) + 8 <= 64);
     assert!(std::mem::offset_of!(SourceState, deadline) + 16 <= 128);
     assert!(std::mem::offset_of!(SourceState, generator) == 128);
 };
@@ -948,11 +958,7 @@ struct Engine<'s> {
     drops: Vec<Dropped>,
     flows: Vec<Accumulator>,
     flow_series: Vec<FlowSeries>,
-    /// Per flow: (packets, bytes) received in the current bin, added to `flow_series` when
-    /// the bin ends (one small contiguous array stays in cache where each flow's own series
-    /// vectors would cost a cache miss per packet with many flows).
-    bin_counts: Vec<(u64, u64)>,
-    /// The flows with a non-zero entry in `bin_counts`.
+    /// The sources with packets received in the current bin (`SourceState::bin_packets`).
     bin_touched: Vec<u32>,
     class_index: [u16; 256],
     /// Whether packet classes can differ within a source (trace replay): then per-class
@@ -1089,6 +1095,10 @@ impl<'s> Engine<'s> {
                 generator: Generator::new(&source.arrivals, source.size.clone(), source.start, rng)
                     .with_fragmentation(source.fragmentation),
                 shaper: source.shaper.map(|s| Box::new(TokenBucket::new(s.sigma, s.rho))),
+                shaped: source.shaper.is_some(),
+                closed_loop: source.transport.is_some(),
+                bin_packets: 0,
+                bin_bytes: 0,
                 pending: Emission {
                     time: 0,
                     size: 0,
@@ -1149,7 +1159,6 @@ impl<'s> Engine<'s> {
             drops: Vec::with_capacity(64),
             flows: (0..n).map(|_| Accumulator::default()).collect(),
             flow_series: vec![FlowSeries::default(); n],
-            bin_counts: vec![(0, 0); n],
             bin_touched: Vec::new(),
             class_index: [NO_CLASS; 256],
             live_classes: scenario
@@ -1337,9 +1346,14 @@ impl<'s> Engine<'s> {
             return;
         }
         source.generated = emission.time;
-        let release = match &mut source.shaper {
-            Some(shaper) => shaper.release(emission.time, emission.size),
-            None => emission.time,
+        // (`shaped` first: an unshaped source's packets do not read the shaper's line.)
+        let release = if source.shaped {
+            match &mut source.shaper {
+                Some(shaper) => shaper.release(emission.time, emission.size),
+                None => emission.time,
+            }
+        } else {
+            emission.time
         };
         source.pending = Emission {
             time: release,
@@ -1580,7 +1594,7 @@ impl<'s> Engine<'s> {
             return Ok(());
         }
         let now = self.now;
-        if self.sources[index].tcp.is_some() {
+        if self.sources[index].closed_loop {
             let emission = self.sources[index].pending;
             let measured = self.measuring;
             self.schedule_source(index);
@@ -1799,7 +1813,6 @@ impl<'s> Engine<'s> {
                     let s = self.slab.get(packet.id).source as usize;
                     prefetch(&self.sources, s, 64);
                     prefetch(&self.flows, s, Accumulator::RECEIVED_BYTES);
-                    prefetch(&self.bin_counts, s, 16);
                 }
             }
             link.busy = true;
@@ -1909,7 +1922,6 @@ impl<'s> Engine<'s> {
                 let s = self.slab.get(packet.id).source as usize;
                 prefetch(&self.sources, s, 64);
                 prefetch(&self.flows, s, Accumulator::RECEIVED_BYTES);
-                prefetch(&self.bin_counts, s, 16);
             }
             let link = &mut self.links[l];
             let at = now + link.delay;
@@ -2019,12 +2031,12 @@ impl<'s> Engine<'s> {
         if now >= self.bin_end {
             self.next_bin(now);
         }
-        let counts = &mut self.bin_counts[s];
-        if counts.0 == 0 {
+        let source = &mut self.sources[s];
+        if source.bin_packets == 0 {
             self.bin_touched.push(s as u32);
         }
-        counts.0 += 1;
-        counts.1 += packet.size as u64;
+        source.bin_packets += 1;
+        source.bin_bytes += packet.size as u64;
         if slot.measured {
             let delay = now - slot.entry;
             if self.prefetching {
@@ -2113,7 +2125,11 @@ impl<'s> Engine<'s> {
     fn close_bin(&mut self) {
         let bin = self.bin_index;
         for &s in &self.bin_touched {
-            let (packets, bytes) = std::mem::take(&mut self.bin_counts[s as usize]);
+            let source = &mut self.sources[s as usize];
+            let (packets, bytes) = (
+                std::mem::take(&mut source.bin_packets),
+                std::mem::take(&mut source.bin_bytes),
+            );
             let series = &mut self.flow_series[s as usize];
             if bin >= series.bytes.len() {
                 series.bytes.resize(bin + 1, 0);
