@@ -351,10 +351,10 @@ impl LinkState {
 ///
 /// One cache line (`align(64)`) holds what a packet entering the hop and its propagation read
 /// and write, in a compact array of the engine (one per link; `private` is false for the
-/// others), so that with many flows a packet touches this line and the queue's last entry
-/// instead of the link's whole state. Totals that only a queueing packet changes (the backlog
-/// integrals) and the largest backlog while packets wait are in the [`LinkState`]; those are
-/// touched only when the packet waits. Invariants: `delay_sum = area_packets + busy_done` of
+/// others), so that with many flows a packet touches this line (and a pool entry most likely
+/// in the cache) instead of the link's whole state. Totals that only a queueing packet
+/// changes (the backlog integrals) and the largest backlog while packets wait are in the
+/// [`LinkState`]; those are touched only when the packet waits. Invariants: `delay_sum = area_packets + busy_done` of
 /// the running totals (a packet's delay here is its wait plus its service), so it is not kept.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
@@ -383,6 +383,8 @@ struct PrivateHop {
     rated: bool,
     /// Whether the link is a private hop.
     private: bool,
+    /// The class of its packets (its source's one class).
+    class: u8,
 }
 
 const _: () = assert!(std::mem::size_of::<PrivateHop>() == 64);
@@ -423,9 +425,11 @@ impl TransitEntry {
 }
 
 /// The entries of every private hop's queue, with a last-in first-out free list through
-/// `next`: a packet entering a hop usually frees its previous packet's entry (forwarded, its
-/// transmission over) and takes the same one, a line already read, so with many flows its
-/// queue costs one cache line instead of a ring of its own.
+/// `next`. An entry is given back when its packet reaches the next hop after its
+/// transmission ended (or, failing that, when a later packet enters the hop and finds it so),
+/// and the next packet to enter any private hop takes the entry given back last, a line just
+/// read: with many flows a packet's entry is then no cache miss, where a ring of its own per
+/// hop was one or two.
 #[derive(Debug, Default)]
 struct TransitPool {
     entries: Vec<TransitEntry>,
@@ -479,6 +483,7 @@ impl PrivateHop {
             alone: false,
             rated: false,
             private: false,
+            class: 0,
         }
     }
 
@@ -584,7 +589,7 @@ impl PrivateHop {
         if self.sent_packets == 0 {
             return Vec::new();
         }
-        let class_index = pool.entries[self.tail as usize].class as usize;
+        let class_index = self.class as usize;
         let mut classes = vec![ClassAtLink::default(); class_index + 1];
         let class = &mut classes[class_index];
         class.busy = self.busy_done;
@@ -614,20 +619,9 @@ impl PrivateHop {
         pool: &mut TransitPool,
         link: &mut LinkState,
     ) -> (TimeNs, bool) {
+        // (Read before `drop_ended`, which may empty the queue when it ended before now.)
         let free_at = self.free_at(pool);
-        // Entries forwarded and ended before now matter to no later snapshot.
-        while self.tail != NIL {
-            let head = pool.entries[self.tail as usize].next;
-            if head == self.forward || pool.entries[head as usize].end >= now {
-                break;
-            }
-            if head == self.tail {
-                self.tail = NIL;
-            } else {
-                pool.entries[self.tail as usize].next = pool.entries[head as usize].next;
-            }
-            pool.give_back(head);
-        }
+        self.drop_ended(now, pool);
         if measuring {
             // The backlog right after the enqueue, as the scheduler would have had it.
             if free_at < now {
@@ -650,6 +644,7 @@ impl PrivateHop {
         self.busy_done += service;
         self.sent_packets += 1;
         self.sent_bytes += packet.size as u64;
+        self.class = packet.class;
         let index = pool.take(TransitEntry {
             id: packet.id,
             arrival: packet.arrival,
@@ -675,19 +670,41 @@ impl PrivateHop {
         (end, only)
     }
 
-    /// The next packet to reach the next hop (the first one not yet forwarded), and when the
-    /// one after it will, if any.
+    /// The next packet to reach the next hop (the first one not yet forwarded) at `now`, and
+    /// when the one after it will, if any. Entries forwarded whose transmission ended before
+    /// `now` are given back to the pool now (no later snapshot needs them), while their lines
+    /// are in the cache: the next packet to enter any private hop takes one of them.
     #[inline(always)]
-    fn forward_next(&mut self, pool: &TransitPool) -> (Packet, Option<TimeNs>) {
+    fn forward_next(&mut self, now: TimeNs, pool: &mut TransitPool) -> (Packet, Option<TimeNs>) {
         debug_assert!(self.forward != NIL, "a propagation event has a packet");
         let entry = &pool.entries[self.forward as usize];
         let packet = entry.packet();
-        if self.forward == self.tail {
+        let next = if self.forward == self.tail {
             self.forward = NIL;
-            (packet, None)
+            None
         } else {
             self.forward = entry.next;
-            (packet, Some(pool.entries[self.forward as usize].end + self.delay))
+            Some(pool.entries[self.forward as usize].end + self.delay)
+        };
+        self.drop_ended(now, pool);
+        (packet, next)
+    }
+
+    /// Gives back the first entries while they are forwarded and their transmission ended
+    /// before `now` (they matter to no later snapshot).
+    #[inline(always)]
+    fn drop_ended(&mut self, now: TimeNs, pool: &mut TransitPool) {
+        while self.tail != NIL {
+            let head = pool.entries[self.tail as usize].next;
+            if head == self.forward || pool.entries[head as usize].end >= now {
+                break;
+            }
+            if head == self.tail {
+                self.tail = NIL;
+            } else {
+                pool.entries[self.tail as usize].next = pool.entries[head as usize].next;
+            }
+            pool.give_back(head);
         }
     }
 
@@ -1944,7 +1961,7 @@ impl<'s> Engine<'s> {
     #[inline(always)]
     fn propagated(&mut self, l: usize) {
         let packet = if self.hops[l].private {
-            let (packet, next) = self.hops[l].forward_next(&self.transit);
+            let (packet, next) = self.hops[l].forward_next(self.now, &mut self.transit);
             if let Some(next) = next {
                 self.push_propagated(next, l);
             }
@@ -2982,10 +2999,14 @@ mod tests {
                 now += gap * 1_000;
                 for _ in 0..forwards {
                     if forwarded < model.len() {
-                        let (packet, next) = hop.forward_next(&pool);
+                        let (packet, next) = hop.forward_next(now, &mut pool);
                         prop_assert_eq!(packet, model[forwarded].0);
                         prop_assert_eq!(next, model.get(forwarded + 1).map(|e| e.2 + hop.delay));
                         forwarded += 1;
+                        while forwarded > 0 && model.front().is_some_and(|e| e.2 < now) {
+                            model.pop_front();
+                            forwarded -= 1;
+                        }
                     }
                 }
                 while forwarded > 0 && model.front().is_some_and(|e| e.2 < now) {
