@@ -9,7 +9,7 @@
 //! taken at once, without a heap round trip, when no such event at `t` is pending.
 //!
 //! Each source has one pending event, its next packet's entry into the network: these sit in
-//! a [`SourceClock`] (a tournament tree with one slot per source); one link's pending
+//! a [`SourceClock`] (a calendar queue of days with one node per source); one link's pending
 //! transmission end (the link every path ends at, else the last of the first source's path:
 //! `Engine::slot_link`) sits in a slot of its own; a propagation event scheduled no earlier
 //! than the last one queued there goes to the back of a FIFO (`Engine::propagations`: with
