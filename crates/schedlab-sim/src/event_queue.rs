@@ -259,7 +259,7 @@ pub(crate) const NEVER: u128 = u128::MAX;
 /// The end of a day's list of sources.
 const NO_SOURCE: u32 = u32::MAX;
 
-/// Days of a [`SourceClock`] per source (rounded up to a power of two, at least 16).
+/// Days of a [`SourceCalendar`] per source (rounded up to a power of two, at least 16).
 const DAYS_PER_SOURCE: usize = 2;
 
 /// Updates of the earliest source between two looks at what the clock's days cost (at least;
@@ -270,7 +270,7 @@ const UPDATES_PER_CHECK: u32 = 4096;
 /// Days scanned and list entries passed per update above which the clock chooses its day again.
 const STEPS_PER_UPDATE_LIMIT: u32 = 4;
 
-/// Days after the current one whose first source [`SourceClock::prefetch_path`] prefetches.
+/// Days after the current one whose first source [`SourceCalendar::prefetch_path`] prefetches.
 const PREFETCH_DAYS: usize = 2;
 
 /// A source's key and the next source of its day's list (32 bytes: two a cache line).
@@ -307,7 +307,7 @@ struct Day {
 /// `2n` to `4n` days. Any other update (a source that is not the earliest, a key earlier than
 /// the one it replaces, a clear) goes through a general path.
 #[derive(Debug)]
-pub(crate) struct SourceClock {
+pub(crate) struct SourceCalendar {
     /// Per source: its key ([`NEVER`] if none) and its successor in its day's list.
     nodes: Vec<ClockNode>,
     /// Per day modulo the array's length (a power of two): its list.
@@ -332,11 +332,11 @@ pub(crate) struct SourceClock {
     planned: bool,
 }
 
-impl SourceClock {
-    /// A clock for `sources` sources, none with a pending packet.
-    pub fn new(sources: usize) -> SourceClock {
+impl SourceCalendar {
+    /// A calendar for `sources` sources, none with a pending packet.
+    pub fn new(sources: usize) -> SourceCalendar {
         let days = Self::days_for(sources);
-        SourceClock {
+        SourceCalendar {
             nodes: vec![
                 ClockNode {
                     key: NEVER,
@@ -363,22 +363,15 @@ impl SourceClock {
         }
     }
 
-    /// Bytes a clock for `sources` sources holds on the heap: a node per source and its days
-    /// (choosing the day sorts a copy of the keys, freed at once).
-    pub fn bytes_for(sources: usize) -> usize {
+    /// Bytes a calendar for `sources` sources holds on the heap: a node per source and its
+    /// days (choosing the day sorts a copy of the keys, freed at once).
+    fn bytes_for(sources: usize) -> usize {
         sources * std::mem::size_of::<ClockNode>() + Self::days_for(sources) * std::mem::size_of::<Day>()
     }
 
     /// The number of days of a clock for `sources` sources.
     fn days_for(sources: usize) -> usize {
         (DAYS_PER_SOURCE * sources).max(16).next_power_of_two()
-    }
-
-    /// Bytes this clock holds on the heap (tests: [`SourceClock::bytes_for`] is this).
-    #[cfg(test)]
-    pub fn allocated_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<ClockNode>()
-            + self.days.capacity() * std::mem::size_of::<Day>()
     }
 
     /// The day of `key`.
@@ -405,7 +398,7 @@ impl SourceClock {
     }
 
     /// The earliest source, `source`, takes the later key `key`.
-    #[inline(always)]
+    #[inline(never)]
     fn advance(&mut self, source: usize, key: u128) {
         let mask = self.days.len() - 1;
         // The earliest source is the head of the current day's list.
@@ -620,6 +613,99 @@ impl SourceClock {
     /// The source with the earliest pending packet and that packet's key
     /// ([`NEVER`] if no source has one).
     #[inline(always)]
+    fn earliest(&self) -> (usize, u128) {
+        self.earliest
+    }
+}
+
+/// From this many sources on, a run's [`SourceClock`] is a [`SourceCalendar`], below it a
+/// [`SourceTree`]. The tree's update has no data-dependent branch, the calendar's mispredicts
+/// about 1.7 branches an update more (10 Poisson sources: 7.9 mispredictions a packet
+/// against 6.2, and 8 % more CPU time with 1.4 % fewer instructions), but costs the same at
+/// any number of sources where the tree's grows by a level at each doubling: at 100 sources
+/// they take the same time, at 300 the calendar 3 % less, at 1,000 about 2 % less with 10 %
+/// fewer instructions and 11 % fewer first-level misses a packet.
+pub(crate) const CALENDAR_FROM_SOURCES: usize = 256;
+
+/// The structure of a run's [`SourceClock`].
+#[derive(Debug)]
+enum ClockOrder {
+    Tree(SourceTree),
+    Calendar(SourceCalendar),
+}
+
+/// The next-packet key `(time, seq)` of every source: a [`SourceTree`] with fewer than
+/// [`CALENDAR_FROM_SOURCES`] sources, a [`SourceCalendar`] from there on (chosen per run); both
+/// give the earliest key exactly, so the choice changes no result. The earliest source and its
+/// key are copied beside the structure after each update, for the engine's loop, which reads
+/// them on every event.
+#[derive(Debug)]
+pub(crate) struct SourceClock {
+    earliest: (usize, u128),
+    order: ClockOrder,
+}
+
+impl SourceClock {
+    /// A clock for `sources` sources, none with a pending packet.
+    pub fn new(sources: usize) -> SourceClock {
+        SourceClock::with_calendar(sources, sources >= CALENDAR_FROM_SOURCES)
+    }
+
+    /// A clock for `sources` sources in a calendar (`calendar`) or a tree.
+    pub fn with_calendar(sources: usize, calendar: bool) -> SourceClock {
+        let order = if calendar {
+            ClockOrder::Calendar(SourceCalendar::new(sources))
+        } else {
+            ClockOrder::Tree(SourceTree::new(sources))
+        };
+        SourceClock {
+            earliest: (0, NEVER),
+            order,
+        }
+    }
+
+    /// Sets source `source`'s next packet to `time`, sequence number `seq`.
+    #[inline(always)]
+    pub fn set(&mut self, source: usize, time: TimeNs, seq: u64) {
+        self.earliest = match &mut self.order {
+            ClockOrder::Tree(tree) => {
+                tree.set(source, time, seq);
+                tree.earliest()
+            }
+            ClockOrder::Calendar(calendar) => {
+                calendar.set(source, time, seq);
+                calendar.earliest()
+            }
+        };
+    }
+
+    /// Source `source` has no pending packet.
+    #[inline(always)]
+    pub fn clear(&mut self, source: usize) {
+        self.earliest = match &mut self.order {
+            ClockOrder::Tree(tree) => {
+                tree.clear(source);
+                tree.earliest()
+            }
+            ClockOrder::Calendar(calendar) => {
+                calendar.clear(source);
+                calendar.earliest()
+            }
+        };
+    }
+
+    /// Starts loading into the cache what the next update of `source` will read (a hint).
+    #[inline(always)]
+    pub fn prefetch_path(&self, source: usize) {
+        match &self.order {
+            ClockOrder::Tree(tree) => tree.prefetch_path(source),
+            ClockOrder::Calendar(calendar) => calendar.prefetch_path(source),
+        }
+    }
+
+    /// The source with the earliest pending packet and that packet's key
+    /// ([`NEVER`] if no source has one).
+    #[inline(always)]
     pub fn earliest(&self) -> (usize, u128) {
         self.earliest
     }
@@ -629,6 +715,129 @@ impl SourceClock {
     pub fn time_of(key: u128) -> TimeNs {
         (key >> 64) as TimeNs
     }
+
+    /// Bytes the clock of a run with `sources` sources holds on the heap.
+    pub fn bytes_for(sources: usize) -> usize {
+        if sources >= CALENDAR_FROM_SOURCES {
+            SourceCalendar::bytes_for(sources)
+        } else {
+            SourceTree::bytes_for(sources)
+        }
+    }
+}
+
+/// The next-packet key of every source in a tournament (winner) tree (the [`SourceClock`] of
+/// runs with fewer than [`CALENDAR_FROM_SOURCES`] sources) over one `(time, seq)`
+/// key per source. Setting a source's key replays the matches on its path to the root
+/// against the winners of the sibling subtrees: ⌈log2 n⌉ comparisons, a fixed trip count
+/// and no data-dependent branch, where a heap's sift-down branches on every comparison (and,
+/// fed by n sources and the links, is deeper). On the simulator benchmark (10 sources) this
+/// made a packet 15–20 % cheaper in CPU time than one `BinaryHeap` of all events, for about
+/// the same instruction count: the difference is branch mispredictions.
+#[derive(Debug)]
+pub(crate) struct SourceTree {
+    /// Per source (leaf; padded to a power of two with [`NEVER`]), its key.
+    keys: Vec<u128>,
+    /// Per node (root at 1, children of `i` at `2i` and `2i + 1`, source `j`'s leaf at
+    /// `leaves + j`), the source with the smallest key below it.
+    winner: Vec<u32>,
+    /// The number of sources rounded up to a power of two.
+    leaves: usize,
+    /// The root's winner and its key.
+    earliest: (usize, u128),
+}
+
+impl SourceTree {
+    /// A clock for `sources` sources, none with a pending packet.
+    pub fn new(sources: usize) -> SourceTree {
+        let leaves = sources.max(1).next_power_of_two();
+        let mut winner = vec![0; 2 * leaves];
+        for (leaf, node) in winner[leaves..].iter_mut().enumerate() {
+            *node = leaf as u32;
+        }
+        // Every key is NEVER: each node's winner is the leftmost leaf below it.
+        for node in (1..leaves).rev() {
+            winner[node] = winner[2 * node];
+        }
+        SourceTree {
+            keys: vec![NEVER; leaves],
+            winner,
+            leaves,
+            earliest: (0, NEVER),
+        }
+    }
+
+    /// Sets source `source`'s next packet to `time`, sequence number `seq`.
+    #[inline(always)]
+    pub fn set(&mut self, source: usize, time: TimeNs, seq: u64) {
+        self.set_key(source, Event::new(time, seq, 0).key());
+    }
+
+    /// Source `source` has no pending packet.
+    #[inline(always)]
+    pub fn clear(&mut self, source: usize) {
+        self.set_key(source, NEVER);
+    }
+
+    /// Replays the matches from `source`'s leaf to the root against the sibling subtrees'
+    /// winners (which are unchanged). Keys are unique but for NEVER, so the side that wins a
+    /// tie does not matter.
+    #[inline(never)]
+    fn set_key(&mut self, source: usize, key: u128) {
+        // Slices whose lengths are `mask + 1`, indexed `& mask`: the compiler sees that no
+        // index can be out of bounds and drops the checks from the loop.
+        let leaf_mask = self.leaves - 1;
+        let node_mask = 2 * self.leaves - 1;
+        let keys = &mut self.keys[..=leaf_mask];
+        let winner = &mut self.winner[..=node_mask];
+        keys[source & leaf_mask] = key;
+        let mut node = self.leaves + source;
+        let mut best = source as u32;
+        while node > 1 {
+            let sibling = winner[(node ^ 1) & node_mask];
+            // Which side wins is data-dependent and a branch on it would be mispredicted
+            // about once per update: select with a mask instead. (`black_box` stops LLVM
+            // from turning the mask back into a select, which its x86 back end then
+            // compiles to a branch because `best` is carried from one level to the next.)
+            let take = keys[sibling as usize & leaf_mask] < keys[best as usize & leaf_mask];
+            let mask = std::hint::black_box(take as u32).wrapping_neg();
+            best ^= (best ^ sibling) & mask;
+            node /= 2;
+            winner[node & node_mask] = best;
+        }
+        self.earliest = (best as usize, keys[best as usize & leaf_mask]);
+    }
+
+    /// Starts loading into the cache what the next update of `source`'s key will read: the
+    /// keys of the current winners of the subtrees beside its path (with many sources each is
+    /// otherwise a cache miss at the update), but for the top four levels, which every update
+    /// reads. A hint: the winners may change before then.
+    #[inline(always)]
+    pub fn prefetch_path(&self, source: usize) {
+        let leaf_mask = self.leaves - 1;
+        let node_mask = 2 * self.leaves - 1;
+        let keys = &self.keys[..=leaf_mask];
+        let winner = &self.winner[..=node_mask];
+        let mut node = self.leaves + (source & leaf_mask);
+        while node >= 16 {
+            let sibling = winner[(node ^ 1) & node_mask] as usize & leaf_mask;
+            crate::prefetch::prefetch(keys, sibling, 16);
+            node /= 2;
+        }
+    }
+
+    /// The source with the earliest pending packet and that packet's key.
+    #[inline(always)]
+    fn earliest(&self) -> (usize, u128) {
+        self.earliest
+    }
+
+    /// Bytes a tree for `sources` sources holds on the heap: a key per leaf and a winner per
+    /// node (the leaves are the sources rounded up to a power of two).
+    fn bytes_for(sources: usize) -> usize {
+        let leaves = sources.max(1).next_power_of_two();
+        leaves * std::mem::size_of::<u128>() + 2 * leaves * std::mem::size_of::<u32>()
+    }
 }
 
 #[cfg(test)]
@@ -637,6 +846,58 @@ mod tests {
     use proptest::prelude::*;
 
     impl SourceClock {
+        /// Bytes this clock holds on the heap ([`SourceClock::bytes_for`] should be this).
+        pub fn allocated_bytes(&self) -> usize {
+            match &self.order {
+                ClockOrder::Tree(tree) => {
+                    tree.keys.capacity() * std::mem::size_of::<u128>()
+                        + tree.winner.capacity() * std::mem::size_of::<u32>()
+                }
+                ClockOrder::Calendar(calendar) => {
+                    calendar.nodes.capacity() * std::mem::size_of::<ClockNode>()
+                        + calendar.days.capacity() * std::mem::size_of::<Day>()
+                }
+            }
+        }
+
+        /// Checks a calendar's lists (nothing for a tree).
+        fn check_lists(&self) {
+            if let ClockOrder::Calendar(calendar) = &self.order {
+                calendar.check_lists();
+                assert_eq!(self.earliest, calendar.earliest);
+            }
+        }
+
+        /// A clock of the other kind or the same (`calendar`) with the same keys (tests: the
+        /// engine's results must not depend on the kind).
+        pub fn rebuilt(&self, calendar: bool) -> SourceClock {
+            let keys: Vec<u128> = match &self.order {
+                ClockOrder::Tree(tree) => tree.keys.clone(),
+                ClockOrder::Calendar(calendar) => calendar.nodes.iter().map(|node| node.key).collect(),
+            };
+            let sources = match &self.order {
+                ClockOrder::Tree(_) => keys.len(),
+                ClockOrder::Calendar(calendar) => calendar.nodes.len(),
+            };
+            let mut clock = SourceClock::with_calendar(sources, calendar);
+            for (source, &key) in keys.iter().enumerate().take(sources) {
+                if key != NEVER {
+                    clock.set(source, SourceClock::time_of(key), key as u64);
+                }
+            }
+            assert_eq!(clock.earliest(), self.earliest());
+            clock
+        }
+
+        /// Chooses a calendar's day again (nothing for a tree).
+        fn plan(&mut self) {
+            if let ClockOrder::Calendar(calendar) = &mut self.order {
+                calendar.plan();
+            }
+        }
+    }
+
+    impl SourceCalendar {
         /// Checks the lists against the keys (tests): every source with a key is in its day's
         /// list exactly once, each list is sorted with the right tail, no key is on a day before
         /// the current one, and the earliest is the least key.
@@ -723,13 +984,15 @@ mod tests {
         /// set of keys, after any sequence of updates of the earliest source (the engine's
         /// case: same-time ties, far-future keys), sets of any source to any time (earlier
         /// than the earliest too), clears (stopped and ended sources) and choices of the day,
-        /// for any number of sources; its lists stay sorted and complete.
+        /// for any number of sources, as a tree and as a calendar (whose lists stay sorted and
+        /// complete).
         #[test]
         fn clock_finds_the_earliest_source(
             sources in 1usize..64,
+            calendar in any::<bool>(),
             ops in prop::collection::vec(clock_op(), 1..400),
         ) {
-            let mut clock = SourceClock::new(sources);
+            let mut clock = SourceClock::with_calendar(sources, calendar);
             let mut keys: Vec<Option<(u64, u64)>> = vec![None; sources];
             let mut model = std::collections::BTreeSet::new();
             let mut seq = 0u64;
@@ -775,12 +1038,14 @@ mod tests {
         }
     }
 
-    /// Many sources with the same times (constant-rate sources started together): each
-    /// update joins the tail of its day's list, and the order is the sequence numbers'.
+    /// Many sources with the same times (constant-rate sources started together): in a
+    /// calendar each update joins the tail of its day's list; the order is the sequence
+    /// numbers'.
     #[test]
     fn clock_orders_ties_by_sequence_number() {
         let sources = 300;
         let mut clock = SourceClock::new(sources);
+        assert!(matches!(clock.order, ClockOrder::Calendar(_)));
         let mut seq = 0;
         for source in 0..sources {
             clock.set(source, 1_000, seq);
