@@ -281,8 +281,10 @@ struct ClockNode {
     next: u32,
 }
 
-/// The first and the last source of a day's list (`head` [`NO_SOURCE`] when empty; `tail` is
-/// then meaningless).
+/// The first and the last source of a day's list (when empty, `head` is [`NO_SOURCE`] and
+/// `tail` the calendar's sentinel node, whose key 0 precedes every key: a new key then takes
+/// the same path as one after the last of a list, without a branch on the list's emptiness,
+/// which is as likely as not).
 #[derive(Clone, Copy, Debug)]
 struct Day {
     head: u32,
@@ -308,10 +310,16 @@ struct Day {
 /// the one it replaces, a clear) goes through a general path.
 #[derive(Debug)]
 pub(crate) struct SourceCalendar {
-    /// Per source: its key ([`NEVER`] if none) and its successor in its day's list.
+    /// Per source: its key ([`NEVER`] if none) and its successor in its day's list; then the
+    /// sentinel, the tail of every empty list (key 0, its `next` written and never read).
     nodes: Vec<ClockNode>,
+    /// The sentinel's index: the number of sources.
+    sentinel: u32,
     /// Per day modulo the array's length (a power of two): its list.
     days: Vec<Day>,
+    /// Bit `d % 64` of word `d / 64`: list `d` is not empty (so that a scan passes 64 empty
+    /// days with one test).
+    occupied: Vec<u64>,
     /// A day is `2^shift` ns.
     shift: u32,
     /// The current day: no pending key is on an earlier day, and the earliest key, if any, is
@@ -336,21 +344,26 @@ impl SourceCalendar {
     /// A calendar for `sources` sources, none with a pending packet.
     pub fn new(sources: usize) -> SourceCalendar {
         let days = Self::days_for(sources);
+        let sentinel = u32::try_from(sources).expect("fewer than 2^32 − 1 sources");
+        let mut nodes = vec![
+            ClockNode {
+                key: NEVER,
+                next: NO_SOURCE
+            };
+            sources + 1
+        ];
+        nodes[sources].key = 0;
         SourceCalendar {
-            nodes: vec![
-                ClockNode {
-                    key: NEVER,
-                    next: NO_SOURCE
-                };
-                sources
-            ],
+            nodes,
+            sentinel,
             days: vec![
                 Day {
                     head: NO_SOURCE,
-                    tail: NO_SOURCE
+                    tail: sentinel
                 };
                 days
             ],
+            occupied: vec![0; days.div_ceil(64)],
             // About 1 ms until the keys tell.
             shift: 20,
             day: 0,
@@ -366,7 +379,10 @@ impl SourceCalendar {
     /// Bytes a calendar for `sources` sources holds on the heap: a node per source and its
     /// days (choosing the day sorts a copy of the keys, freed at once).
     fn bytes_for(sources: usize) -> usize {
-        sources * std::mem::size_of::<ClockNode>() + Self::days_for(sources) * std::mem::size_of::<Day>()
+        let days = Self::days_for(sources);
+        (sources + 1) * std::mem::size_of::<ClockNode>()
+            + days * std::mem::size_of::<Day>()
+            + days.div_ceil(64) * std::mem::size_of::<u64>()
     }
 
     /// The number of days of a clock for `sources` sources.
@@ -402,9 +418,15 @@ impl SourceCalendar {
     fn advance(&mut self, source: usize, key: u128) {
         let mask = self.days.len() - 1;
         // The earliest source is the head of the current day's list.
-        let current = &mut self.days[..=mask][self.day as usize & mask];
+        let index = self.day as usize & mask;
+        let current = &mut self.days[..=mask][index];
         debug_assert_eq!(current.head as usize, source);
-        current.head = self.nodes[source].next;
+        let next = self.nodes[source].next;
+        current.head = next;
+        // When the list empties, its tail is the sentinel and its bit goes.
+        let emptied = next == NO_SOURCE;
+        current.tail = if emptied { self.sentinel } else { current.tail };
+        self.occupied[index / 64] &= !(u64::from(emptied) << (index % 64));
         self.nodes[source].key = key;
         let steps = self.link(source, key) + self.find_earliest();
         self.steps = self.steps.saturating_add(steps);
@@ -420,16 +442,14 @@ impl SourceCalendar {
     fn link(&mut self, source: usize, key: u128) -> u32 {
         let mask = self.days.len() - 1;
         let index = self.day_of(key) as usize & mask;
+        self.occupied[index / 64] |= 1 << (index % 64);
         let day = &mut self.days[index];
         let nodes = &mut self.nodes[..];
         let s = source as u32;
-        if day.head == NO_SOURCE {
-            *day = Day { head: s, tail: s };
-            nodes[source].next = NO_SOURCE;
-            return 0;
-        }
+        // After the last (an empty list's tail is the sentinel, before every key).
         if nodes[day.tail as usize].key <= key {
             nodes[day.tail as usize].next = s;
+            day.head = if day.head == NO_SOURCE { s } else { day.head };
             day.tail = s;
             nodes[source].next = NO_SOURCE;
             return 0;
@@ -455,24 +475,37 @@ impl SourceCalendar {
     }
 
     /// Finds the earliest key from the current day on: the first head whose key is on the day
-    /// scanned (a head on a later day is a later year's; a head is its list's least). Returns
-    /// the number of days scanned.
+    /// scanned (a head on a later day is a later year's; a head is its list's least), going
+    /// from one non-empty list to the next with the bitmap. Returns the number of days passed.
     #[inline(always)]
     fn find_earliest(&mut self) -> u32 {
         let mask = self.days.len() - 1;
+        // Days a bitmap word covers (fewer than 64 with fewer days).
+        let span = (mask + 1).min(64);
         let days = &self.days[..=mask];
         let mut day = self.day;
-        for scanned in 0..=mask as u32 {
-            let head = days[day as usize & mask].head;
-            if head != NO_SOURCE {
-                let key = self.nodes[head as usize].key;
-                if self.day_of(key) == day {
-                    self.day = day;
-                    self.earliest = (head as usize, key);
-                    return scanned;
-                }
+        let mut passed = 0;
+        while passed <= mask {
+            let index = day as usize & mask;
+            let bits = self.occupied[index / 64] >> (index % 64);
+            if bits == 0 {
+                let rest = span - (index & (span - 1));
+                day = day.wrapping_add(rest as u64);
+                passed += rest;
+                continue;
+            }
+            let skip = bits.trailing_zeros() as usize;
+            day = day.wrapping_add(skip as u64);
+            passed += skip;
+            let head = days[(index + skip) & mask].head;
+            let key = self.nodes[head as usize].key;
+            if self.day_of(key) == day {
+                self.day = day;
+                self.earliest = (head as usize, key);
+                return passed as u32;
             }
             day = day.wrapping_add(1);
+            passed += 1;
         }
         self.find_earliest_anywhere();
         mask as u32 + 1
@@ -530,6 +563,10 @@ impl SourceCalendar {
         let next = self.nodes[source].next;
         if day.head as usize == source {
             day.head = next;
+            if next == NO_SOURCE {
+                day.tail = self.sentinel;
+                self.occupied[index / 64] &= !(1 << (index % 64));
+            }
             return;
         }
         let mut before = day.head as usize;
@@ -562,8 +599,7 @@ impl SourceCalendar {
     /// Poisson sources the gap is about their aggregate mean gap), so that one or two keys fall
     /// on a day; files the keys again if the day changed.
     fn plan(&mut self) {
-        let mut keys: Vec<(u128, u32)> = self
-            .nodes
+        let mut keys: Vec<(u128, u32)> = self.nodes[..self.sentinel as usize]
             .iter()
             .enumerate()
             .filter(|(_, node)| node.key != NEVER)
@@ -583,8 +619,9 @@ impl SourceCalendar {
                 self.shift = shift;
                 self.days.fill(Day {
                     head: NO_SOURCE,
-                    tail: NO_SOURCE,
+                    tail: self.sentinel,
                 });
+                self.occupied.fill(0);
                 for &(key, source) in &keys {
                     self.link(source as usize, key);
                 }
@@ -856,6 +893,7 @@ mod tests {
                 ClockOrder::Calendar(calendar) => {
                     calendar.nodes.capacity() * std::mem::size_of::<ClockNode>()
                         + calendar.days.capacity() * std::mem::size_of::<Day>()
+                        + calendar.occupied.capacity() * std::mem::size_of::<u64>()
                 }
             }
         }
@@ -873,11 +911,14 @@ mod tests {
         pub fn rebuilt(&self, calendar: bool) -> SourceClock {
             let keys: Vec<u128> = match &self.order {
                 ClockOrder::Tree(tree) => tree.keys.clone(),
-                ClockOrder::Calendar(calendar) => calendar.nodes.iter().map(|node| node.key).collect(),
+                ClockOrder::Calendar(calendar) => calendar.nodes[..calendar.sentinel as usize]
+                    .iter()
+                    .map(|node| node.key)
+                    .collect(),
             };
             let sources = match &self.order {
                 ClockOrder::Tree(_) => keys.len(),
-                ClockOrder::Calendar(calendar) => calendar.nodes.len(),
+                ClockOrder::Calendar(calendar) => calendar.sentinel as usize,
             };
             let mut clock = SourceClock::with_calendar(sources, calendar);
             for (source, &key) in keys.iter().enumerate().take(sources) {
@@ -903,8 +944,18 @@ mod tests {
         /// the current one, and the earliest is the least key.
         fn check_lists(&self) {
             let mask = self.days.len() - 1;
-            let mut seen = vec![false; self.nodes.len()];
+            let sources = &self.nodes[..self.sentinel as usize];
+            assert_eq!(self.nodes[self.sentinel as usize].key, 0, "the sentinel's key");
+            let mut seen = vec![false; sources.len()];
             for (index, day) in self.days.iter().enumerate() {
+                assert_eq!(
+                    self.occupied[index / 64] >> (index % 64) & 1 == 1,
+                    day.head != NO_SOURCE,
+                    "bit of list {index}"
+                );
+                if day.head == NO_SOURCE {
+                    assert_eq!(day.tail, self.sentinel, "tail of empty list {index}");
+                }
                 let mut at = day.head;
                 let mut last = None;
                 while at != NO_SOURCE {
@@ -922,12 +973,11 @@ mod tests {
                     at = node.next;
                 }
             }
-            for (source, node) in self.nodes.iter().enumerate() {
+            for (source, node) in sources.iter().enumerate() {
                 assert_eq!(seen[source], node.key != NEVER, "source {source} listed");
             }
             assert_eq!(self.pending, seen.iter().filter(|&&s| s).count());
-            let least = self
-                .nodes
+            let least = sources
                 .iter()
                 .enumerate()
                 .map(|(source, node)| (node.key, source))
