@@ -419,7 +419,7 @@ impl SourceCalendar {
         let mask = self.days.len() - 1;
         // The earliest source is the head of the current day's list.
         let index = self.day as usize & mask;
-        let current = &mut self.days[..=mask][index];
+        let current = &mut self.days[..mask + 1][index];
         debug_assert_eq!(current.head as usize, source);
         let next = self.nodes[source].next;
         current.head = next;
@@ -482,7 +482,7 @@ impl SourceCalendar {
         let mask = self.days.len() - 1;
         // Days a bitmap word covers (fewer than 64 with fewer days).
         let span = (mask + 1).min(64);
-        let days = &self.days[..=mask];
+        let days = &self.days[..mask + 1];
         let mut day = self.day;
         let mut passed = 0;
         while passed <= mask {
@@ -637,7 +637,7 @@ impl SourceCalendar {
     #[inline(always)]
     pub fn prefetch_path(&self, source: usize) {
         let mask = self.days.len() - 1;
-        let days = &self.days[..=mask];
+        let days = &self.days[..mask + 1];
         if let Some(node) = self.nodes.get(source) {
             schedlab_core::pool::prefetch_at(&self.nodes, node.next as usize);
         }
@@ -664,12 +664,6 @@ impl SourceCalendar {
 /// fewer instructions and 11 % fewer first-level misses a packet.
 pub(crate) const CALENDAR_FROM_SOURCES: usize = 256;
 
-/// The structure of a run's [`SourceClock`].
-#[derive(Debug)]
-enum ClockOrder {
-    Tree(SourceTree),
-    Calendar(SourceCalendar),
-}
 
 /// The next-packet key `(time, seq)` of every source: a [`SourceTree`] with fewer than
 /// [`CALENDAR_FROM_SOURCES`] sources, a [`SourceCalendar`] from there on (chosen per run); both
@@ -679,7 +673,10 @@ enum ClockOrder {
 #[derive(Debug)]
 pub(crate) struct SourceClock {
     earliest: (usize, u128),
-    order: ClockOrder,
+    /// The calendar of a run with many sources, else `None` and the tree.
+    calendar: Option<Box<SourceCalendar>>,
+    /// The tree of a run with few sources (of one source while the calendar is used).
+    tree: SourceTree,
 }
 
 impl SourceClock {
@@ -690,26 +687,22 @@ impl SourceClock {
 
     /// A clock for `sources` sources in a calendar (`calendar`) or a tree.
     pub fn with_calendar(sources: usize, calendar: bool) -> SourceClock {
-        let order = if calendar {
-            ClockOrder::Calendar(SourceCalendar::new(sources))
-        } else {
-            ClockOrder::Tree(SourceTree::new(sources))
-        };
         SourceClock {
             earliest: (0, NEVER),
-            order,
+            calendar: calendar.then(|| Box::new(SourceCalendar::new(sources))),
+            tree: SourceTree::new(if calendar { 1 } else { sources }),
         }
     }
 
     /// Sets source `source`'s next packet to `time`, sequence number `seq`.
     #[inline(always)]
     pub fn set(&mut self, source: usize, time: TimeNs, seq: u64) {
-        self.earliest = match &mut self.order {
-            ClockOrder::Tree(tree) => {
-                tree.set(source, time, seq);
-                tree.earliest()
+        self.earliest = match &mut self.calendar {
+            None => {
+                self.tree.set(source, time, seq);
+                self.tree.earliest()
             }
-            ClockOrder::Calendar(calendar) => {
+            Some(calendar) => {
                 calendar.set(source, time, seq);
                 calendar.earliest()
             }
@@ -719,12 +712,12 @@ impl SourceClock {
     /// Source `source` has no pending packet.
     #[inline(always)]
     pub fn clear(&mut self, source: usize) {
-        self.earliest = match &mut self.order {
-            ClockOrder::Tree(tree) => {
-                tree.clear(source);
-                tree.earliest()
+        self.earliest = match &mut self.calendar {
+            None => {
+                self.tree.clear(source);
+                self.tree.earliest()
             }
-            ClockOrder::Calendar(calendar) => {
+            Some(calendar) => {
                 calendar.clear(source);
                 calendar.earliest()
             }
@@ -734,9 +727,9 @@ impl SourceClock {
     /// Starts loading into the cache what the next update of `source` will read (a hint).
     #[inline(always)]
     pub fn prefetch_path(&self, source: usize) {
-        match &self.order {
-            ClockOrder::Tree(tree) => tree.prefetch_path(source),
-            ClockOrder::Calendar(calendar) => calendar.prefetch_path(source),
+        match &self.calendar {
+            None => self.tree.prefetch_path(source),
+            Some(calendar) => calendar.prefetch_path(source),
         }
     }
 
@@ -819,14 +812,14 @@ impl SourceTree {
     /// Replays the matches from `source`'s leaf to the root against the sibling subtrees'
     /// winners (which are unchanged). Keys are unique but for NEVER, so the side that wins a
     /// tie does not matter.
-    #[inline(never)]
+    #[inline(always)]
     fn set_key(&mut self, source: usize, key: u128) {
         // Slices whose lengths are `mask + 1`, indexed `& mask`: the compiler sees that no
         // index can be out of bounds and drops the checks from the loop.
         let leaf_mask = self.leaves - 1;
         let node_mask = 2 * self.leaves - 1;
-        let keys = &mut self.keys[..=leaf_mask];
-        let winner = &mut self.winner[..=node_mask];
+        let keys = &mut self.keys[..leaf_mask + 1];
+        let winner = &mut self.winner[..node_mask + 1];
         keys[source & leaf_mask] = key;
         let mut node = self.leaves + source;
         let mut best = source as u32;
@@ -853,8 +846,8 @@ impl SourceTree {
     pub fn prefetch_path(&self, source: usize) {
         let leaf_mask = self.leaves - 1;
         let node_mask = 2 * self.leaves - 1;
-        let keys = &self.keys[..=leaf_mask];
-        let winner = &self.winner[..=node_mask];
+        let keys = &self.keys[..leaf_mask + 1];
+        let winner = &self.winner[..node_mask + 1];
         let mut node = self.leaves + (source & leaf_mask);
         while node >= 16 {
             let sibling = winner[(node ^ 1) & node_mask] as usize & leaf_mask;
@@ -885,12 +878,13 @@ mod tests {
     impl SourceClock {
         /// Bytes this clock holds on the heap ([`SourceClock::bytes_for`] should be this).
         pub fn allocated_bytes(&self) -> usize {
-            match &self.order {
-                ClockOrder::Tree(tree) => {
+            match &self.calendar {
+                None => {
+                    let tree = &self.tree;
                     tree.keys.capacity() * std::mem::size_of::<u128>()
                         + tree.winner.capacity() * std::mem::size_of::<u32>()
                 }
-                ClockOrder::Calendar(calendar) => {
+                Some(calendar) => {
                     calendar.nodes.capacity() * std::mem::size_of::<ClockNode>()
                         + calendar.days.capacity() * std::mem::size_of::<Day>()
                         + calendar.occupied.capacity() * std::mem::size_of::<u64>()
@@ -900,7 +894,7 @@ mod tests {
 
         /// Checks a calendar's lists (nothing for a tree).
         fn check_lists(&self) {
-            if let ClockOrder::Calendar(calendar) = &self.order {
+            if let Some(calendar) = &self.calendar {
                 calendar.check_lists();
                 assert_eq!(self.earliest, calendar.earliest);
             }
@@ -909,16 +903,16 @@ mod tests {
         /// A clock of the other kind or the same (`calendar`) with the same keys (tests: the
         /// engine's results must not depend on the kind).
         pub fn rebuilt(&self, calendar: bool) -> SourceClock {
-            let keys: Vec<u128> = match &self.order {
-                ClockOrder::Tree(tree) => tree.keys.clone(),
-                ClockOrder::Calendar(calendar) => calendar.nodes[..calendar.sentinel as usize]
+            let keys: Vec<u128> = match &self.calendar {
+                None => self.tree.keys.clone(),
+                Some(calendar) => calendar.nodes[..calendar.sentinel as usize]
                     .iter()
                     .map(|node| node.key)
                     .collect(),
             };
-            let sources = match &self.order {
-                ClockOrder::Tree(_) => keys.len(),
-                ClockOrder::Calendar(calendar) => calendar.sentinel as usize,
+            let sources = match &self.calendar {
+                None => keys.len(),
+                Some(calendar) => calendar.sentinel as usize,
             };
             let mut clock = SourceClock::with_calendar(sources, calendar);
             for (source, &key) in keys.iter().enumerate().take(sources) {
@@ -932,7 +926,7 @@ mod tests {
 
         /// Chooses a calendar's day again (nothing for a tree).
         fn plan(&mut self) {
-            if let ClockOrder::Calendar(calendar) = &mut self.order {
+            if let Some(calendar) = &mut self.calendar {
                 calendar.plan();
             }
         }
@@ -1095,7 +1089,7 @@ mod tests {
     fn clock_orders_ties_by_sequence_number() {
         let sources = 300;
         let mut clock = SourceClock::new(sources);
-        assert!(matches!(clock.order, ClockOrder::Calendar(_)));
+        assert!(clock.calendar.is_some());
         let mut seq = 0;
         for source in 0..sources {
             clock.set(source, 1_000, seq);
