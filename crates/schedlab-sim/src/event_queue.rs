@@ -414,7 +414,7 @@ impl SourceCalendar {
     }
 
     /// The earliest source, `source`, takes the later key `key`.
-    #[inline(never)]
+    #[inline(always)]
     fn advance(&mut self, source: usize, key: u128) {
         let mask = self.days.len() - 1;
         // The earliest source is the head of the current day's list.
