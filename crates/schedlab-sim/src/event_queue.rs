@@ -301,13 +301,21 @@ struct Day {
 /// Nearly every update is the earliest source's (it emits and draws its next packet, later
 /// than the one emitted): it leaves the head of the current day's list, joins its new day's
 /// list (at the tail when it is the largest there, as it is with ties in time, or at the head,
-/// or by a walk), and the earliest is then the first head, from the current day on, whose key
-/// is on the day scanned. The day is chosen from the pending keys when the earliest source is
-/// first updated (after the engine has drawn every source's first packet) so that about one
-/// key falls on a day, and again when the scans and walks grow long. With `n` Poisson sources
-/// the next keys spread over a few mean gaps of one source, `n` days, and the array holds
-/// `2n` to `4n` days. Any other update (a source that is not the earliest, a key earlier than
-/// the one it replaces, a clear) goes through a general path.
+/// or by a walk), and the earliest is then the first head, from the current day on (a bitmap
+/// of the non-empty lists skips empty days), whose key is on the day scanned. The day is
+/// chosen from the pending keys when the earliest source is first updated (after the engine
+/// has drawn every source's first packet) so that one or two keys fall on a day, and again
+/// when the scans and walks grow long. With `n` Poisson sources the next keys spread over a
+/// few mean gaps of one source, about `n` days, and the array holds `2n` to `4n` days. Any
+/// other update (a source that is not the earliest, a key earlier than the one it replaces, a
+/// clear) goes through a general path.
+///
+/// The core's `schedlab_core::tag_calendar::TagCalendar` is the same idea for the schedulers'
+/// tags, built for other owners: 32,768 fixed days (132 KiB), an overflow heap, 64-byte nodes
+/// with a back link and the entry's payload. As the source clock it cost more than the tree
+/// at 10 sources (1,725 instructions a packet against 1,599 on the ns-2 scenario) and only 5 %
+/// less at 1,000 (2,290 against 2,404, with more second-level misses), where this one costs
+/// 2,157 (session 9 of `docs/performance.md`).
 #[derive(Debug)]
 pub(crate) struct SourceCalendar {
     /// Per source: its key ([`NEVER`] if none) and its successor in its day's list; then the
@@ -656,14 +664,13 @@ impl SourceCalendar {
 }
 
 /// From this many sources on, a run's [`SourceClock`] is a [`SourceCalendar`], below it a
-/// [`SourceTree`]. The tree's update has no data-dependent branch, the calendar's mispredicts
-/// about 1.7 branches an update more (10 Poisson sources: 7.9 mispredictions a packet
-/// against 6.2, and 8 % more CPU time with 1.4 % fewer instructions), but costs the same at
-/// any number of sources where the tree's grows by a level at each doubling: at 100 sources
-/// they take the same time, at 300 the calendar 3 % less, at 1,000 about 2 % less with 10 %
-/// fewer instructions and 11 % fewer first-level misses a packet.
-pub(crate) const CALENDAR_FROM_SOURCES: usize = 256;
-
+/// [`SourceTree`]. The tree's update has no data-dependent branch but grows by a level at
+/// each doubling of the sources; the calendar's costs the same at any number of sources but
+/// branches on the lists it meets. On the ns-2 scenario (alternating CPU-time runs of both
+/// under load, 2026-11-27) the tree is faster at 10 sources (median 110 ns a packet against
+/// 115), they are even at 20 and 30, and the calendar is faster at 50 (120 against 130) and
+/// 150 (135 against 145).
+pub(crate) const CALENDAR_FROM_SOURCES: usize = 32;
 
 /// The next-packet key `(time, seq)` of every source: a [`SourceTree`] with fewer than
 /// [`CALENDAR_FROM_SOURCES`] sources, a [`SourceCalendar`] from there on (chosen per run); both
