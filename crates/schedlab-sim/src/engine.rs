@@ -9,12 +9,12 @@
 //! taken at once, without a heap round trip, when no such event at `t` is pending.
 //!
 //! Each source has one pending event, its next packet's entry into the network: these sit in
-//! a [`SourceClock`] (a calendar queue of days with one node per source); one link's pending
-//! transmission end (the link every path ends at, else the last of the first source's path:
-//! `Engine::slot_link`) sits in a slot of its own; a propagation event scheduled no earlier
-//! than the last one queued there goes to the back of a FIFO (`Engine::propagations`: with
-//! links of equal delays nearly all of them do); the other events in an [`EventQueue`] (a
-//! binary heap). The loop takes the earliest of the four, which is the order a single heap of
+//! a [`SourceClock`] (a tournament tree, or from 32 sources on a calendar queue of days); one
+//! link's pending transmission end (the link every path ends at, else the last of the first
+//! source's path: `Engine::slot_link`) sits in a slot of its own; a propagation event
+//! scheduled no earlier than the last one queued there goes to the back of a FIFO
+//! (`Engine::propagations`: with links of equal delays nearly all of them do); the other
+//! events in an [`EventQueue`] (a binary heap). The loop takes the earliest of the four, which is the order a single heap of
 //! all events would give (the keys are the same `(time, seq)`).
 //!
 //! A link asks its scheduler for a packet whenever it is free and its scheduler is

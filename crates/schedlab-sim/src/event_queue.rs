@@ -1,8 +1,8 @@
 //! The engine's pending events, ordered by `(time, seq)`: the sources' next packets in a
-//! [`SourceClock`] (one node per source, a calendar queue), propagation events scheduled in
-//! increasing order in an [`EventFifo`] (a ring), everything else (transmission ends,
-//! propagation out of order, decisions, bin ticks, window marks) in an [`EventQueue`] (a
-//! binary heap). The engine takes the smallest of the minima, so events are handled in
+//! [`SourceClock`] (a tree or a calendar queue, one slot per source), propagation events
+//! scheduled in increasing order in an [`EventFifo`] (a ring), everything else (transmission
+//! ends, propagation out of order, decisions, bin ticks, window marks) in an [`EventQueue`]
+//! (a binary heap). The engine takes the smallest of the minima, so events are handled in
 //! exactly the order one heap of all of them would give.
 //!
 //! `seq` is unique (the engine stamps a counter on every push), so no two events compare
