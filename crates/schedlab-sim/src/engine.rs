@@ -9,12 +9,12 @@
 //! taken at once, without a heap round trip, when no such event at `t` is pending.
 //!
 //! Each source has one pending event, its next packet's entry into the network: these sit in
-//! a [`SourceClock`] (a tournament tree with one slot per source); one link's pending
-//! transmission end (the link every path ends at, else the last of the first source's path:
-//! `Engine::slot_link`) sits in a slot of its own; a propagation event scheduled no earlier
-//! than the last one queued there goes to the back of a FIFO (`Engine::propagations`: with
-//! links of equal delays nearly all of them do); the other events in an [`EventQueue`] (a
-//! binary heap). The loop takes the earliest of the four, which is the order a single heap of
+//! a [`SourceClock`] (a tournament tree, or from 32 sources on a calendar queue of days); one
+//! link's pending transmission end (the link every path ends at, else the last of the first
+//! source's path: `Engine::slot_link`) sits in a slot of its own; a propagation event
+//! scheduled no earlier than the last one queued there goes to the back of a FIFO
+//! (`Engine::propagations`: with links of equal delays nearly all of them do); the other
+//! events in an [`EventQueue`] (a binary heap). The loop takes the earliest of the four, which is the order a single heap of
 //! all events would give (the keys are the same `(time, seq)`).
 //!
 //! A link asks its scheduler for a packet whenever it is free and its scheduler is
@@ -2644,6 +2644,20 @@ fn run_replication_prefetching(
     engine.finish(replication, seeds)
 }
 
+/// [`run_replication`] with the sources' next packets in a calendar (`calendar`) or a tree,
+/// whatever the number of sources.
+#[cfg(test)]
+fn run_replication_clock(
+    scenario: &Scenario,
+    replication: u32,
+    calendar: bool,
+) -> Result<RawReplication, ScenarioError> {
+    let (mut engine, seeds) = Engine::new(scenario, replication)?;
+    engine.arrivals = engine.arrivals.rebuilt(calendar);
+    engine.run(&mut |_| true)?;
+    engine.finish(replication, seeds)
+}
+
 /// [`run_replication`] with the private hops (see [`PrivateHop`]) and the deliveries at
 /// transmission ends (see [`sink_link`]) used or not.
 #[cfg(test)]
@@ -2925,6 +2939,58 @@ mod tests {
             prop_assert_eq!(&with.link_class_window, &without.link_class_window);
             prop_assert_eq!(&with.link_class_busy_series, &without.link_class_busy_series);
             prop_assert_eq!(&with.link_left_queued, &without.link_left_queued);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// The sources' clock as a tree and as a calendar give the same run (the clock is
+        /// a tree below `CALENDAR_FROM_SOURCES` sources, a calendar from there on): random
+        /// networks of Poisson, CBR (same-time ties) and on-off sources, some starting late or
+        /// stopping early, over access links into a DRR or FIFO link.
+        #[test]
+        fn source_clock_kind_changes_no_statistic(
+            access in prop::collection::vec((100u32..3000, 0u32..3000, 0u8..3, 5u32..150, 0u32..1500), 1..40),
+            bottleneck_kbit in 500u32..5000,
+            kind in prop::sample::select(vec!["drr", "fifo"]),
+        ) {
+            let mut text = format!(
+                "[run]\nduration = \"1500ms\"\nwarmup = \"200ms\"\nseed = 9\nbin = \"100ms\"\n\
+                 [[link]]\nname = \"bottleneck\"\nrate = \"{bottleneck_kbit}kbit\"\ndelay = \"1ms\"\n\
+                 scheduler = {{ kind = \"{kind}\" }}\n"
+            );
+            for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
+                text += &format!(
+                    "[[link]]\nname = \"access_{i}\"\nrate = \"{rate_kbit}kbit\"\ndelay = \"{delay_us}us\"\nscheduler = {{ kind = \"fifo\" }}\n"
+                );
+            }
+            for (i, (_, _, model, rate, start_ms)) in access.iter().enumerate() {
+                text += &source_toml(i, &format!("\"access_{i}\", \"bottleneck\""), *model, *rate, 1500);
+                if i % 4 == 1 {
+                    text += &format!("start = \"{start_ms}ms\"\n");
+                }
+                if i % 4 == 2 {
+                    text += &format!("stop = \"{}ms\"\n", start_ms + 1);
+                }
+            }
+            let scenario = crate::scenario::parse_scenario(&text, Path::new(".")).unwrap();
+            let tree = super::run_replication_clock(&scenario, 0, false).unwrap();
+            let calendar = super::run_replication_clock(&scenario, 0, true).unwrap();
+            prop_assert_eq!(tree.packets, calendar.packets);
+            prop_assert_eq!(tree.events, calendar.events);
+            prop_assert_eq!(tree.end_time, calendar.end_time);
+            for (a, b) in tree.flows.iter().zip(&calendar.flows) {
+                prop_assert_eq!(
+                    (a.sent, a.received, a.dropped, a.delay_sum, a.delay_max),
+                    (b.sent, b.received, b.dropped, b.delay_sum, b.delay_max)
+                );
+                prop_assert_eq!(&a.delay, &b.delay);
+                prop_assert_eq!(&a.jitter, &b.jitter);
+            }
+            prop_assert_eq!(&tree.flow_series, &calendar.flow_series);
+            prop_assert_eq!(&tree.link_window, &calendar.link_window);
+            prop_assert_eq!(&tree.link_series, &calendar.link_series);
+            prop_assert_eq!(&tree.link_class_window, &calendar.link_class_window);
         }
     }
 

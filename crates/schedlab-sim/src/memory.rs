@@ -15,6 +15,7 @@
 //! | each flow's time series | [`BIN_BYTES`] per flow, bin and replication |
 //! | each link's time series | [`LINK_BIN_BYTES`] per link, bin and replication |
 //! | reading the summary back (terminal table, report) | [`FLOW_READ_BYTES`] per flow |
+//! | the engine's source clock (one replication's at a time): 24–48 bytes per flow below 32 flows, 48–65 from there on | [`source_clock_bytes`] |
 //! | each tag calendar of a WFQ, SCFQ, STFQ or Virtual Clock scheduler ([`TAG_CALENDAR_KINDS`], at a link or a hierarchy node; one replication's schedulers at a time) | [`BUCKET_ARRAY_BYTES`] plus [`NODE_BYTES`] per flow (per class at a node with classes) |
 //!
 //! `summary.json` and the CSV tables are written a row at a time and cost nothing per flow.
@@ -39,6 +40,18 @@ pub const BIN_BYTES: u64 = 16;
 pub const LINK_BIN_BYTES: u64 = 400;
 /// Each flow, when its summary row is read back (a few columns) for the terminal or report.
 pub const FLOW_READ_BYTES: u64 = 300;
+
+/// Bytes of the engine's source clock for `flows` sources (`event_queue::SourceClock`: a
+/// tournament tree below 32 sources, 24–48 bytes a source, a calendar of days from there on,
+/// 48–65 bytes a source): one replication's at a time. The constants above were measured with
+/// the tree inside [`FLOW_REPLICATION_BYTES`]; since session 9 the clock is counted here on
+/// its own.
+pub fn source_clock_bytes(flows: u64) -> u64 {
+    let flows = usize::try_from(flows)
+        .unwrap_or(usize::MAX / 64)
+        .min(usize::MAX / 64);
+    crate::event_queue::SourceClock::bytes_for(flows) as u64
+}
 
 /// The disciplines whose scheduler orders its heads in a
 /// [`schedlab_core::tag_calendar::TagCalendar`] (its bucket array, [`BUCKET_ARRAY_BYTES`], is
@@ -122,7 +135,8 @@ pub fn estimate(scenario: &Scenario) -> MemoryEstimate {
         .fold(0, u64::saturating_add);
     MemoryEstimate {
         fixed_bytes: (PROGRAM_BYTES + flows.saturating_mul(FLOW_BYTES + FLOW_READ_BYTES))
-            .saturating_add(calendars),
+            .saturating_add(calendars)
+            .saturating_add(source_clock_bytes(flows)),
         per_replication_bytes: per_replication,
         replications: u64::from(run.replications),
     }
@@ -159,7 +173,7 @@ mod tests {
         let e = estimate(&scenario(1_000, 3, "10s", "1s"));
         assert_eq!(
             e.fixed_bytes,
-            PROGRAM_BYTES + 1_000 * (FLOW_BYTES + FLOW_READ_BYTES)
+            PROGRAM_BYTES + 1_000 * (FLOW_BYTES + FLOW_READ_BYTES) + source_clock_bytes(1_000)
         );
         assert_eq!(
             e.per_replication_bytes,
@@ -211,6 +225,20 @@ mod tests {
             calendar.allocated_bytes() as u64
         );
         assert!((132 * 1024..=133 * 1024).contains(&BUCKET_ARRAY_BYTES));
+    }
+
+    /// The estimate of the source clock is what a clock of that many sources holds: below
+    /// 32 sources a tree (24–48 bytes a source), from there on a calendar (a 32-byte node
+    /// and two to four 8-byte days a source, a bit a day and a sentinel node).
+    #[test]
+    fn the_source_clock_estimate_is_its_real_size() {
+        for sources in [1usize, 10, 31, 32, 33, 1_000, 1_025, 100_000] {
+            let clock = crate::event_queue::SourceClock::new(sources);
+            assert_eq!(source_clock_bytes(sources as u64), clock.allocated_bytes() as u64);
+            let per_source = clock.allocated_bytes() as f64 / sources as f64;
+            let range = if sources < 32 { 24.0..=48.0 } else { 48.0..=65.0 };
+            assert!(range.contains(&per_source), "{sources}: {per_source}");
+        }
     }
 
     #[test]
