@@ -223,7 +223,7 @@ impl<K: HeapKey, const INDEXED: bool> IndexedHeap<K, INDEXED> {
     #[inline]
     pub fn second(&self) -> Option<&Entry<K>> {
         match self.entries.get(1..1 + ARITY) {
-            Some(children) => Some(&children[least_of_four(children)]),
+            Some(children) => Some(&children[least_of_four(children.try_into().expect("four children"))]),
             None => self.entries.get(1..)?.iter().reduce(
                 |least, child| {
                     if child.before(least) {
@@ -368,13 +368,16 @@ impl<K: HeapKey, const INDEXED: bool> IndexedHeap<K, INDEXED> {
     /// Moves the hole at `at` up to where `entry` belongs, then writes it there.
     #[inline]
     fn rise(&mut self, mut at: usize, entry: Entry<K>) {
+        debug_assert!(at < self.entries.len());
         while at > 0 {
             let parent = (at - 1) / ARITY;
-            let above = self.entries[parent];
+            // SAFETY: `parent < at < len` (`at` is a slot of the heap, and only decreases).
+            let above = unsafe { *self.entries.get_unchecked(parent) };
             if !entry.before(&above) {
                 break;
             }
-            self.entries[at] = above;
+            // SAFETY: `at < len` (above).
+            unsafe { *self.entries.get_unchecked_mut(at) = above };
             if INDEXED {
                 self.position[above.id as usize] = at as u32;
             }
@@ -414,7 +417,10 @@ impl<K: HeapKey, const INDEXED: bool> IndexedHeap<K, INDEXED> {
                         prefetch_bytes(grandchild, ARITY * ARITY * std::mem::size_of::<Entry<K>>());
                     }
                 }
-                first + least_of_four(&self.entries[first..first + ARITY])
+                debug_assert!(first + ARITY <= self.entries.len());
+                // SAFETY: the four children lie below `len`, the heap's length (tested above).
+                let children = unsafe { self.entries.get_unchecked(first..first + ARITY) };
+                first + least_of_four(children.try_into().expect("four children"))
             } else if first < len {
                 let mut least = first;
                 for child in first + 1..len {
@@ -426,11 +432,15 @@ impl<K: HeapKey, const INDEXED: bool> IndexedHeap<K, INDEXED> {
             } else {
                 break;
             };
-            let below = self.entries[least];
+            // `least` is a child of `at` below `len`, so both are slots of the heap.
+            debug_assert!(at < least && least < self.entries.len());
+            // SAFETY: `least < len` (above).
+            let below = unsafe { *self.entries.get_unchecked(least) };
             if !below.before(&entry) {
                 break;
             }
-            self.entries[at] = below;
+            // SAFETY: `at < least < len` (above).
+            unsafe { *self.entries.get_unchecked_mut(at) = below };
             if INDEXED {
                 self.position[below.id as usize] = at as u32;
             }
@@ -466,7 +476,7 @@ impl<K: HeapKey, const INDEXED: bool> IndexedHeap<K, INDEXED> {
 /// The index of the least of the four entries `c` (ties to the lower index): a tree of pairs,
 /// which the compiler turns into conditional moves.
 #[inline(always)]
-fn least_of_four<K: HeapKey>(c: &[Entry<K>]) -> usize {
+fn least_of_four<K: HeapKey>(c: &[Entry<K>; ARITY]) -> usize {
     let a = c[1].before(&c[0]) as usize;
     let b = 2 + c[3].before(&c[2]) as usize;
     if c[b].before(&c[a]) {
