@@ -81,6 +81,53 @@ impl HeapKey for VirtualTime {
     }
 }
 
+/// The key of a narrow [`VirtualTimeHeap`]: a 64-bit offset from the heap's base, with its
+/// order among entries (`u64`: by (offset, seq); [`KeyOnly`]: by the offset alone).
+pub trait OffsetKey: HeapKey + Default {
+    /// The key of `offset`.
+    fn from_offset(offset: u64) -> Self;
+    /// The offset.
+    fn offset(self) -> u64;
+}
+
+impl OffsetKey for u64 {
+    #[inline(always)]
+    fn from_offset(offset: u64) -> u64 {
+        offset
+    }
+
+    #[inline(always)]
+    fn offset(self) -> u64 {
+        self
+    }
+}
+
+/// An offset key ordered by itself alone: entries with equal keys come out in no particular
+/// order (their seq is kept but not compared). For an owner to whom the order among equal
+/// keys does not matter (WF2Q+'s ineligible set, which hands every flow V reaches to the
+/// eligible heap whatever the order), one 64-bit comparison instead of a 128-bit one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KeyOnly(u64);
+
+impl HeapKey for KeyOnly {
+    #[inline(always)]
+    fn precedes(&self, _seq: u64, other: &Self, _other_seq: u64) -> bool {
+        self.0 < other.0
+    }
+}
+
+impl OffsetKey for KeyOnly {
+    #[inline(always)]
+    fn from_offset(offset: u64) -> KeyOnly {
+        KeyOnly(offset)
+    }
+
+    #[inline(always)]
+    fn offset(self) -> u64 {
+        self.0
+    }
+}
+
 /// One entry: the item `id` with its `key` and tie-breaking `seq`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry<K> {
@@ -517,13 +564,15 @@ const NARROW_SPAN: u128 = 1 << 64;
 
 /// An [`IndexedHeap`] of [`VirtualTime`] keys stored, while they fit, as 64-bit offsets from a
 /// base (see the module documentation). Same operations, same `(key, seq)` order.
-/// `INDEXED` as in [`IndexedHeap`]: [`PlainVirtualTimeHeap`] keeps no position index.
+/// `INDEXED` as in [`IndexedHeap`]: [`PlainVirtualTimeHeap`] keeps no position index. `N`,
+/// the narrow key: `u64` orders by (key, seq), [`KeyOnly`] by the key alone (the 128-bit store
+/// orders by (key, seq) either way, which is one of the orders [`KeyOnly`] allows).
 #[derive(Clone, Debug, Default)]
-pub struct VirtualTimeHeap<const INDEXED: bool = true> {
+pub struct VirtualTimeHeap<const INDEXED: bool = true, N = u64> {
     /// Raw value of the key offset 0 in `narrow`.
     base: u128,
     /// The entries, keyed `key − base`, while `wide` is not in use.
-    narrow: IndexedHeap<u64, INDEXED>,
+    narrow: IndexedHeap<N, INDEXED>,
     /// The entries with their full keys, while some key does not fit `narrow`.
     wide: IndexedHeap<VirtualTime, INDEXED>,
     /// Whether the entries are in `wide` (`narrow` is then empty).
@@ -531,7 +580,7 @@ pub struct VirtualTimeHeap<const INDEXED: bool = true> {
 }
 
 /// A [`VirtualTimeHeap`] without the position index (see [`PlainHeap`]).
-pub type PlainVirtualTimeHeap = VirtualTimeHeap<false>;
+pub type PlainVirtualTimeHeap<N = u64> = VirtualTimeHeap<false, N>;
 
 impl VirtualTimeHeap {
     /// An empty heap.
@@ -609,7 +658,7 @@ impl VirtualTimeHeap {
     }
 }
 
-impl<const INDEXED: bool> VirtualTimeHeap<INDEXED> {
+impl<const INDEXED: bool, N: OffsetKey> VirtualTimeHeap<INDEXED, N> {
     /// Number of entries.
     #[inline]
     pub fn len(&self) -> usize {
@@ -623,9 +672,9 @@ impl<const INDEXED: bool> VirtualTimeHeap<INDEXED> {
     }
 
     #[inline(always)]
-    fn widen_entry(&self, entry: &Entry<u64>) -> Entry<VirtualTime> {
+    fn widen_entry(&self, entry: &Entry<N>) -> Entry<VirtualTime> {
         Entry {
-            key: VirtualTime::from_raw(self.base + entry.key as u128),
+            key: VirtualTime::from_raw(self.base + entry.key.offset() as u128),
             seq: entry.seq,
             id: entry.id,
             aux: entry.aux,
@@ -664,17 +713,17 @@ impl<const INDEXED: bool> VirtualTimeHeap<INDEXED> {
     fn with_key(
         &mut self,
         key: VirtualTime,
-        narrow: impl FnOnce(&mut IndexedHeap<u64, INDEXED>, u64),
+        narrow: impl FnOnce(&mut IndexedHeap<N, INDEXED>, N),
         wide: impl FnOnce(&mut IndexedHeap<VirtualTime, INDEXED>, VirtualTime),
     ) {
         if !self.is_wide {
             match self.offset(key) {
-                Some(offset) => return narrow(&mut self.narrow, offset),
+                Some(offset) => return narrow(&mut self.narrow, N::from_offset(offset)),
                 None => self.refit(key),
             }
         }
         match self.offset(key) {
-            Some(offset) if !self.is_wide => narrow(&mut self.narrow, offset),
+            Some(offset) if !self.is_wide => narrow(&mut self.narrow, N::from_offset(offset)),
             _ => wide(&mut self.wide, key),
         }
     }
@@ -737,7 +786,7 @@ impl<const INDEXED: bool> VirtualTimeHeap<INDEXED> {
         // The usual case spelled out, so that it is inlined into the caller (through
         // `with_key`'s closures it was not, at +40 instructions per call).
         if let (false, Some(offset)) = (self.is_wide, self.offset(key)) {
-            return self.narrow.replace_top_with(id, offset, seq, aux);
+            return self.narrow.replace_top_with(id, N::from_offset(offset), seq, aux);
         }
         self.replace_top_with_refit(id, key, seq, aux);
     }
@@ -783,7 +832,7 @@ impl<const INDEXED: bool> VirtualTimeHeap<INDEXED> {
         let base = self.base;
         self.narrow.retain(|entry| {
             keep(&Entry {
-                key: VirtualTime::from_raw(base + entry.key as u128),
+                key: VirtualTime::from_raw(base + entry.key.offset() as u128),
                 seq: entry.seq,
                 id: entry.id,
                 aux: entry.aux,
@@ -809,7 +858,7 @@ impl<const INDEXED: bool> VirtualTimeHeap<INDEXED> {
     fn refit(&mut self, key: VirtualTime) {
         let (mut low, mut high) = (key.raw(), key.raw());
         for entry in self.narrow.iter() {
-            let raw = self.base + entry.key as u128;
+            let raw = self.base + entry.key.offset() as u128;
             low = low.min(raw);
             high = high.max(raw);
         }
@@ -819,7 +868,7 @@ impl<const INDEXED: bool> VirtualTimeHeap<INDEXED> {
             let base = low - room.min(low);
             let old_base = self.base;
             self.narrow
-                .shift_keys(|offset| (old_base + offset as u128 - base) as u64);
+                .shift_keys(|key| N::from_offset((old_base + key.offset() as u128 - base) as u64));
             self.base = base;
         } else {
             let ids = self.narrow.position.len().max(self.narrow.entries.capacity());
@@ -852,16 +901,19 @@ impl<const INDEXED: bool> VirtualTimeHeap<INDEXED> {
 /// forgets before it), so the heap never holds more than two entries per item (one live, at
 /// most one stale on average) and every operation stays O(log n) amortised. With no stale
 /// entry (the usual case), it costs what the plain heap costs, and no sift writes a position.
+///
+/// `N` as in [`VirtualTimeHeap`]: with [`KeyOnly`], live entries of equal keys come out in no
+/// particular order.
 #[derive(Clone, Debug, Default)]
-pub struct LazyVirtualTimeHeap {
-    heap: PlainVirtualTimeHeap,
+pub struct LazyVirtualTimeHeap<N = u64> {
+    heap: PlainVirtualTimeHeap<N>,
     /// Entries in `heap` that the owner has declared stale.
     stale: usize,
 }
 
-impl LazyVirtualTimeHeap {
+impl<N: OffsetKey> LazyVirtualTimeHeap<N> {
     /// An empty heap.
-    pub fn new() -> LazyVirtualTimeHeap {
+    pub fn new() -> LazyVirtualTimeHeap<N> {
         LazyVirtualTimeHeap::default()
     }
 
@@ -1215,46 +1267,16 @@ mod tests {
         fn lazy_heap_behaves_like_a_map_of_live_entries(
             ops in proptest::collection::vec((0u8..4, 0u32..30, 0u64..20, 0u32..7), 1..500)
         ) {
-            let regions: [u128; 7] = [0, 1 << 40, 1 << 62, 1 << 63, 5 << 62, 3 << 64, 1 << 100];
-            let mut heap = LazyVirtualTimeHeap::new();
-            heap.reserve_ids(30);
-            let capacity = heap.heap.narrow.entries.capacity();
-            // id → (key, seq) of its live entry.
-            let mut live: BTreeMap<u32, (VirtualTime, u64)> = BTreeMap::new();
-            let mut next_seq = 0u64;
-            for (op, id, value, region) in ops {
-                match op {
-                    0 | 1 => {
-                        let key = VirtualTime::from_raw(regions[region as usize] + value as u128);
-                        // An id already live gets a new entry: the old one goes stale.
-                        if live.remove(&id).is_some() {
-                            heap.forget(|entry| live.get(&entry.id) == Some(&(entry.key, entry.seq)));
-                        }
-                        live.insert(id, (key, next_seq));
-                        heap.push_with(id, key, next_seq, id);
-                        next_seq += 1;
-                    }
-                    2 => {
-                        if live.remove(&id).is_some() {
-                            heap.forget(|entry| live.get(&entry.id) == Some(&(entry.key, entry.seq)));
-                        }
-                    }
-                    _ => {
-                        let least = live.iter().min_by_key(|(_, &kv)| kv).map(|(&id, &(key, seq))| (id, key, seq));
-                        let top = heap.peek_live(|entry| live.get(&entry.id) == Some(&(entry.key, entry.seq)));
-                        prop_assert_eq!(top.map(|e| (e.id, e.key, e.seq)), least);
-                        if let Some((id, _, _)) = least {
-                            prop_assert_eq!(heap.pop().map(|e| (e.id, e.aux)), Some((id, id)));
-                            live.remove(&id);
-                        }
-                    }
-                }
-                heap.heap.check();
-                prop_assert_eq!(heap.live_len(), live.len());
-                prop_assert!(heap.len() <= 2 * 30);
-            }
-            // No allocation: the reserve covered every entry, live or stale.
-            prop_assert_eq!(heap.heap.narrow.entries.capacity(), capacity);
+            follows_map_of_live_entries(LazyVirtualTimeHeap::<u64>::new(), ops, false)?;
+        }
+
+        /// The same with [`KeyOnly`] keys: the least live entry has the least live key (any of
+        /// the live entries of that key); many equal keys (values below 20).
+        #[test]
+        fn key_only_lazy_heap_pops_the_least_key(
+            ops in proptest::collection::vec((0u8..4, 0u32..30, 0u64..20, 0u32..7), 1..500)
+        ) {
+            follows_map_of_live_entries(LazyVirtualTimeHeap::<KeyOnly>::new(), ops, true)?;
         }
 
         /// Virtual-time keys straddling 2^64: pops come out sorted by (key, seq).
@@ -1269,5 +1291,65 @@ mod tests {
             sorted.sort();
             prop_assert_eq!(popped, sorted);
         }
+    }
+
+    /// Runs `ops` (op, id, value, region) on `heap` and a map of each id's live (key, seq):
+    /// ops 0 and 1 push (an id already live gets a new entry, its old one goes stale), 2
+    /// forgets the id's entry, 3 reads and pops the least live entry. With `key_only`, the
+    /// least live entry may be any live entry of the least key.
+    fn follows_map_of_live_entries<N: OffsetKey>(
+        mut heap: LazyVirtualTimeHeap<N>,
+        ops: Vec<(u8, u32, u64, u32)>,
+        key_only: bool,
+    ) -> Result<(), TestCaseError> {
+        let regions: [u128; 7] = [0, 1 << 40, 1 << 62, 1 << 63, 5 << 62, 3 << 64, 1 << 100];
+        heap.reserve_ids(30);
+        let capacity = heap.heap.narrow.entries.capacity();
+        // id → (key, seq) of its live entry.
+        let mut live: BTreeMap<u32, (VirtualTime, u64)> = BTreeMap::new();
+        let mut next_seq = 0u64;
+        for (op, id, value, region) in ops {
+            match op {
+                0 | 1 => {
+                    let key = VirtualTime::from_raw(regions[region as usize] + value as u128);
+                    if live.remove(&id).is_some() {
+                        heap.forget(|entry| live.get(&entry.id) == Some(&(entry.key, entry.seq)));
+                    }
+                    live.insert(id, (key, next_seq));
+                    heap.push_with(id, key, next_seq, id);
+                    next_seq += 1;
+                }
+                2 => {
+                    if live.remove(&id).is_some() {
+                        heap.forget(|entry| live.get(&entry.id) == Some(&(entry.key, entry.seq)));
+                    }
+                }
+                _ => {
+                    let least = live
+                        .iter()
+                        .min_by_key(|(_, &kv)| kv)
+                        .map(|(&id, &(key, seq))| (id, key, seq));
+                    let top = heap.peek_live(|entry| live.get(&entry.id) == Some(&(entry.key, entry.seq)));
+                    if key_only {
+                        prop_assert_eq!(top.map(|e| e.key), least.map(|(_, key, _)| key));
+                        if let Some(top) = top {
+                            prop_assert_eq!(live.get(&top.id), Some(&(top.key, top.seq)));
+                        }
+                    } else {
+                        prop_assert_eq!(top.map(|e| (e.id, e.key, e.seq)), least);
+                    }
+                    if let Some(top) = top {
+                        prop_assert_eq!(heap.pop().map(|e| (e.id, e.aux)), Some((top.id, top.id)));
+                        live.remove(&top.id);
+                    }
+                }
+            }
+            heap.heap.check();
+            prop_assert_eq!(heap.live_len(), live.len());
+            prop_assert!(heap.len() <= 2 * 30);
+        }
+        // No allocation: the reserve covered every entry, live or stale.
+        prop_assert_eq!(heap.heap.narrow.entries.capacity(), capacity);
+        Ok(())
     }
 }

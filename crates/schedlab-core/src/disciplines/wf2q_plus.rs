@@ -56,7 +56,7 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::{Entry, LazyVirtualTimeHeap};
+use crate::indexed_heap::{Entry, KeyOnly, LazyVirtualTimeHeap, OffsetKey};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -145,8 +145,10 @@ pub struct Wf2qPlus {
     /// pushes out its only packet or a lingering flow gets a packet; then its entry stays
     /// behind, stale, until it reaches the top or the heap drops its stale entries.
     eligible: LazyVirtualTimeHeap,
-    /// Backlogged flows with S > V, by (S, head arrival sequence).
-    ineligible: LazyVirtualTimeHeap,
+    /// Backlogged flows with S > V, by S alone ([`KeyOnly`]: flows of equal start tags leave
+    /// in any order, as each goes to `eligible`, which orders them by (F, sequence), before the
+    /// next choice).
+    ineligible: LazyVirtualTimeHeap<KeyOnly>,
     /// Lingering flows by (F, a sequence number drawn when they start lingering).
     lingering: LazyVirtualTimeHeap,
     virtual_time: VirtualTime,
@@ -191,19 +193,10 @@ impl Wf2qPlus {
         if self.flows[index].weight == 0 {
             self.flows[index].weight = self.table.get(flow).share;
             // Room for every flow seen in each heap, so packets never grow them.
-            for heap in [&mut self.eligible, &mut self.ineligible, &mut self.lingering] {
+            for heap in [&mut self.eligible, &mut self.lingering] {
                 heap.reserve_ids(index + 1);
             }
-        }
-    }
-
-    /// The heap that holds flows at `place` (none for idle flows).
-    fn heap(&mut self, place: Place) -> Option<&mut LazyVirtualTimeHeap> {
-        match place {
-            Place::Idle => None,
-            Place::Lingering => Some(&mut self.lingering),
-            Place::Eligible => Some(&mut self.eligible),
-            Place::Ineligible => Some(&mut self.ineligible),
+            self.ineligible.reserve_ids(index + 1);
         }
     }
 
@@ -211,13 +204,12 @@ impl Wf2qPlus {
     /// stale entries).
     fn forget(&mut self, place: Place) {
         let flows = &self.flows;
-        if let Some(heap) = match place {
-            Place::Idle => None,
-            Place::Lingering => Some(&mut self.lingering),
-            Place::Eligible => Some(&mut self.eligible),
-            Place::Ineligible => Some(&mut self.ineligible),
-        } {
-            heap.forget(|entry| is_live(flows, place, entry));
+        let live = |entry: &Entry<VirtualTime>| is_live(flows, place, entry);
+        match place {
+            Place::Idle => {}
+            Place::Lingering => self.lingering.forget(live),
+            Place::Eligible => self.eligible.forget(live),
+            Place::Ineligible => self.ineligible.forget(live),
         }
     }
 
@@ -237,8 +229,11 @@ impl Wf2qPlus {
         if previous == Place::Lingering {
             self.forget(previous);
         }
-        let heap = self.heap(place).expect("a filed place has a heap");
-        heap.push_with(flow, key, seq, head);
+        if place == Place::Eligible {
+            self.eligible.push_with(flow, key, seq, head);
+        } else {
+            self.ineligible.push_with(flow, key, seq, head);
+        }
     }
 
     /// Files `flow`, the top of `eligible` that was just served, with its next head's tags set
@@ -358,8 +353,8 @@ impl Wf2qPlus {
 /// The least live entry of `heap`, the heap of the flows at `place` (its stale entries above it
 /// popped on the way: see [`LazyVirtualTimeHeap::peek_live`]).
 #[inline(always)]
-fn live_top(
-    heap: &mut LazyVirtualTimeHeap,
+fn live_top<N: OffsetKey>(
+    heap: &mut LazyVirtualTimeHeap<N>,
     flows: &[Wf2qPlusFlow],
     place: Place,
 ) -> Option<Entry<VirtualTime>> {
@@ -683,11 +678,11 @@ mod tests {
     fn check_heaps(s: &Wf2qPlus) -> Result<(), proptest::test_runner::TestCaseError> {
         let mut weight_sum = 0;
         for (id, state) in s.flows.iter().enumerate() {
-            let heap = match state.place {
+            let entries: Vec<Entry<VirtualTime>> = match state.place {
                 Place::Idle => continue,
-                Place::Lingering => &s.lingering,
-                Place::Eligible => &s.eligible,
-                Place::Ineligible => &s.ineligible,
+                Place::Lingering => s.lingering.iter().collect(),
+                Place::Eligible => s.eligible.iter().collect(),
+                Place::Ineligible => s.ineligible.iter().collect(),
             };
             weight_sum += state.weight as u64;
             let key = if state.place == Place::Ineligible {
@@ -695,7 +690,7 @@ mod tests {
             } else {
                 state.finish
             };
-            let live: Vec<_> = heap
+            let live: Vec<_> = entries
                 .iter()
                 .filter(|entry| entry.id == id as u32 && is_live(&s.flows, state.place, entry))
                 .collect();
@@ -703,8 +698,8 @@ mod tests {
             proptest::prop_assert_eq!(live[0].key, key);
         }
         proptest::prop_assert_eq!(s.weight_sum, weight_sum);
-        for heap in [&s.eligible, &s.ineligible, &s.lingering] {
-            proptest::prop_assert!(heap.len() <= 2 * s.flows.len());
+        for len in [s.eligible.len(), s.ineligible.len(), s.lingering.len()] {
+            proptest::prop_assert!(len <= 2 * s.flows.len());
         }
         Ok(())
     }
