@@ -814,6 +814,17 @@ impl<const INDEXED: bool, N: OffsetKey> VirtualTimeHeap<INDEXED, N> {
         }
     }
 
+    /// Removes the least entry, if any, without returning it (no key conversion). O(log n).
+    #[inline]
+    pub fn remove_top(&mut self) {
+        if self.is_wide {
+            self.wide.pop();
+            self.narrow_if_empty();
+        } else {
+            self.narrow.pop();
+        }
+    }
+
     /// Removes every entry (keeps the capacity).
     pub fn clear(&mut self) {
         self.narrow.clear();
@@ -967,6 +978,12 @@ impl<N: OffsetKey> LazyVirtualTimeHeap<N> {
     #[inline]
     pub fn pop(&mut self) -> Option<Entry<VirtualTime>> {
         self.heap.pop()
+    }
+
+    /// [`LazyVirtualTimeHeap::pop`] without returning the entry (no key conversion).
+    #[inline]
+    pub fn remove_top(&mut self) {
+        self.heap.remove_top();
     }
 
     /// Replaces the least entry, which must be live, by an entry for `id` (see

@@ -248,7 +248,7 @@ impl Wf2qPlus {
         } else {
             state.place = Place::Ineligible;
             let start = state.start;
-            self.eligible.pop();
+            self.eligible.remove_top();
             self.ineligible.push_with(flow, start, seq, head);
         }
     }
@@ -301,7 +301,7 @@ impl Wf2qPlus {
             if top.key > self.virtual_time {
                 break;
             }
-            self.lingering.pop();
+            self.lingering.remove_top();
             let state = &mut self.flows[top.id as usize];
             state.place = Place::Idle;
             self.weight_sum -= state.weight as u64;
@@ -328,7 +328,7 @@ impl Wf2qPlus {
     /// flow's start tag): the flow moves to `eligible`, keyed by its finish tag.
     #[inline]
     fn promote(&mut self, top: Entry<VirtualTime>) {
-        self.ineligible.pop();
+        self.ineligible.remove_top();
         let state = &mut self.flows[top.id as usize];
         debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
         state.place = Place::Eligible;
@@ -497,7 +497,7 @@ impl Scheduler for Wf2qPlus {
                 }
             }
             None => {
-                self.eligible.pop();
+                self.eligible.remove_top();
                 self.retire(flow);
             }
         }
