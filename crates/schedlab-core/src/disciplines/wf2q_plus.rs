@@ -271,6 +271,15 @@ impl Wf2qPlus {
         self.ineligible.replace_top_with(flow, state.start, seq, head);
     }
 
+    /// Starts loading the state of `flow`, its packet queue's ends and counters, and its head
+    /// packet (`head`, the node its entry's aux names).
+    #[inline(always)]
+    fn prefetch_flow(&self, flow: FlowId, head: u32) {
+        self.queues.prefetch_flow(flow);
+        self.queues.prefetch_node(head);
+        self.flows.get(flow as usize).inspect(|state| prefetch(*state));
+    }
+
     /// `flow` has no packets left and has been taken out of its heap (or its entry there is
     /// about to be forgotten): it lingers while F > V, else leaves Σweight.
     fn retire(&mut self, flow: FlowId) {
@@ -504,18 +513,17 @@ impl Scheduler for Wf2qPlus {
         // Start loading what the next calls read from tables of every flow: the state, the
         // packet queue's ends and counters, and the packet behind the head (the entry's aux).
         let [next, after_next] = self.eligible.upcoming();
-        for (flow, head) in [next, after_next].into_iter().flatten() {
-            self.queues.prefetch_flow(flow);
-            self.queues.prefetch_node(head);
-            self.flows.get(flow as usize).inspect(|state| prefetch(*state));
-        }
-        if let Some((next, _)) = next {
+        if let Some((next, head)) = next {
+            self.prefetch_flow(next, head);
             // Its state was (usually) prefetched one call ago: the packet behind its head.
             let second = self
                 .flows
                 .get(next as usize)
                 .map_or(u32::MAX, |state| state.behind.head_node());
             self.behind.prefetch_node(second);
+        }
+        if let Some((after_next, head)) = after_next {
+            self.prefetch_flow(after_next, head);
         }
         Some(packet)
     }
