@@ -10,7 +10,9 @@
 //! Tie rule: equal keys come out in increasing `seq`. Owners pass an arrival sequence number
 //! (the fair-queueing family: first come, first served among equal tags) or the flow id
 //! (DWCS: the lowest-numbered stream), so that the order is total and does not depend on the
-//! history of the heap.
+//! history of the heap. The one exception is the [`KeyOnly`] key of a narrow
+//! [`VirtualTimeHeap`], which compares keys alone (equal keys in no particular order), for an
+//! owner to whom ties do not matter (WF2Q+'s ineligible set).
 //!
 //! Layout: a [`ARITY`]-ary heap in one vector (a node's children are adjacent in memory, and
 //! the tree is half as deep as a binary one); removal of the top and increases of a key sift

@@ -18,9 +18,10 @@
 //!   when no backlogged session is eligible V jumps to the least start tag;
 //! * "serve, among the sessions with `S_i ≤ V` (eligible), the one with the least `F_i`" →
 //!   heap `eligible` keyed (F, head arrival sequence); ineligible sessions wait in
-//!   `ineligible` keyed (S, head arrival sequence) and move over as V passes their S (a
-//!   served flow that turns ineligible while ineligible's least flow has turned eligible
-//!   trades places with it at the top of both heaps, `Wf2qPlus::exchange`).
+//!   `ineligible` keyed by S alone (flows of equal S leave it in any order: V reaches them
+//!   together, and each goes to `eligible` before the next choice) and move over as V passes
+//!   their S (a served flow that turns ineligible while ineligible's least flow has turned
+//!   eligible trades places with it at the top of both heaps, `Wf2qPlus::exchange`).
 //!
 //! Units and rounding: [`VirtualTime`] fixed point (2^-32 byte/weight); `L/w` and `L/Σw`
 //! rounded up.
