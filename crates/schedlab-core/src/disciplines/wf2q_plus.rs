@@ -185,7 +185,22 @@ impl Wf2qPlus {
             .saturating_add(self.link_rate.transmission_time(self.last_dequeue_size))
     }
 
+    /// Makes `flow` known: its state and weight, and room for it in the heaps.
+    #[inline(always)]
     fn ensure_flow(&mut self, flow: FlowId) {
+        if self
+            .flows
+            .get(flow as usize)
+            .is_none_or(|state| state.weight == 0)
+        {
+            self.add_flow(flow);
+        }
+    }
+
+    /// [`Wf2qPlus::ensure_flow`] for a flow not seen before.
+    #[cold]
+    #[inline(never)]
+    fn add_flow(&mut self, flow: FlowId) {
         let index = flow as usize;
         if index >= self.flows.len() {
             self.flows.resize_with(index + 1, Wf2qPlusFlow::default);
@@ -345,6 +360,17 @@ impl Wf2qPlus {
         self.eligible.push_with(top.id, state.finish, top.seq, top.aux);
     }
 
+    /// The packets pushed out among `drops` (an admission's): each flow forgets its tail.
+    #[cold]
+    #[inline(never)]
+    fn roll_back_push_outs(&mut self, drops: &[Dropped]) {
+        for dropped in drops {
+            if dropped.reason == DropReason::PushedOut {
+                self.roll_back(dropped.packet.flow);
+            }
+        }
+    }
+
     /// A pushed-out packet of `flow` (its tail): forget it; if it was the head, restore the
     /// flow's finish tag and take the flow off the heaps (its entry goes stale).
     fn roll_back(&mut self, flow: FlowId) {
@@ -438,10 +464,8 @@ impl Scheduler for Wf2qPlus {
             |f| flows.get(f as usize).map_or(1, |state| state.weight as u64),
             drops,
         );
-        for dropped in &drops[first_new_drop..] {
-            if dropped.reason == DropReason::PushedOut {
-                self.roll_back(dropped.packet.flow);
-            }
+        if drops.len() > first_new_drop {
+            self.roll_back_push_outs(&drops[first_new_drop..]);
         }
         if admission != Admission::Queued {
             return;
