@@ -336,7 +336,8 @@ impl Wf2qPlus {
     /// V = max(V, min S) when nothing is eligible; moves the flows V has reached to
     /// `eligible`; returns the eligible flow with the least (F, sequence).
     fn select(&mut self) -> Option<FlowId> {
-        if live_top(&mut self.eligible, &self.flows, Place::Eligible).is_none() {
+        let mut least = live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id);
+        if least.is_none() {
             let least_start = live_top(&mut self.ineligible, &self.flows, Place::Ineligible)?.key;
             self.virtual_time = self.virtual_time.max(least_start);
         }
@@ -345,8 +346,10 @@ impl Wf2qPlus {
                 break;
             }
             self.promote(top);
+            least = None;
         }
-        live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id)
+        // The top of `eligible` changes only if some flow moved in.
+        least.or_else(|| live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id))
     }
 
     /// `top`, the least (live) entry of `ineligible`, has been reached by V (its key is the
