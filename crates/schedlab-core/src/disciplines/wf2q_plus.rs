@@ -257,7 +257,8 @@ impl Wf2qPlus {
     /// of `eligible` if still eligible, else moves to `ineligible`.
     #[inline]
     fn file_served(&mut self, flow: FlowId, seq: u64, head: u32) {
-        let state = &mut self.flows[flow as usize];
+        // SAFETY: `flow` was on top of `eligible`.
+        let state = unsafe { flow_state(&mut self.flows, flow) };
         state.entry_seq = seq;
         if state.start <= self.virtual_time {
             self.eligible.replace_top_with(flow, state.finish, seq, head);
@@ -276,11 +277,13 @@ impl Wf2qPlus {
     /// same way before the next choice (V only grows), so the order is the same.
     #[inline]
     fn exchange(&mut self, flow: FlowId, seq: u64, top: Entry<VirtualTime>) {
-        let moving = &mut self.flows[top.id as usize];
+        // SAFETY: `top` is an entry of `ineligible`.
+        let moving = unsafe { flow_state(&mut self.flows, top.id) };
         moving.place = Place::Eligible;
         let finish = moving.finish;
         self.eligible.replace_top_with(top.id, finish, top.seq, top.aux);
-        let state = &mut self.flows[flow as usize];
+        // SAFETY: `flow` was on top of `eligible`.
+        let state = unsafe { flow_state(&mut self.flows, flow) };
         state.place = Place::Ineligible;
         state.entry_seq = seq;
         let head = self.queues.head_node(flow);
@@ -357,7 +360,8 @@ impl Wf2qPlus {
     #[inline]
     fn promote(&mut self, top: Entry<VirtualTime>) {
         self.ineligible.remove_top();
-        let state = &mut self.flows[top.id as usize];
+        // SAFETY: `top` is an entry of `ineligible`.
+        let state = unsafe { flow_state(&mut self.flows, top.id) };
         debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
         state.place = Place::Eligible;
         self.eligible.push_with(top.id, state.finish, top.seq, top.aux);
@@ -398,6 +402,18 @@ fn live_top<N: OffsetKey>(
     place: Place,
 ) -> Option<Entry<VirtualTime>> {
     heap.peek_live(|entry| is_live(flows, place, entry))
+}
+
+/// The state of `flow`, without a bounds check.
+///
+/// # Safety
+/// `flow` must be a flow this scheduler has seen (`Wf2qPlus::ensure_flow` grows `flows` to
+/// it before its first packet is queued): a flow named by a heap entry or just admitted.
+#[inline(always)]
+unsafe fn flow_state(flows: &mut [Wf2qPlusFlow], flow: FlowId) -> &mut Wf2qPlusFlow {
+    debug_assert!((flow as usize) < flows.len(), "flow {flow} was never seen");
+    // SAFETY: the caller's contract (above).
+    unsafe { flows.get_unchecked_mut(flow as usize) }
 }
 
 /// Whether `entry`, in the heap of flows at `place`, is its flow's live entry.
@@ -476,7 +492,9 @@ impl Scheduler for Wf2qPlus {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         let nothing_else_backlogged = self.queues.counters.backlog().packets == 1;
-        let state = &mut self.flows[flow as usize];
+        // SAFETY: the packet was queued, so its flow is at most `MAX_FLOW_ID` (admission
+        // refuses the others) and `ensure_flow` has seen it.
+        let state = unsafe { flow_state(&mut self.flows, flow) };
         if state.place.is_backlogged() {
             // Not the head: tags are computed when it reaches the head.
             let behind = Behind {
@@ -515,7 +533,8 @@ impl Scheduler for Wf2qPlus {
             .saturating_add(VirtualTime::ratio_ceil(size, self.weight_sum.max(1)));
         self.last_dequeue_at = now;
         self.last_dequeue_size = size;
-        let state = &mut self.flows[flow as usize];
+        // SAFETY: `select` took `flow` from the top of `eligible`.
+        let state = unsafe { flow_state(&mut self.flows, flow) };
         self.max_finish_served = self.max_finish_served.max(state.finish);
         state.start = state.finish;
         match self.behind.pop_front(&mut state.behind) {
@@ -525,7 +544,8 @@ impl Scheduler for Wf2qPlus {
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
                 let top = live_top(&mut self.ineligible, &self.flows, Place::Ineligible);
-                let start = self.flows[flow as usize].start;
+                // SAFETY: as above.
+                let start = unsafe { flow_state(&mut self.flows, flow) }.start;
                 match top {
                     Some(top) if start > self.virtual_time && top.key <= self.virtual_time => {
                         self.exchange(flow, head.seq, top);
