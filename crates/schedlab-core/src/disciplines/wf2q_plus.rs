@@ -18,9 +18,10 @@
 //!   when no backlogged session is eligible V jumps to the least start tag;
 //! * "serve, among the sessions with `S_i ≤ V` (eligible), the one with the least `F_i`" →
 //!   heap `eligible` keyed (F, head arrival sequence); ineligible sessions wait in
-//!   `ineligible` keyed (S, head arrival sequence) and move over as V passes their S (a
-//!   served flow that turns ineligible while ineligible's least flow has turned eligible
-//!   trades places with it at the top of both heaps, `Wf2qPlus::exchange`).
+//!   `ineligible` keyed by S alone (flows of equal S leave it in any order: V reaches them
+//!   together, and each goes to `eligible` before the next choice) and move over as V passes
+//!   their S (a served flow that turns ineligible while ineligible's least flow has turned
+//!   eligible trades places with it at the top of both heaps, `Wf2qPlus::exchange`).
 //!
 //! Units and rounding: [`VirtualTime`] fixed point (2^-32 byte/weight); `L/w` and `L/Σw`
 //! rounded up.
@@ -56,7 +57,7 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::{Entry, LazyVirtualTimeHeap};
+use crate::indexed_heap::{Entry, KeyOnly, LazyVirtualTimeHeap, OffsetKey};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
@@ -145,8 +146,10 @@ pub struct Wf2qPlus {
     /// pushes out its only packet or a lingering flow gets a packet; then its entry stays
     /// behind, stale, until it reaches the top or the heap drops its stale entries.
     eligible: LazyVirtualTimeHeap,
-    /// Backlogged flows with S > V, by (S, head arrival sequence).
-    ineligible: LazyVirtualTimeHeap,
+    /// Backlogged flows with S > V, by S alone ([`KeyOnly`]: flows of equal start tags leave
+    /// in any order, as each goes to `eligible`, which orders them by (F, sequence), before the
+    /// next choice).
+    ineligible: LazyVirtualTimeHeap<KeyOnly>,
     /// Lingering flows by (F, a sequence number drawn when they start lingering).
     lingering: LazyVirtualTimeHeap,
     virtual_time: VirtualTime,
@@ -182,7 +185,22 @@ impl Wf2qPlus {
             .saturating_add(self.link_rate.transmission_time(self.last_dequeue_size))
     }
 
+    /// Makes `flow` known: its state and weight, and room for it in the heaps.
+    #[inline(always)]
     fn ensure_flow(&mut self, flow: FlowId) {
+        if self
+            .flows
+            .get(flow as usize)
+            .is_none_or(|state| state.weight == 0)
+        {
+            self.add_flow(flow);
+        }
+    }
+
+    /// [`Wf2qPlus::ensure_flow`] for a flow not seen before.
+    #[cold]
+    #[inline(never)]
+    fn add_flow(&mut self, flow: FlowId) {
         let index = flow as usize;
         if index >= self.flows.len() {
             self.flows.resize_with(index + 1, Wf2qPlusFlow::default);
@@ -191,19 +209,10 @@ impl Wf2qPlus {
         if self.flows[index].weight == 0 {
             self.flows[index].weight = self.table.get(flow).share;
             // Room for every flow seen in each heap, so packets never grow them.
-            for heap in [&mut self.eligible, &mut self.ineligible, &mut self.lingering] {
+            for heap in [&mut self.eligible, &mut self.lingering] {
                 heap.reserve_ids(index + 1);
             }
-        }
-    }
-
-    /// The heap that holds flows at `place` (none for idle flows).
-    fn heap(&mut self, place: Place) -> Option<&mut LazyVirtualTimeHeap> {
-        match place {
-            Place::Idle => None,
-            Place::Lingering => Some(&mut self.lingering),
-            Place::Eligible => Some(&mut self.eligible),
-            Place::Ineligible => Some(&mut self.ineligible),
+            self.ineligible.reserve_ids(index + 1);
         }
     }
 
@@ -211,13 +220,12 @@ impl Wf2qPlus {
     /// stale entries).
     fn forget(&mut self, place: Place) {
         let flows = &self.flows;
-        if let Some(heap) = match place {
-            Place::Idle => None,
-            Place::Lingering => Some(&mut self.lingering),
-            Place::Eligible => Some(&mut self.eligible),
-            Place::Ineligible => Some(&mut self.ineligible),
-        } {
-            heap.forget(|entry| is_live(flows, place, entry));
+        let live = |entry: &Entry<VirtualTime>| is_live(flows, place, entry);
+        match place {
+            Place::Idle => {}
+            Place::Lingering => self.lingering.forget(live),
+            Place::Eligible => self.eligible.forget(live),
+            Place::Ineligible => self.ineligible.forget(live),
         }
     }
 
@@ -237,8 +245,11 @@ impl Wf2qPlus {
         if previous == Place::Lingering {
             self.forget(previous);
         }
-        let heap = self.heap(place).expect("a filed place has a heap");
-        heap.push_with(flow, key, seq, head);
+        if place == Place::Eligible {
+            self.eligible.push_with(flow, key, seq, head);
+        } else {
+            self.ineligible.push_with(flow, key, seq, head);
+        }
     }
 
     /// Files `flow`, the top of `eligible` that was just served, with its next head's tags set
@@ -246,14 +257,15 @@ impl Wf2qPlus {
     /// of `eligible` if still eligible, else moves to `ineligible`.
     #[inline]
     fn file_served(&mut self, flow: FlowId, seq: u64, head: u32) {
-        let state = &mut self.flows[flow as usize];
+        // SAFETY: `flow` was on top of `eligible`.
+        let state = unsafe { flow_state(&mut self.flows, flow) };
         state.entry_seq = seq;
         if state.start <= self.virtual_time {
             self.eligible.replace_top_with(flow, state.finish, seq, head);
         } else {
             state.place = Place::Ineligible;
             let start = state.start;
-            self.eligible.pop();
+            self.eligible.remove_top();
             self.ineligible.push_with(flow, start, seq, head);
         }
     }
@@ -265,15 +277,26 @@ impl Wf2qPlus {
     /// same way before the next choice (V only grows), so the order is the same.
     #[inline]
     fn exchange(&mut self, flow: FlowId, seq: u64, top: Entry<VirtualTime>) {
-        let moving = &mut self.flows[top.id as usize];
+        // SAFETY: `top` is an entry of `ineligible`.
+        let moving = unsafe { flow_state(&mut self.flows, top.id) };
         moving.place = Place::Eligible;
         let finish = moving.finish;
         self.eligible.replace_top_with(top.id, finish, top.seq, top.aux);
-        let state = &mut self.flows[flow as usize];
+        // SAFETY: `flow` was on top of `eligible`.
+        let state = unsafe { flow_state(&mut self.flows, flow) };
         state.place = Place::Ineligible;
         state.entry_seq = seq;
         let head = self.queues.head_node(flow);
         self.ineligible.replace_top_with(flow, state.start, seq, head);
+    }
+
+    /// Starts loading the state of `flow`, its packet queue's ends and counters, and its head
+    /// packet (`head`, the node its entry's aux names).
+    #[inline(always)]
+    fn prefetch_flow(&self, flow: FlowId, head: u32) {
+        self.queues.prefetch_flow(flow);
+        self.queues.prefetch_node(head);
+        self.flows.get(flow as usize).inspect(|state| prefetch(*state));
     }
 
     /// `flow` has no packets left and has been taken out of its heap (or its entry there is
@@ -306,7 +329,7 @@ impl Wf2qPlus {
             if top.key > self.virtual_time {
                 break;
             }
-            self.lingering.pop();
+            self.lingering.remove_top();
             let state = &mut self.flows[top.id as usize];
             state.place = Place::Idle;
             self.weight_sum -= state.weight as u64;
@@ -316,7 +339,8 @@ impl Wf2qPlus {
     /// V = max(V, min S) when nothing is eligible; moves the flows V has reached to
     /// `eligible`; returns the eligible flow with the least (F, sequence).
     fn select(&mut self) -> Option<FlowId> {
-        if live_top(&mut self.eligible, &self.flows, Place::Eligible).is_none() {
+        let mut least = live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id);
+        if least.is_none() {
             let least_start = live_top(&mut self.ineligible, &self.flows, Place::Ineligible)?.key;
             self.virtual_time = self.virtual_time.max(least_start);
         }
@@ -325,19 +349,33 @@ impl Wf2qPlus {
                 break;
             }
             self.promote(top);
+            least = None;
         }
-        live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id)
+        // The top of `eligible` changes only if some flow moved in.
+        least.or_else(|| live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id))
     }
 
     /// `top`, the least (live) entry of `ineligible`, has been reached by V (its key is the
     /// flow's start tag): the flow moves to `eligible`, keyed by its finish tag.
     #[inline]
     fn promote(&mut self, top: Entry<VirtualTime>) {
-        self.ineligible.pop();
-        let state = &mut self.flows[top.id as usize];
+        self.ineligible.remove_top();
+        // SAFETY: `top` is an entry of `ineligible`.
+        let state = unsafe { flow_state(&mut self.flows, top.id) };
         debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
         state.place = Place::Eligible;
         self.eligible.push_with(top.id, state.finish, top.seq, top.aux);
+    }
+
+    /// The packets pushed out among `drops` (an admission's): each flow forgets its tail.
+    #[cold]
+    #[inline(never)]
+    fn roll_back_push_outs(&mut self, drops: &[Dropped]) {
+        for dropped in drops {
+            if dropped.reason == DropReason::PushedOut {
+                self.roll_back(dropped.packet.flow);
+            }
+        }
     }
 
     /// A pushed-out packet of `flow` (its tail): forget it; if it was the head, restore the
@@ -358,12 +396,24 @@ impl Wf2qPlus {
 /// The least live entry of `heap`, the heap of the flows at `place` (its stale entries above it
 /// popped on the way: see [`LazyVirtualTimeHeap::peek_live`]).
 #[inline(always)]
-fn live_top(
-    heap: &mut LazyVirtualTimeHeap,
+fn live_top<N: OffsetKey>(
+    heap: &mut LazyVirtualTimeHeap<N>,
     flows: &[Wf2qPlusFlow],
     place: Place,
 ) -> Option<Entry<VirtualTime>> {
     heap.peek_live(|entry| is_live(flows, place, entry))
+}
+
+/// The state of `flow`, without a bounds check.
+///
+/// # Safety
+/// `flow` must be a flow this scheduler has seen (`Wf2qPlus::ensure_flow` grows `flows` to
+/// it before its first packet is queued): a flow named by a heap entry or just admitted.
+#[inline(always)]
+unsafe fn flow_state(flows: &mut [Wf2qPlusFlow], flow: FlowId) -> &mut Wf2qPlusFlow {
+    debug_assert!((flow as usize) < flows.len(), "flow {flow} was never seen");
+    // SAFETY: the caller's contract (above).
+    unsafe { flows.get_unchecked_mut(flow as usize) }
 }
 
 /// Whether `entry`, in the heap of flows at `place`, is its flow's live entry.
@@ -433,10 +483,8 @@ impl Scheduler for Wf2qPlus {
             |f| flows.get(f as usize).map_or(1, |state| state.weight as u64),
             drops,
         );
-        for dropped in &drops[first_new_drop..] {
-            if dropped.reason == DropReason::PushedOut {
-                self.roll_back(dropped.packet.flow);
-            }
+        if drops.len() > first_new_drop {
+            self.roll_back_push_outs(&drops[first_new_drop..]);
         }
         if admission != Admission::Queued {
             return;
@@ -444,7 +492,9 @@ impl Scheduler for Wf2qPlus {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         let nothing_else_backlogged = self.queues.counters.backlog().packets == 1;
-        let state = &mut self.flows[flow as usize];
+        // SAFETY: the packet was queued, so its flow is at most `MAX_FLOW_ID` (admission
+        // refuses the others) and `ensure_flow` has seen it.
+        let state = unsafe { flow_state(&mut self.flows, flow) };
         if state.place.is_backlogged() {
             // Not the head: tags are computed when it reaches the head.
             let behind = Behind {
@@ -483,7 +533,8 @@ impl Scheduler for Wf2qPlus {
             .saturating_add(VirtualTime::ratio_ceil(size, self.weight_sum.max(1)));
         self.last_dequeue_at = now;
         self.last_dequeue_size = size;
-        let state = &mut self.flows[flow as usize];
+        // SAFETY: `select` took `flow` from the top of `eligible`.
+        let state = unsafe { flow_state(&mut self.flows, flow) };
         self.max_finish_served = self.max_finish_served.max(state.finish);
         state.start = state.finish;
         match self.behind.pop_front(&mut state.behind) {
@@ -493,7 +544,8 @@ impl Scheduler for Wf2qPlus {
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
                 let top = live_top(&mut self.ineligible, &self.flows, Place::Ineligible);
-                let start = self.flows[flow as usize].start;
+                // SAFETY: as above.
+                let start = unsafe { flow_state(&mut self.flows, flow) }.start;
                 match top {
                     Some(top) if start > self.virtual_time && top.key <= self.virtual_time => {
                         self.exchange(flow, head.seq, top);
@@ -502,25 +554,24 @@ impl Scheduler for Wf2qPlus {
                 }
             }
             None => {
-                self.eligible.pop();
+                self.eligible.remove_top();
                 self.retire(flow);
             }
         }
         // Start loading what the next calls read from tables of every flow: the state, the
         // packet queue's ends and counters, and the packet behind the head (the entry's aux).
         let [next, after_next] = self.eligible.upcoming();
-        for (flow, head) in [next, after_next].into_iter().flatten() {
-            self.queues.prefetch_flow(flow);
-            self.queues.prefetch_node(head);
-            self.flows.get(flow as usize).inspect(|state| prefetch(*state));
-        }
-        if let Some((next, _)) = next {
+        if let Some((next, head)) = next {
+            self.prefetch_flow(next, head);
             // Its state was (usually) prefetched one call ago: the packet behind its head.
             let second = self
                 .flows
                 .get(next as usize)
                 .map_or(u32::MAX, |state| state.behind.head_node());
             self.behind.prefetch_node(second);
+        }
+        if let Some((after_next, head)) = after_next {
+            self.prefetch_flow(after_next, head);
         }
         Some(packet)
     }
@@ -683,11 +734,11 @@ mod tests {
     fn check_heaps(s: &Wf2qPlus) -> Result<(), proptest::test_runner::TestCaseError> {
         let mut weight_sum = 0;
         for (id, state) in s.flows.iter().enumerate() {
-            let heap = match state.place {
+            let entries: Vec<Entry<VirtualTime>> = match state.place {
                 Place::Idle => continue,
-                Place::Lingering => &s.lingering,
-                Place::Eligible => &s.eligible,
-                Place::Ineligible => &s.ineligible,
+                Place::Lingering => s.lingering.iter().collect(),
+                Place::Eligible => s.eligible.iter().collect(),
+                Place::Ineligible => s.ineligible.iter().collect(),
             };
             weight_sum += state.weight as u64;
             let key = if state.place == Place::Ineligible {
@@ -695,7 +746,7 @@ mod tests {
             } else {
                 state.finish
             };
-            let live: Vec<_> = heap
+            let live: Vec<_> = entries
                 .iter()
                 .filter(|entry| entry.id == id as u32 && is_live(&s.flows, state.place, entry))
                 .collect();
@@ -703,8 +754,8 @@ mod tests {
             proptest::prop_assert_eq!(live[0].key, key);
         }
         proptest::prop_assert_eq!(s.weight_sum, weight_sum);
-        for heap in [&s.eligible, &s.ineligible, &s.lingering] {
-            proptest::prop_assert!(heap.len() <= 2 * s.flows.len());
+        for len in [s.eligible.len(), s.ineligible.len(), s.lingering.len()] {
+            proptest::prop_assert!(len <= 2 * s.flows.len());
         }
         Ok(())
     }
