@@ -17,8 +17,8 @@
 //! resolution; `Vtick` rounded up).
 //!
 //! Invariants: a flow's stamps increase packet by packet; only head-of-line stamps are in the
-//! priority structure, a [`TagCalendar`] whose day is chosen at build (see
-//! `stamp_day_shift`): while the flows keep up with their reserved rates the heads lie within
+//! priority structure, a [`TagCalendar`] whose first day is chosen at build (see
+//! `stamp_day_shift`; the calendar then adapts it to the heads' spacing): while the flows keep up with their reserved rates the heads lie within
 //! one `Vtick` above the stamp in service, a few thousand days, and a packet costs O(1); a
 //! newly backlogged flow's stamp may fall below the stamp in service (`max(AT_i, auxVC_i)`
 //! uses real time), and such stamps, like any outside the calendar's window, go to the 4-ary
@@ -113,7 +113,8 @@ pub struct VirtualClock {
 /// A full-size packet (bytes) for the calendar's day width.
 const FULL_PACKET_BYTES: u64 = 1500;
 
-/// The calendar's day for stamps when the smallest reserved rate is `least_rate`: the power of
+/// The calendar's first day for stamps (until it adapts the day to the heads' spacing, see
+/// [`TagCalendar`]) when the smallest reserved rate is `least_rate`: the power of
 /// two (in raw units) at most 1/2,048 of a full-size packet's `Vtick` at that rate, so that
 /// the heads, which lie within one `Vtick` above the stamp in service while the flows keep
 /// up with their rates, spread over 2,048 to 4,096 days (SCFQ's and STFQ's half-unit days
