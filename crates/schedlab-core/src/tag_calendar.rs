@@ -100,8 +100,9 @@ struct Node {
     aux: u32,
     /// The bucket holding the id, or [`NIL`] (not in the calendar).
     bucket: u32,
+    /// The next id of the bucket (a singly linked list: a pop takes the first, and the rare
+    /// removal of another walks from the first to its predecessor).
     next: u32,
-    prev: u32,
 }
 
 impl Default for Node {
@@ -112,7 +113,6 @@ impl Default for Node {
             aux: 0,
             bucket: NIL,
             next: NIL,
-            prev: NIL,
         }
     }
 }
@@ -521,11 +521,7 @@ impl TagCalendar {
             aux,
             bucket: bucket as u32,
             next: at,
-            prev,
         };
-        if at != NIL {
-            node_of_mut(&mut self.nodes, at).prev = id;
-        }
         if prev != NIL {
             node_of_mut(&mut self.nodes, prev).next = id;
         } else {
@@ -717,22 +713,19 @@ impl TagCalendar {
         Some(top)
     }
 
-    /// Unlinks `id` (in the calendar) from its bucket, which it returns.
+    /// Unlinks `id` (in the calendar) from its bucket, which it returns: the first entry of
+    /// its bucket (every pop's) at once, another after a walk to its predecessor.
     #[inline(always)]
     fn unlink(&mut self, id: u32) -> usize {
-        let Node {
-            bucket, next, prev, ..
-        } = *self.node(id);
+        let Node { bucket, next, .. } = *self.node(id);
         let bucket = bucket as usize % BUCKETS;
-        if next != NIL {
-            self.node_mut(next).prev = prev;
-        }
         self.node_mut(id).bucket = NIL;
         self.calendar_len -= 1;
-        if prev != NIL {
-            self.node_mut(prev).next = next;
+        let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
+        let first = table.heads[bucket];
+        if first != id {
+            self.unlink_behind(first, id, next);
         } else {
-            let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
             table.heads[bucket] = next;
             if next == NIL {
                 let word = &mut table.words[bucket / 64];
@@ -748,6 +741,19 @@ impl TagCalendar {
             }
         }
         bucket
+    }
+
+    /// Links `next` behind the predecessor of `id` in the bucket list from `first` (which holds
+    /// `id`, not first): the removal of an entry other than the least (push-outs).
+    #[cold]
+    #[inline(never)]
+    fn unlink_behind(&mut self, first: u32, id: u32, next: u32) {
+        let mut at = first;
+        while self.node(at).next != id {
+            at = self.node(at).next;
+            debug_assert_ne!(at, NIL, "id {id} is not in its bucket");
+        }
+        self.node_mut(at).next = next;
     }
 
     /// Sets the [`Entry::aux`] of `id` (which must have an entry); the order is unchanged.
@@ -847,7 +853,6 @@ impl TagCalendar {
             while at != NIL {
                 let node = &self.nodes[at as usize];
                 assert_eq!(node.bucket as usize, bucket);
-                assert_eq!(node.prev, prev);
                 let day = self.day_of(node.key);
                 assert!(self.covers(self.cursor, node.key), "day {day} outside the window");
                 assert_eq!(day as usize & (BUCKETS - 1), bucket);
