@@ -69,17 +69,11 @@ impl VirtualTime {
     }
 
     /// The time to send `bytes` at `rate`, in nanoseconds (`8·10^9·bytes / rate`), rounded up to
-    /// the next 2^-32 ns: Virtual Clock's `Vtick` for one packet.
+    /// the next 2^-32 ns: Virtual Clock's `Vtick` for one packet. For many packets at one rate,
+    /// [`ByteTime`] prepares the rate once.
     #[inline]
     pub fn transmission_time(bytes: u64, rate: Rate) -> VirtualTime {
-        let bits_per_second = rate.bits_per_second();
-        if (8 * NANOS_PER_SECOND).is_multiple_of(bits_per_second) {
-            // Whole nanoseconds per byte (e.g. 4000 bit/s, 1 Gbit/s): one multiplication.
-            let per_byte = (8 * NANOS_PER_SECOND / bits_per_second) as u128;
-            return VirtualTime((bytes as u128 * per_byte) << FRACTION_BITS);
-        }
-        let numerator = bytes as u128 * 8 * NANOS_PER_SECOND as u128;
-        VirtualTime((numerator << FRACTION_BITS).div_ceil(bits_per_second as u128))
+        ByteTime::new(rate).of(bytes)
     }
 
     /// `self + other`, saturating at the largest value.
@@ -116,9 +110,72 @@ impl fmt::Display for VirtualTime {
     }
 }
 
+/// [`VirtualTime::transmission_time`] at one rate, prepared once: whether a byte takes a whole
+/// number of nanoseconds at that rate (e.g. 4,000 bit/s, 1 Gbit/s, any rate dividing 8·10^9
+/// bit/s), so that a packet's time is then one multiplication, without the division by the
+/// rate that deciding it costs. 16 bytes; the default is no rate (zero).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByteTime {
+    /// The rate in bits per second (zero: none).
+    bits_per_second: u64,
+    /// `8·10^9 / rate` when that is whole, else zero.
+    whole_ns_per_byte: u64,
+}
+
+impl ByteTime {
+    /// The byte time at `rate`.
+    #[inline]
+    pub fn new(rate: Rate) -> ByteTime {
+        let bits_per_second = rate.bits_per_second();
+        let whole = (8 * NANOS_PER_SECOND).is_multiple_of(bits_per_second);
+        ByteTime {
+            bits_per_second,
+            whole_ns_per_byte: if whole {
+                8 * NANOS_PER_SECOND / bits_per_second
+            } else {
+                0
+            },
+        }
+    }
+
+    /// The rate, `None` for the default (no rate).
+    #[inline]
+    pub fn rate(&self) -> Option<Rate> {
+        Rate::from_bits_per_second(self.bits_per_second)
+    }
+
+    /// The time to send `bytes` at the rate, as [`VirtualTime::transmission_time`] (which
+    /// this is; zero without a rate).
+    #[inline]
+    pub fn of(&self, bytes: u64) -> VirtualTime {
+        if self.whole_ns_per_byte != 0 {
+            // Whole nanoseconds per byte: one multiplication.
+            return VirtualTime((bytes as u128 * self.whole_ns_per_byte as u128) << FRACTION_BITS);
+        }
+        let numerator = bytes as u128 * 8 * NANOS_PER_SECOND as u128;
+        VirtualTime((numerator << FRACTION_BITS).div_ceil(self.bits_per_second.max(1) as u128))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A prepared byte time gives the exact `⌈8·10^9·bytes·2^32 / rate⌉`, whole or not.
+        #[test]
+        fn a_byte_time_is_the_exact_transmission_time(
+            bytes in 0u64..1 << 20,
+            bits_per_second in prop_oneof![1u64..1 << 40, (1u64..64).prop_map(|d| 8 * NANOS_PER_SECOND / d)],
+        ) {
+            let rate = Rate::from_bits_per_second(bits_per_second).unwrap();
+            let exact = (bytes as u128 * 8 * NANOS_PER_SECOND as u128 * ONE).div_ceil(bits_per_second as u128);
+            prop_assert_eq!(ByteTime::new(rate).of(bytes).raw(), exact);
+            prop_assert_eq!(ByteTime::new(rate).rate(), Some(rate));
+        }
+    }
 
     #[test]
     fn ratios_round_up_and_are_exact_for_powers_of_two() {
