@@ -29,7 +29,7 @@
 //! Clock's stamps), and every [`ADAPT_PERIOD`] pops it becomes a quarter to an eighth of the
 //! mean advance of the popped key per pop (the spacing of the heads near the cursor), unless
 //! it lies within a sixteenth to a half of it already; every calendar entry is then filed
-//! again ([`TagCalendar::adapt_day`]). At 1,024 backlogged flows of the core bench the heads are
+//! again (`TagCalendar::adapt_day`). At 1,024 backlogged flows of the core bench the heads are
 //! about 0.3 bytes per unit weight apart: with half-byte days a push found its bucket taken
 //! (and a pop left an entry behind in its bucket) 50–54 % of the time, a branch no predictor
 //! can learn; with sixteenth-byte days 28–31 % (the tags of integer sizes over weights 1–4 lie
@@ -51,7 +51,7 @@
 use crate::indexed_heap::{Entry, VirtualTimeHeap, PREFETCH_AHEAD_ENTRIES, PREFETCH_ENTRIES};
 use crate::virtual_time::{VirtualTime, FRACTION_BITS};
 
-/// Bits of a raw key below its first day (until [`TagCalendar::adapt_day`] chooses another):
+/// Bits of a raw key below its first day (until the calendar, see the module documentation, chooses another):
 /// half a unit (half a byte per unit weight for SCFQ, STFQ and WFQ).
 pub const DAY_SHIFT: u32 = FRACTION_BITS - 1;
 /// Buckets (days) of the calendar: with the first day, 16,384 bytes per unit weight of tags
@@ -82,7 +82,7 @@ pub const NODE_BYTES: usize = std::mem::size_of::<Node>();
 /// The end of a list, and the bucket of an id that is not in the calendar.
 const NIL: u32 = u32::MAX;
 /// Pops (from the calendar or its overflow heap) between two choices of the day
-/// ([`TagCalendar::adapt_day`]).
+/// (see the module documentation).
 pub const ADAPT_PERIOD: u32 = 1024;
 /// The registry ids of the disciplines whose scheduler orders its head-of-line tags in one
 /// `TagCalendar` (`TaggedQueues<_, TagCalendar>`), for estimates of their memory
