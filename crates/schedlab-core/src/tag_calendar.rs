@@ -51,8 +51,9 @@
 use crate::indexed_heap::{Entry, VirtualTimeHeap, PREFETCH_AHEAD_ENTRIES, PREFETCH_ENTRIES};
 use crate::virtual_time::{VirtualTime, FRACTION_BITS};
 
-/// Bits of a raw key below its first day (until the calendar, see the module documentation, chooses another):
-/// half a unit (half a byte per unit weight for SCFQ, STFQ and WFQ).
+/// Bits of a raw key below its first day, until the calendar adapts the day to the keys'
+/// spacing (see the module documentation): half a unit (half a byte per unit weight for SCFQ,
+/// STFQ and WFQ).
 pub const DAY_SHIFT: u32 = FRACTION_BITS - 1;
 /// Buckets (days) of the calendar: with the first day, 16,384 bytes per unit weight of tags
 /// ahead of the cursor (room for a 9,000-byte packet at weight 1); with a day adapted to the
@@ -573,6 +574,8 @@ impl TagCalendar {
         &mut self,
         next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
     ) -> Option<Entry<VirtualTime>> {
+        // Between two operations: the day may change here (every entry filed again).
+        self.count_pop();
         if self.calendar_len == 0 {
             // The heap alone (always from `CALENDAR_MAX_ENTRIES` entries on): no bucket to look at.
             return self.pop_overflow_then(next);
@@ -587,7 +590,6 @@ impl TagCalendar {
         if let Some((key, seq, aux)) = next(&top) {
             self.refile(id, key, seq, aux);
         }
-        self.count_pop();
         Some(top)
     }
 
@@ -604,11 +606,12 @@ impl TagCalendar {
 
     /// Chooses the day from the keys' spacing (Brown's resize, by the mean advance of the
     /// popped key over the last [`ADAPT_PERIOD`] pops): a day of a quarter to an eighth of
-    /// that spacing, kept while it lies within a sixteenth to a half of it. Buckets then hold
-    /// few entries near the cursor (a push seldom walks past one, a pop seldom leaves one
-    /// behind: branches the processor predicts), and the next entry is a few buckets away
-    /// (in the same bitmap word, mostly). A day too narrow or too wide costs time only; the
-    /// order is exact with any day.
+    /// that spacing, kept while it lies within a sixteenth to a half of it. Fewer entries then
+    /// share a bucket near the cursor (whether a push finds its bucket taken is an outcome the
+    /// processor cannot predict; see the module documentation), and the next entry is still a
+    /// few buckets away (in the same bitmap word, mostly). A day too narrow or too wide costs
+    /// time only; the order is exact with any day. Called between two operations (at the
+    /// start of a pop), since every entry may be filed again.
     #[cold]
     #[inline(never)]
     fn adapt_day(&mut self) {
@@ -688,7 +691,6 @@ impl TagCalendar {
     ) -> Option<Entry<VirtualTime>> {
         let top = self.overflow.peek()?;
         self.last_popped = top.key.raw();
-        self.count_pop();
         match next(&top) {
             Some((key, seq, aux)) if self.window_for(key.raw(), self.len() - 1).is_none() => {
                 self.overflow.replace_top_with(top.id, key, seq, aux);
