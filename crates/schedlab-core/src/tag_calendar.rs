@@ -31,7 +31,7 @@
 //! it lies within a sixteenth to a half of it already; every calendar entry is then filed
 //! again (`TagCalendar::adapt_day`). At 1,024 backlogged flows of the core bench the heads are
 //! about 0.3 bytes per unit weight apart: with half-byte days a push found its bucket taken
-//! (and a pop left an entry behind in its bucket) 50–54 % of the time, a branch no predictor
+//! (and a pop left an entry behind in its bucket) 50–53 % of the time, a branch no predictor
 //! can learn; with sixteenth-byte days 28–31 % (the tags of integer sizes over weights 1–4 lie
 //! on a grid of twelfths of a byte, so narrower days would not spread them further). At 64
 //! flows the heads are about 5 bytes apart, 5–6 % of the pushes find their bucket taken, and
