@@ -110,30 +110,42 @@ impl fmt::Display for VirtualTime {
     }
 }
 
-/// [`VirtualTime::transmission_time`] at one rate, prepared once: whether a byte takes a whole
-/// number of nanoseconds at that rate (e.g. 4,000 bit/s, 1 Gbit/s, any rate dividing 8·10^9
-/// bit/s), so that a packet's time is then one multiplication, without the division by the
-/// rate that deciding it costs. 16 bytes; the default is no rate (zero).
+/// [`VirtualTime::transmission_time`] at one rate, prepared once, so that a packet's time
+/// needs no 128-bit division and no branch on the rate: with `K = 8·10^9·2^32` (a byte's
+/// time at 1 bit/s in raw units) split as `K = q·rate + r`, the time of `bytes` is
+/// `bytes·q + ⌈bytes·r / rate⌉`, one 64-bit division (for rates from 2 to 2^32 − 1 bit/s;
+/// others divide in 128 bits). A byte that takes whole nanoseconds has `r = 0`. 16 bytes;
+/// the default is no rate (zero).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ByteTime {
-    /// The rate in bits per second (zero: none).
-    bits_per_second: u64,
-    /// `8·10^9 / rate` when that is whole, else zero.
-    whole_ns_per_byte: u64,
+    /// `q = ⌊K / rate⌋` when `rate_below_2_32` is not zero, else the rate in bits per second
+    /// (zero: no rate).
+    quotient_or_rate: u64,
+    /// `r = K mod rate` (below the rate, so below 2^32).
+    remainder: u32,
+    /// The rate in bits per second when it lies in `[2, 2^32)`, else zero.
+    rate_below_2_32: u32,
 }
+
+/// A byte's transmission time at 1 bit/s, in raw units: `8·10^9·2^32`.
+const BYTE_AT_ONE_BIT_PER_SECOND: u128 = (8 * NANOS_PER_SECOND as u128) << FRACTION_BITS;
 
 impl ByteTime {
     /// The byte time at `rate`.
     #[inline]
     pub fn new(rate: Rate) -> ByteTime {
         let bits_per_second = rate.bits_per_second();
-        let whole = (8 * NANOS_PER_SECOND).is_multiple_of(bits_per_second);
-        ByteTime {
-            bits_per_second,
-            whole_ns_per_byte: if whole {
-                8 * NANOS_PER_SECOND / bits_per_second
-            } else {
-                0
+        match u32::try_from(bits_per_second) {
+            Ok(rate_below_2_32) if rate_below_2_32 >= 2 => ByteTime {
+                // q < 2^64: K < 2^65 and the rate is at least 2.
+                quotient_or_rate: (BYTE_AT_ONE_BIT_PER_SECOND / bits_per_second as u128) as u64,
+                remainder: (BYTE_AT_ONE_BIT_PER_SECOND % bits_per_second as u128) as u32,
+                rate_below_2_32,
+            },
+            _ => ByteTime {
+                quotient_or_rate: bits_per_second,
+                remainder: 0,
+                rate_below_2_32: 0,
             },
         }
     }
@@ -141,19 +153,26 @@ impl ByteTime {
     /// The rate, `None` for the default (no rate).
     #[inline]
     pub fn rate(&self) -> Option<Rate> {
-        Rate::from_bits_per_second(self.bits_per_second)
+        let bits_per_second = if self.rate_below_2_32 != 0 {
+            self.rate_below_2_32 as u64
+        } else {
+            self.quotient_or_rate
+        };
+        Rate::from_bits_per_second(bits_per_second)
     }
 
-    /// The time to send `bytes` at the rate, as [`VirtualTime::transmission_time`] (which
-    /// this is; zero without a rate).
+    /// The time to send `bytes` (below 2^32, a packet's size) at the rate, as
+    /// [`VirtualTime::transmission_time`] (which this is; zero without a rate).
     #[inline]
     pub fn of(&self, bytes: u64) -> VirtualTime {
-        if self.whole_ns_per_byte != 0 {
-            // Whole nanoseconds per byte: one multiplication.
-            return VirtualTime((bytes as u128 * self.whole_ns_per_byte as u128) << FRACTION_BITS);
+        if self.rate_below_2_32 != 0 && bytes < 1 << 32 {
+            // bytes·K/rate = bytes·q + bytes·r/rate, and bytes·r < 2^64.
+            let rest = (bytes * self.remainder as u64).div_ceil(self.rate_below_2_32 as u64);
+            return VirtualTime(bytes as u128 * self.quotient_or_rate as u128 + rest as u128);
         }
+        let rate = self.rate().map_or(1, Rate::bits_per_second);
         let numerator = bytes as u128 * 8 * NANOS_PER_SECOND as u128;
-        VirtualTime((numerator << FRACTION_BITS).div_ceil(self.bits_per_second.max(1) as u128))
+        VirtualTime((numerator << FRACTION_BITS).div_ceil(rate as u128))
     }
 }
 
@@ -167,8 +186,12 @@ mod tests {
         /// A prepared byte time gives the exact `⌈8·10^9·bytes·2^32 / rate⌉`, whole or not.
         #[test]
         fn a_byte_time_is_the_exact_transmission_time(
-            bytes in 0u64..1 << 20,
-            bits_per_second in prop_oneof![1u64..1 << 40, (1u64..64).prop_map(|d| 8 * NANOS_PER_SECOND / d)],
+            bytes in prop_oneof![0u64..1 << 20, 0u64..1 << 32, Just((1u64 << 32) - 1)],
+            bits_per_second in prop_oneof![
+                1u64..1 << 40,
+                (1u64..64).prop_map(|d| 8 * NANOS_PER_SECOND / d),
+                Just(1u64), Just(2), Just((1 << 32) - 1), Just(1 << 32), Just(u64::MAX),
+            ],
         ) {
             let rate = Rate::from_bits_per_second(bits_per_second).unwrap();
             let exact = (bytes as u128 * 8 * NANOS_PER_SECOND as u128 * ONE).div_ceil(bits_per_second as u128);
