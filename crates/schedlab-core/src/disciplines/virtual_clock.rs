@@ -8,8 +8,8 @@
 //! * `AR_i`, the reserved average rate → [`VirtualClockFlow::rate`] (bit/s; see below);
 //! * `Vtick_i = 1/AR_i` per packet → [`VirtualTime::transmission_time`]`(L, AR_i)`, the
 //!   packet's transmission time at the reserved rate, so packets of any size are stamped
-//!   (computed by the flow's [`ByteTime`], prepared when the flow is first seen: one
-//!   multiplication when a byte takes whole nanoseconds at `AR_i`);
+//!   (computed by the flow's [`ByteTime`], prepared when the flow is first seen, with one
+//!   64-bit division per packet instead of a 128-bit one for rates below 2^32 bit/s);
 //! * `auxVC_i = max(AT_i, auxVC_i) + Vtick_i` at each arrival (AT_i = arrival time) →
 //!   [`VirtualClockFlow::aux_virtual_clock`], updated in [`VirtualClock::enqueue`];
 //! * "the system forwards all packets according to their auxVC" → [`TaggedQueues::pop_min`]
