@@ -28,8 +28,9 @@
 //! SCFQ, STFQ and WFQ) or at the owner's choice ([`TagCalendar::with_day_shift`]: Virtual
 //! Clock's stamps), and every [`ADAPT_PERIOD`] pops it becomes a quarter to an eighth of the
 //! mean advance of the popped key per pop (the spacing of the heads near the cursor), unless
-//! it lies within a sixteenth to a half of it already; every calendar entry is then filed
-//! again (`TagCalendar::adapt_day`). At 1,024 backlogged flows of the core bench the heads are
+//! it lies within a sixteenth to a half of it already, but never so narrow that its window
+//! covers less than four times the entries' spread; every calendar entry is then filed again
+//! (`TagCalendar::adapt_day`). At 1,024 backlogged flows of the core bench the heads are
 //! about 0.3 bytes per unit weight apart: with half-byte days a push found its bucket taken
 //! (and a pop left an entry behind in its bucket) 50–53 % of the time, a branch no predictor
 //! can learn; with sixteenth-byte days 28–31 % (the tags of integer sizes over weights 1–4 lie
@@ -606,7 +607,9 @@ impl TagCalendar {
 
     /// Chooses the day from the keys' spacing (Brown's resize, by the mean advance of the
     /// popped key over the last [`ADAPT_PERIOD`] pops): a day of a quarter to an eighth of
-    /// that spacing, kept while it lies within a sixteenth to a half of it. Fewer entries then
+    /// that spacing, kept while it lies within a sixteenth to a half of it, and never so narrow
+    /// that the window of [`BUCKETS`] days covers less than four times the entries' spread
+    /// (entries × spacing). Fewer entries then
     /// share a bucket near the cursor (whether a push finds its bucket taken is an outcome the
     /// processor cannot predict; see the module documentation), and the next entry is still a
     /// few buckets away (in the same bitmap word, mostly). A day too narrow or too wide costs
@@ -630,7 +633,11 @@ impl TagCalendar {
         if (log_spacing.saturating_sub(3)..=log_spacing.saturating_sub(1)).contains(&self.day_shift) {
             return;
         }
-        let day_shift = log_spacing.saturating_sub(2).min(MAX_DAY_SHIFT);
+        // The window (BUCKETS days) still covers four times the entries' mean spread (their
+        // number times the spacing), so that few keys fall beyond it into the heap.
+        let spread = spacing.saturating_mul(4 * self.len() as u128);
+        let covering = (u128::BITS - spread.leading_zeros()).saturating_sub(BUCKETS.trailing_zeros());
+        let day_shift = log_spacing.saturating_sub(2).max(covering).min(MAX_DAY_SHIFT);
         if day_shift != self.day_shift {
             self.rebucket(day_shift);
         }
@@ -1003,7 +1010,12 @@ mod tests {
     /// eighth of it, and the pops stay in order throughout (across each change of the day).
     #[test]
     fn the_day_follows_the_keys_spacing() {
-        for (spacing_shift, flows) in [(20u32, 1024u32), (40, 1024), (33, 64), (28, 3000)] {
+        // (log2 spacing, entries, day): a quarter to an eighth of the spacing, except with 3,000
+        // entries, where that window (2^15 days of 2^26) would cover less than four times
+        // their spread (4 · 3,000 · 2^28 < 2^42 = 2^15 · 2^27).
+        for (spacing_shift, flows, day_shift) in
+            [(20u32, 1024u32, 18), (40, 1024, 38), (33, 64, 31), (28, 3000, 27)]
+        {
             let spacing = 1u128 << spacing_shift;
             let mut calendar = TagCalendar::new();
             calendar.reserve_ids(flows as usize);
@@ -1029,11 +1041,7 @@ mod tests {
                 last = Some((top.key.raw(), top.seq));
             }
             calendar.check();
-            assert_eq!(
-                calendar.day_shift(),
-                spacing_shift - 2,
-                "spacing 2^{spacing_shift}"
-            );
+            assert_eq!(calendar.day_shift(), day_shift, "spacing 2^{spacing_shift}");
             assert_eq!(calendar.len(), flows as usize);
         }
     }
