@@ -609,12 +609,12 @@ impl TagCalendar {
     /// popped key over the last [`ADAPT_PERIOD`] pops): a day of a quarter to an eighth of
     /// that spacing, kept while it lies within a sixteenth to a half of it, and never so narrow
     /// that the window of [`BUCKETS`] days covers less than four times the entries' spread
-    /// (entries × spacing). Fewer entries then
-    /// share a bucket near the cursor (whether a push finds its bucket taken is an outcome the
-    /// processor cannot predict; see the module documentation), and the next entry is still a
-    /// few buckets away (in the same bitmap word, mostly). A day too narrow or too wide costs
-    /// time only; the order is exact with any day. Called between two operations (at the
-    /// start of a pop), since every entry may be filed again.
+    /// (entries × spacing). Fewer entries then share a bucket near the cursor (whether a push
+    /// finds its bucket taken is an outcome the processor cannot predict; see the module
+    /// documentation), and the next entry is still a few buckets away (in the same bitmap
+    /// word, mostly). A day too narrow or too wide costs time only; the order is exact with
+    /// any day. Called between two operations (at the start of a pop), since every entry may
+    /// be filed again.
     #[cold]
     #[inline(never)]
     fn adapt_day(&mut self) {
