@@ -11,9 +11,7 @@
 //! Event Set Problem", Communications of the ACM 31(10), 1988: a circular array of buckets
 //! ("days") of fixed width, each bucket a sorted list, scanned from the current day on.
 //!
-//! Here a key's *day* is `key >> day_shift` ([`DAY_SHIFT`], half a unit, by default: half a byte
-//! per unit weight for the tags of SCFQ and STFQ; Virtual Clock chooses one for its stamps with
-//! [`TagCalendar::with_day_shift`]), the calendar holds the entries whose day lies in
+//! Here a key's *day* is `key >> day_shift`, the calendar holds the entries whose day lies in
 //! `[cursor, cursor + BUCKETS)` in bucket `day mod BUCKETS`, each bucket a list sorted by
 //! `(key, seq)`, and a two-level bitmap finds the first non-empty bucket from the cursor. Every
 //! other entry (a key below the cursor or [`BUCKETS`] days or more above it, a push that would
@@ -24,6 +22,22 @@
 //! calendar serves (the least in the calendar, so no calendar entry is left behind it); when the
 //! calendar is empty, a push sets it to the last pop's day if the key lies in that window, else
 //! to the key's day.
+//!
+//! The day adapts to the keys, as Brown's calendar resizes its buckets to the spacing of the
+//! events: it starts at [`DAY_SHIFT`] (half a unit: half a byte per unit weight for the tags of
+//! SCFQ, STFQ and WFQ) or at the owner's choice ([`TagCalendar::with_day_shift`]: Virtual
+//! Clock's stamps), and every [`ADAPT_PERIOD`] pops it becomes a quarter to an eighth of the
+//! mean advance of the popped key per pop (the spacing of the heads near the cursor), unless
+//! it lies within a sixteenth to a half of it already, but never so narrow that its window
+//! covers less than four times the entries' spread; every calendar entry is then filed again
+//! (`TagCalendar::adapt_day`). At 1,024 backlogged flows of the core bench the heads are
+//! about 0.3 bytes per unit weight apart: with half-byte days a push found its bucket taken
+//! (and a pop left an entry behind in its bucket) 50–53 % of the time, a branch no predictor
+//! can learn; with sixteenth-byte days 28–31 % (the tags of integer sizes over weights 1–4 lie
+//! on a grid of twelfths of a byte, so narrower days would not spread them further). At 64
+//! flows the heads are about 5 bytes apart, 5–6 % of the pushes find their bucket taken, and
+//! the day stays half a byte: narrower days there only spread the pops' bitmap scans over more
+//! words.
 //!
 //! Cost: a push walks its bucket's list (entries per bucket = flows / days spanned by their
 //! tags; about one at 1,024 flows of 64–1,500-byte packets; at most [`BUCKET_WALK_LIMIT`]), a
@@ -38,12 +52,13 @@
 use crate::indexed_heap::{Entry, VirtualTimeHeap, PREFETCH_AHEAD_ENTRIES, PREFETCH_ENTRIES};
 use crate::virtual_time::{VirtualTime, FRACTION_BITS};
 
-/// Bits of a raw key below its day: a day is half a unit (half a byte per unit weight for SCFQ
-/// and STFQ; one-byte days put about 11 heads in a bucket at 16,384 flows, quarter-byte days
-/// need a bucket array twice as large, sparsely touched at few flows).
+/// Bits of a raw key below its first day, until the calendar adapts the day to the keys'
+/// spacing (see the module documentation): half a unit (half a byte per unit weight for SCFQ,
+/// STFQ and WFQ).
 pub const DAY_SHIFT: u32 = FRACTION_BITS - 1;
-/// Buckets (days) of the calendar: 16,384 bytes per unit weight of tags ahead of the cursor
-/// (room for a 9,000-byte packet at weight 1).
+/// Buckets (days) of the calendar: with the first day, 16,384 bytes per unit weight of tags
+/// ahead of the cursor (room for a 9,000-byte packet at weight 1); with a day adapted to the
+/// keys' spacing, 4,096 to 8,192 times the mean spacing.
 pub const BUCKETS: usize = 1 << 15;
 /// From this many entries (calendar and heap) on, pushes go to the heap. With more, the sorted
 /// insertion walks lists of nodes spread over a table larger than the second-level cache (at
@@ -68,6 +83,9 @@ pub const BUCKET_ARRAY_BYTES: usize = std::mem::size_of::<Buckets>();
 pub const NODE_BYTES: usize = std::mem::size_of::<Node>();
 /// The end of a list, and the bucket of an id that is not in the calendar.
 const NIL: u32 = u32::MAX;
+/// Pops (from the calendar or its overflow heap) between two choices of the day
+/// (see the module documentation).
+pub const ADAPT_PERIOD: u32 = 1024;
 /// The registry ids of the disciplines whose scheduler orders its head-of-line tags in one
 /// `TagCalendar` (`TaggedQueues<_, TagCalendar>`), for estimates of their memory
 /// (`schedlab_sim::memory`). A discipline that starts or stops using a calendar changes this
@@ -84,8 +102,9 @@ struct Node {
     aux: u32,
     /// The bucket holding the id, or [`NIL`] (not in the calendar).
     bucket: u32,
+    /// The next id of the bucket (a singly linked list: a pop takes the first, and the rare
+    /// removal of another walks from the first to its predecessor).
     next: u32,
-    prev: u32,
 }
 
 impl Default for Node {
@@ -96,7 +115,6 @@ impl Default for Node {
             aux: 0,
             bucket: NIL,
             next: NIL,
-            prev: NIL,
         }
     }
 }
@@ -173,7 +191,8 @@ pub struct TagCalendar {
     calendar_len: usize,
     /// Entries outside the calendar's days.
     overflow: VirtualTimeHeap,
-    /// Bits of a raw key below its day ([`DAY_SHIFT`] unless the owner chose another width).
+    /// Bits of a raw key below its day (first [`DAY_SHIFT`] or the owner's choice, then
+    /// adapted to the keys' spacing).
     day_shift: u32,
     /// `!(2^day_shift − 1)`: a raw key's bits above its day.
     day_mask: u128,
@@ -182,6 +201,11 @@ pub struct TagCalendar {
     /// Whether `window` is at most 2^64 raw units (days of at most 2^49): a key's distance
     /// from the cursor then fits in 64 bits, and its day offset is a 64-bit shift.
     narrow_window: bool,
+    /// Pops left before the next [`TagCalendar::adapt_day`].
+    pops_until_adapt: u32,
+    /// The key last popped when the current period of [`ADAPT_PERIOD`] pops began (`None`
+    /// before the first period: the keys' spacing is measured from the first pop on).
+    period_start: Option<u128>,
 }
 
 impl Default for TagCalendar {
@@ -191,7 +215,7 @@ impl Default for TagCalendar {
 }
 
 impl TagCalendar {
-    /// An empty calendar with days of half a unit ([`DAY_SHIFT`]).
+    /// An empty calendar whose first days are half a unit ([`DAY_SHIFT`]).
     pub fn new() -> TagCalendar {
         TagCalendar::default()
     }
@@ -200,8 +224,7 @@ impl TagCalendar {
     /// owner chooses it so that its keys spread over a few thousand days (the order is exact
     /// with any width; only the cost changes).
     pub fn with_day_shift(day_shift: u32) -> TagCalendar {
-        let day_shift = day_shift.min(MAX_DAY_SHIFT);
-        TagCalendar {
+        let mut calendar = TagCalendar {
             nodes: Vec::new(),
             buckets: None,
             summary: [0; SUMMARY_WORDS],
@@ -211,11 +234,30 @@ impl TagCalendar {
             last_popped: 0,
             calendar_len: 0,
             overflow: VirtualTimeHeap::default(),
-            day_shift,
-            day_mask: !((1u128 << day_shift) - 1),
-            window: (BUCKETS as u128) << day_shift,
-            narrow_window: day_shift + BUCKETS.trailing_zeros() <= 64,
-        }
+            day_shift: 0,
+            day_mask: 0,
+            window: 0,
+            narrow_window: false,
+            pops_until_adapt: ADAPT_PERIOD,
+            period_start: None,
+        };
+        calendar.set_day_shift(day_shift);
+        calendar
+    }
+
+    /// Sets the day to `2^day_shift` raw units (at most [`MAX_DAY_SHIFT`]) and what follows
+    /// from it; the entries must then be filed again ([`TagCalendar::rebucket`]).
+    fn set_day_shift(&mut self, day_shift: u32) {
+        let day_shift = day_shift.min(MAX_DAY_SHIFT);
+        self.day_shift = day_shift;
+        self.day_mask = !((1u128 << day_shift) - 1);
+        self.window = (BUCKETS as u128) << day_shift;
+        self.narrow_window = day_shift + BUCKETS.trailing_zeros() <= 64;
+    }
+
+    /// The current day, as `log2` of its width in raw units.
+    pub fn day_shift(&self) -> u32 {
+        self.day_shift
     }
 
     /// The node of `id`, without a bounds check. Invariant: every id that has or had an
@@ -336,15 +378,6 @@ impl TagCalendar {
     #[inline(always)]
     fn first_bucket(&self) -> Option<usize> {
         (self.calendar_len > 0).then_some(self.first_bucket)
-    }
-
-    /// The first non-empty bucket after `bucket` (wrapping around), found in the bitmap: the
-    /// new first bucket once `bucket`, the first, is empty (no bucket before it from the
-    /// cursor's on holds an entry, so the first found in bucket order from `bucket + 1`, then
-    /// from 0, is the first from the cursor's).
-    #[inline(always)]
-    fn bucket_after(&self, bucket: usize) -> Option<usize> {
-        self.bucket_from(bucket + 1).or_else(|| self.bucket_from(0))
     }
 
     /// The least id of the calendar.
@@ -481,11 +514,7 @@ impl TagCalendar {
             aux,
             bucket: bucket as u32,
             next: at,
-            prev,
         };
-        if at != NIL {
-            node_of_mut(&mut self.nodes, at).prev = id;
-        }
         if prev != NIL {
             node_of_mut(&mut self.nodes, prev).next = id;
         } else {
@@ -546,6 +575,8 @@ impl TagCalendar {
         &mut self,
         next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
     ) -> Option<Entry<VirtualTime>> {
+        // Between two operations: the day may change here (every entry filed again).
+        self.count_pop();
         if self.calendar_len == 0 {
             // The heap alone (always from `CALENDAR_MAX_ENTRIES` entries on): no bucket to look at.
             return self.pop_overflow_then(next);
@@ -561,6 +592,102 @@ impl TagCalendar {
             self.refile(id, key, seq, aux);
         }
         Some(top)
+    }
+
+    /// Counts a pop (from the calendar or the overflow heap: with a day far too wide, most
+    /// entries are in the heap); every [`ADAPT_PERIOD`] of them the day is chosen again
+    /// ([`TagCalendar::adapt_day`]).
+    #[inline(always)]
+    fn count_pop(&mut self) {
+        self.pops_until_adapt -= 1;
+        if self.pops_until_adapt == 0 {
+            self.adapt_day();
+        }
+    }
+
+    /// Chooses the day from the keys' spacing (Brown's resize, by the mean advance of the
+    /// popped key over the last [`ADAPT_PERIOD`] pops): a day of a quarter to an eighth of
+    /// that spacing, kept while it lies within a sixteenth to a half of it, and never so narrow
+    /// that the window of [`BUCKETS`] days covers less than four times the entries' spread
+    /// (entries × spacing). Fewer entries then share a bucket near the cursor (whether a push
+    /// finds its bucket taken is an outcome the processor cannot predict; see the module
+    /// documentation), and the next entry is still a few buckets away (in the same bitmap
+    /// word, mostly). A day too narrow or too wide costs time only; the order is exact with
+    /// any day. Called between two operations (at the start of a pop), since every entry may
+    /// be filed again.
+    #[cold]
+    #[inline(never)]
+    fn adapt_day(&mut self) {
+        self.pops_until_adapt = ADAPT_PERIOD;
+        let start = self.period_start.replace(self.last_popped);
+        let Some(advance) = start.and_then(|start| self.last_popped.checked_sub(start)) else {
+            // The first period, or keys that went back (a new busy period, or an owner whose
+            // keys are not monotone): measured again over the next one.
+            return;
+        };
+        let spacing = advance / ADAPT_PERIOD as u128;
+        if spacing == 0 {
+            return;
+        }
+        let log_spacing = u128::BITS - 1 - spacing.leading_zeros();
+        if (log_spacing.saturating_sub(3)..=log_spacing.saturating_sub(1)).contains(&self.day_shift) {
+            return;
+        }
+        // The window (BUCKETS days) still covers four times the entries' mean spread (their
+        // number times the spacing), so that few keys fall beyond it into the heap.
+        let spread = spacing.saturating_mul(4 * self.len() as u128);
+        let covering = (u128::BITS - spread.leading_zeros()).saturating_sub(BUCKETS.trailing_zeros());
+        let day_shift = log_spacing.saturating_sub(2).max(covering).min(MAX_DAY_SHIFT);
+        if day_shift != self.day_shift {
+            self.rebucket(day_shift);
+        }
+    }
+
+    /// Sets the day to `2^day_shift` raw units and files every calendar entry again: in the
+    /// buckets of the new days from the cursor's day on, or in the overflow heap if it lies
+    /// beyond the new window or its bucket is crowded. O(entries + bitmap words); no
+    /// allocation (the overflow heap has room for every id, see
+    /// [`TagCalendar::reserve_ids`]).
+    #[cold]
+    #[inline(never)]
+    fn rebucket(&mut self, day_shift: u32) {
+        // Chain every calendar entry through `next`, emptying the buckets.
+        let mut chain = NIL;
+        if let Some(table) = self.buckets.as_deref_mut().filter(|_| self.calendar_len > 0) {
+            for word in 0..WORDS {
+                let mut bits = std::mem::take(&mut table.words[word]);
+                while bits != 0 {
+                    let bucket = word * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let head = std::mem::replace(&mut table.heads[bucket], NIL);
+                    let mut tail = head;
+                    while node_of(&self.nodes, tail).next != NIL {
+                        tail = node_of(&self.nodes, tail).next;
+                    }
+                    node_of_mut(&mut self.nodes, tail).next = chain;
+                    chain = head;
+                }
+            }
+        }
+        self.summary = [0; SUMMARY_WORDS];
+        self.calendar_len = 0;
+        // The old cursor is a multiple of the new day if it is narrower; a wider day starts
+        // at or below it. Either way no entry lies below the new cursor.
+        let cursor = self.cursor;
+        self.set_day_shift(day_shift);
+        self.cursor = cursor & self.day_mask;
+        self.cursor_bucket = self.bucket_of(self.cursor);
+        while chain != NIL {
+            let (id, node) = (chain, *node_of(&self.nodes, chain));
+            chain = node.next;
+            node_of_mut(&mut self.nodes, id).bucket = NIL;
+            let key = VirtualTime::from_raw(node.key);
+            if self.covers(self.cursor, node.key) {
+                self.link(id, key, node.seq, node.aux, self.bucket_of(node.key));
+            } else {
+                self.overflow.push_with(id, key, node.seq, node.aux);
+            }
+        }
     }
 
     /// [`TagCalendar::pop_then`] when the least entry is the overflow heap's top (if any).
@@ -586,37 +713,53 @@ impl TagCalendar {
         Some(top)
     }
 
-    /// Unlinks `id` (in the calendar) from its bucket, which it returns.
+    /// Unlinks `id` (in the calendar) from its bucket, which it returns: the first entry of
+    /// its bucket (every pop's) at once, another after a walk to its predecessor.
     #[inline(always)]
     fn unlink(&mut self, id: u32) -> usize {
-        let Node {
-            bucket, next, prev, ..
-        } = *self.node(id);
+        let Node { bucket, next, .. } = *self.node(id);
         let bucket = bucket as usize % BUCKETS;
-        if next != NIL {
-            self.node_mut(next).prev = prev;
-        }
         self.node_mut(id).bucket = NIL;
         self.calendar_len -= 1;
-        if prev != NIL {
-            self.node_mut(prev).next = next;
+        let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
+        let first = table.heads[bucket];
+        if first != id {
+            self.unlink_behind(first, id, next);
         } else {
-            let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
             table.heads[bucket] = next;
-            if next == NIL {
-                let word = &mut table.words[bucket / 64];
-                *word &= !(1 << (bucket % 64));
-                if *word == 0 {
-                    self.summary[bucket / 4096] &= !(1 << (bucket / 64 % 64));
-                }
-                if bucket == self.first_bucket && self.calendar_len > 0 {
-                    self.first_bucket = self
-                        .bucket_after(bucket)
-                        .expect("a calendar with entries has a non-empty bucket");
-                }
+            // Whether the bucket emptied is a coin toss for the processor's predictor (at 1,024
+            // flows of the core bench, a bucket holds another entry behind the one popped 28–31 %
+            // of the time), so it is not branched on: its bit is cleared by a mask, and the first
+            // bucket is found again from this one (itself, if it still holds an entry). No
+            // bucket before it from the cursor's on holds an entry, so the first found in bucket
+            // order from this one, then from 0, is the first from the cursor's.
+            let emptied = next == NIL;
+            let word = &mut table.words[bucket / 64];
+            *word &= !((emptied as u64) << (bucket % 64));
+            if *word == 0 {
+                self.summary[bucket / 4096] &= !(1 << (bucket / 64 % 64));
+            }
+            if bucket == self.first_bucket && self.calendar_len > 0 {
+                self.first_bucket = self
+                    .bucket_from(bucket)
+                    .or_else(|| self.bucket_from(0))
+                    .expect("a calendar with entries has a non-empty bucket");
             }
         }
         bucket
+    }
+
+    /// Links `next` behind the predecessor of `id` in the bucket list from `first` (which holds
+    /// `id`, not first): the removal of an entry other than the least (push-outs).
+    #[cold]
+    #[inline(never)]
+    fn unlink_behind(&mut self, first: u32, id: u32, next: u32) {
+        let mut at = first;
+        while self.node(at).next != id {
+            at = self.node(at).next;
+            debug_assert_ne!(at, NIL, "id {id} is not in its bucket");
+        }
+        self.node_mut(at).next = next;
     }
 
     /// Sets the [`Entry::aux`] of `id` (which must have an entry); the order is unchanged.
@@ -649,11 +792,13 @@ impl TagCalendar {
                 let entry = self.entry(id);
                 let bucket = self.unlink(id);
                 self.advance_to(entry.key.raw(), bucket);
+                self.count_pop();
                 Some(entry)
             }
             (_, false) => {
                 let entry = self.overflow.pop()?;
                 self.last_popped = entry.key.raw();
+                self.count_pop();
                 Some(entry)
             }
         }
@@ -714,7 +859,6 @@ impl TagCalendar {
             while at != NIL {
                 let node = &self.nodes[at as usize];
                 assert_eq!(node.bucket as usize, bucket);
-                assert_eq!(node.prev, prev);
                 let day = self.day_of(node.key);
                 assert!(self.covers(self.cursor, node.key), "day {day} outside the window");
                 assert_eq!(day as usize & (BUCKETS - 1), bucket);
@@ -861,6 +1005,66 @@ mod tests {
         assert_eq!(calendar.len(), flows as usize);
     }
 
+    /// The day follows the spacing of the popped keys: after a few periods of
+    /// [`ADAPT_PERIOD`] pops whose keys advance by `spacing` each, the day is a quarter to an
+    /// eighth of it, and the pops stay in order throughout (across each change of the day).
+    #[test]
+    fn the_day_follows_the_keys_spacing() {
+        // (log2 spacing, entries, day): a quarter to an eighth of the spacing, except with 3,000
+        // entries, where that window (2^15 days of 2^26) would cover less than four times
+        // their spread (4 · 3,000 · 2^28 < 2^42 = 2^15 · 2^27).
+        for (spacing_shift, flows, day_shift) in
+            [(20u32, 1024u32, 18), (40, 1024, 38), (33, 64, 31), (28, 3000, 27)]
+        {
+            let spacing = 1u128 << spacing_shift;
+            let mut calendar = TagCalendar::new();
+            calendar.reserve_ids(flows as usize);
+            let mut seq = 0u64;
+            for id in 0..flows {
+                calendar.push_with(id, VirtualTime::from_raw(id as u128 * spacing), seq, id);
+                seq += 1;
+            }
+            let mut last = None;
+            for _ in 0..4 * ADAPT_PERIOD {
+                seq += 1;
+                let top = calendar
+                    .pop_then(|top| {
+                        Some((
+                            VirtualTime::from_raw(top.key.raw() + flows as u128 * spacing),
+                            seq,
+                            top.id,
+                        ))
+                    })
+                    .expect("entries");
+                assert!(last < Some((top.key.raw(), top.seq)), "order at {top:?}");
+                assert_eq!(top.aux, top.id);
+                last = Some((top.key.raw(), top.seq));
+            }
+            calendar.check();
+            assert_eq!(calendar.day_shift(), day_shift, "spacing 2^{spacing_shift}");
+            assert_eq!(calendar.len(), flows as usize);
+        }
+    }
+
+    /// A day kept while it lies within a sixteenth to a half of the spacing.
+    #[test]
+    fn a_day_near_the_spacing_is_kept() {
+        for day_shift in [DAY_SHIFT - 3, DAY_SHIFT - 1, DAY_SHIFT - 4, DAY_SHIFT] {
+            let mut calendar = TagCalendar::with_day_shift(day_shift);
+            let spacing = 1u128 << (DAY_SHIFT + 1);
+            for id in 0..8 {
+                calendar.push_with(id, VirtualTime::from_raw(id as u128 * spacing), id as u64, 0);
+            }
+            for seq in 0..3 * ADAPT_PERIOD as u64 {
+                calendar
+                    .pop_then(|top| Some((VirtualTime::from_raw(top.key.raw() + 8 * spacing), 8 + seq, 0)));
+            }
+            let kept = (DAY_SHIFT - 2..=DAY_SHIFT).contains(&day_shift);
+            let expected = if kept { day_shift } else { DAY_SHIFT - 1 };
+            assert_eq!(calendar.day_shift(), expected, "from {day_shift}");
+        }
+    }
+
     #[derive(Clone, Debug)]
     enum Op {
         /// Push (after removing it, if present) an id with a key above the last popped key
@@ -875,6 +1079,8 @@ mod tests {
         Pop,
         /// Pop, then push the popped id again `offset` 1/16 days above the popped key.
         PopThen(u64),
+        /// A new day of `2^shift` raw units, every entry filed again.
+        Rebucket(u32),
     }
 
     fn arb_op() -> impl Strategy<Value = Op> {
@@ -884,6 +1090,7 @@ mod tests {
             1 => (0u32..40).prop_map(Op::Remove),
             2 => Just(Op::Pop),
             2 => (0u64..(BUCKETS as u64 * 20)).prop_map(Op::PopThen),
+            1 => prop_oneof![DAY_SHIFT - 12..DAY_SHIFT + 12, Just(0), Just(MAX_DAY_SHIFT)].prop_map(Op::Rebucket),
         ]
     }
 
@@ -966,6 +1173,7 @@ mod tests {
                             by_id.insert(id, (raw, seq));
                         }
                     }
+                    Op::Rebucket(shift) => calendar.rebucket(shift),
                     Op::Pop => {
                         let expected = model.pop_first();
                         let popped = calendar.pop();

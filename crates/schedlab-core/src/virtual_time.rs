@@ -69,17 +69,11 @@ impl VirtualTime {
     }
 
     /// The time to send `bytes` at `rate`, in nanoseconds (`8·10^9·bytes / rate`), rounded up to
-    /// the next 2^-32 ns: Virtual Clock's `Vtick` for one packet.
+    /// the next 2^-32 ns: Virtual Clock's `Vtick` for one packet. For many packets at one rate,
+    /// [`ByteTime`] prepares the rate once.
     #[inline]
     pub fn transmission_time(bytes: u64, rate: Rate) -> VirtualTime {
-        let bits_per_second = rate.bits_per_second();
-        if (8 * NANOS_PER_SECOND).is_multiple_of(bits_per_second) {
-            // Whole nanoseconds per byte (e.g. 4000 bit/s, 1 Gbit/s): one multiplication.
-            let per_byte = (8 * NANOS_PER_SECOND / bits_per_second) as u128;
-            return VirtualTime((bytes as u128 * per_byte) << FRACTION_BITS);
-        }
-        let numerator = bytes as u128 * 8 * NANOS_PER_SECOND as u128;
-        VirtualTime((numerator << FRACTION_BITS).div_ceil(bits_per_second as u128))
+        ByteTime::new(rate).of(bytes)
     }
 
     /// `self + other`, saturating at the largest value.
@@ -116,9 +110,95 @@ impl fmt::Display for VirtualTime {
     }
 }
 
+/// [`VirtualTime::transmission_time`] at one rate, prepared once, so that a packet's time
+/// needs no 128-bit division and no branch on the rate: with `K = 8·10^9·2^32` (a byte's
+/// time at 1 bit/s in raw units) split as `K = q·rate + r`, the time of `bytes` is
+/// `bytes·q + ⌈bytes·r / rate⌉`, one 64-bit division (for rates from 2 to 2^32 − 1 bit/s;
+/// others divide in 128 bits). A byte that takes whole nanoseconds has `r = 0`. 16 bytes;
+/// the default is no rate (zero).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByteTime {
+    /// `q = ⌊K / rate⌋` when `rate_below_2_32` is not zero, else the rate in bits per second
+    /// (zero: no rate).
+    quotient_or_rate: u64,
+    /// `r = K mod rate` (below the rate, so below 2^32).
+    remainder: u32,
+    /// The rate in bits per second when it lies in `[2, 2^32)`, else zero.
+    rate_below_2_32: u32,
+}
+
+/// A byte's transmission time at 1 bit/s, in raw units: `8·10^9·2^32`.
+const BYTE_AT_ONE_BIT_PER_SECOND: u128 = (8 * NANOS_PER_SECOND as u128) << FRACTION_BITS;
+
+impl ByteTime {
+    /// The byte time at `rate`.
+    #[inline]
+    pub fn new(rate: Rate) -> ByteTime {
+        let bits_per_second = rate.bits_per_second();
+        match u32::try_from(bits_per_second) {
+            Ok(rate_below_2_32) if rate_below_2_32 >= 2 => ByteTime {
+                // q < 2^64: K < 2^65 and the rate is at least 2.
+                quotient_or_rate: (BYTE_AT_ONE_BIT_PER_SECOND / bits_per_second as u128) as u64,
+                remainder: (BYTE_AT_ONE_BIT_PER_SECOND % bits_per_second as u128) as u32,
+                rate_below_2_32,
+            },
+            _ => ByteTime {
+                quotient_or_rate: bits_per_second,
+                remainder: 0,
+                rate_below_2_32: 0,
+            },
+        }
+    }
+
+    /// The rate, `None` for the default (no rate).
+    #[inline]
+    pub fn rate(&self) -> Option<Rate> {
+        let bits_per_second = if self.rate_below_2_32 != 0 {
+            self.rate_below_2_32 as u64
+        } else {
+            self.quotient_or_rate
+        };
+        Rate::from_bits_per_second(bits_per_second)
+    }
+
+    /// The time to send `bytes` (below 2^32, a packet's size) at the rate, as
+    /// [`VirtualTime::transmission_time`] (which this is; zero without a rate).
+    #[inline]
+    pub fn of(&self, bytes: u64) -> VirtualTime {
+        if self.rate_below_2_32 != 0 && bytes < 1 << 32 {
+            // bytes·K/rate = bytes·q + bytes·r/rate, and bytes·r < 2^64.
+            let rest = (bytes * self.remainder as u64).div_ceil(self.rate_below_2_32 as u64);
+            return VirtualTime(bytes as u128 * self.quotient_or_rate as u128 + rest as u128);
+        }
+        let rate = self.rate().map_or(1, Rate::bits_per_second);
+        let numerator = bytes as u128 * 8 * NANOS_PER_SECOND as u128;
+        VirtualTime((numerator << FRACTION_BITS).div_ceil(rate as u128))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A prepared byte time gives the exact `⌈8·10^9·bytes·2^32 / rate⌉`, whole or not.
+        #[test]
+        fn a_byte_time_is_the_exact_transmission_time(
+            bytes in prop_oneof![0u64..1 << 20, 0u64..1 << 32, Just((1u64 << 32) - 1)],
+            bits_per_second in prop_oneof![
+                1u64..1 << 40,
+                (1u64..64).prop_map(|d| 8 * NANOS_PER_SECOND / d),
+                Just(1u64), Just(2), Just((1 << 32) - 1), Just(1 << 32), Just(u64::MAX),
+            ],
+        ) {
+            let rate = Rate::from_bits_per_second(bits_per_second).unwrap();
+            let exact = (bytes as u128 * 8 * NANOS_PER_SECOND as u128 * ONE).div_ceil(bits_per_second as u128);
+            prop_assert_eq!(ByteTime::new(rate).of(bytes).raw(), exact);
+            prop_assert_eq!(ByteTime::new(rate).rate(), Some(rate));
+        }
+    }
 
     #[test]
     fn ratios_round_up_and_are_exact_for_powers_of_two() {

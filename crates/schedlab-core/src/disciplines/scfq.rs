@@ -30,7 +30,8 @@
 //! backlogged, `|W_i/w_i − W_j/w_j| ≤ L_i^max/w_i + L_j^max/w_j` (W in bytes).
 //!
 //! Complexity: the heads are kept in a [`TagCalendar`] (buckets of half a byte per unit weight
-//! from `v̂` on, each sorted by (tag, arrival), a bitmap to find the first): O(1) per packet
+//! from `v̂` on at first, then a quarter to an eighth of the heads' mean spacing, each sorted
+//! by (tag, arrival), a bitmap to find the first): O(1) per packet
 //! while the heads per bucket stay few, exact order in every case (tags outside its window go
 //! to a 4-ary heap beside it).
 //!

@@ -30,7 +30,8 @@
 //! `|W_f/w_f − W_m/w_m| ≤ l_f^max/w_f + l_m^max/w_m`.
 //!
 //! Complexity: the heads are kept in a [`TagCalendar`] (buckets of half a byte per unit weight
-//! from `v` on, each sorted by (tag, arrival), a bitmap to find the first): O(1) per packet
+//! from `v` on at first, then a quarter to an eighth of the heads' mean spacing, each sorted
+//! by (tag, arrival), a bitmap to find the first): O(1) per packet
 //! while the heads per bucket stay few, exact order in every case (tags outside its window go
 //! to a 4-ary heap beside it).
 //!

@@ -7,7 +7,9 @@
 //! Paper name → code (flow i):
 //! * `AR_i`, the reserved average rate → [`VirtualClockFlow::rate`] (bit/s; see below);
 //! * `Vtick_i = 1/AR_i` per packet → [`VirtualTime::transmission_time`]`(L, AR_i)`, the
-//!   packet's transmission time at the reserved rate, so packets of any size are stamped;
+//!   packet's transmission time at the reserved rate, so packets of any size are stamped
+//!   (computed by the flow's [`ByteTime`], prepared when the flow is first seen, with one
+//!   64-bit division per packet instead of a 128-bit one for rates below 2^32 bit/s);
 //! * `auxVC_i = max(AT_i, auxVC_i) + Vtick_i` at each arrival (AT_i = arrival time) →
 //!   [`VirtualClockFlow::aux_virtual_clock`], updated in [`VirtualClock::enqueue`];
 //! * "the system forwards all packets according to their auxVC" → [`TaggedQueues::pop_min`]
@@ -17,8 +19,8 @@
 //! resolution; `Vtick` rounded up).
 //!
 //! Invariants: a flow's stamps increase packet by packet; only head-of-line stamps are in the
-//! priority structure, a [`TagCalendar`] whose day is chosen at build (see
-//! `stamp_day_shift`): while the flows keep up with their reserved rates the heads lie within
+//! priority structure, a [`TagCalendar`] whose first day is chosen at build (see
+//! `stamp_day_shift`; the calendar then adapts it to the heads' spacing): while the flows keep up with their reserved rates the heads lie within
 //! one `Vtick` above the stamp in service, a few thousand days, and a packet costs O(1); a
 //! newly backlogged flow's stamp may fall below the stamp in service (`max(AT_i, auxVC_i)`
 //! uses real time), and such stamps, like any outside the calendar's window, go to the 4-ary
@@ -57,7 +59,7 @@ use crate::scheduler::Scheduler;
 use crate::tag_calendar::TagCalendar;
 use crate::tagged_queues::{share_param, PacketTag, TaggedQueues, DEFAULT_SHARE};
 use crate::time::{Rate, TimeNs};
-use crate::virtual_time::VirtualTime;
+use crate::virtual_time::{ByteTime, VirtualTime};
 
 /// Parameters of [`VirtualClock`] (none besides the buffer; rates and weights are per flow).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,12 +74,13 @@ pub struct VirtualClockFlow {
     pub aux_virtual_clock: VirtualTime,
 }
 
-/// A flow's state as the queues keep it: [`VirtualClockFlow`] with the rate `None` until the
+/// A flow's state as the queues keep it: [`VirtualClockFlow`] with the rate (no rate until the
 /// flow is seen. 32 bytes (an `Option<VirtualClockFlow>` takes 48), so that the queues' slot of
 /// a flow fits one cache line.
 #[derive(Clone, Copy, Debug, Default)]
 struct FlowState {
-    rate: Option<Rate>,
+    /// `AR_i`, prepared for `Vtick` (no rate until the flow is seen).
+    byte_time: ByteTime,
     aux_virtual_clock: VirtualTime,
 }
 
@@ -113,7 +116,8 @@ pub struct VirtualClock {
 /// A full-size packet (bytes) for the calendar's day width.
 const FULL_PACKET_BYTES: u64 = 1500;
 
-/// The calendar's day for stamps when the smallest reserved rate is `least_rate`: the power of
+/// The calendar's first day for stamps (until it adapts the day to the heads' spacing, see
+/// [`TagCalendar`]) when the smallest reserved rate is `least_rate`: the power of
 /// two (in raw units) at most 1/2,048 of a full-size packet's `Vtick` at that rate, so that
 /// the heads, which lie within one `Vtick` above the stamp in service while the flows keep
 /// up with their rates, spread over 2,048 to 4,096 days (SCFQ's and STFQ's half-unit days
@@ -172,7 +176,7 @@ impl VirtualClock {
     pub fn flow(&self, flow: FlowId) -> Option<VirtualClockFlow> {
         let state = self.queues.state(flow)?;
         Some(VirtualClockFlow {
-            rate: state.rate?,
+            rate: state.byte_time.rate()?,
             aux_virtual_clock: state.aux_virtual_clock,
         })
     }
@@ -183,9 +187,9 @@ impl VirtualClock {
     }
 
     fn ensure_flow(&mut self, flow: FlowId) {
-        if self.queues.state_mut(flow).rate.is_none() {
+        if self.queues.state_mut(flow).byte_time.rate().is_none() {
             let rate = self.reserved_rate(flow);
-            self.queues.state_mut(flow).rate = Some(rate);
+            self.queues.state_mut(flow).byte_time = ByteTime::new(rate);
         }
     }
 }
@@ -254,9 +258,9 @@ impl Scheduler for VirtualClock {
         }
         let admission = self.queues.admit_restoring(
             packet,
-            |state| state.rate.map_or(1, Rate::bits_per_second),
+            |state| state.byte_time.rate().map_or(1, Rate::bits_per_second),
             |state, previous_stamp| {
-                if state.rate.is_some() {
+                if state.byte_time.rate().is_some() {
                     state.aux_virtual_clock = previous_stamp;
                 }
             },
@@ -264,12 +268,12 @@ impl Scheduler for VirtualClock {
         );
         if admission == Admission::Queued {
             self.queues.push_tag_with(flow, |state| {
-                let rate = state.rate.expect("state created above");
+                debug_assert!(state.byte_time.rate().is_some(), "state created above");
                 // auxVC_i = max(AT_i, auxVC_i) + Vtick_i
                 let stamp = state
                     .aux_virtual_clock
                     .max(VirtualTime::from_integer(now))
-                    .saturating_add(VirtualTime::transmission_time(size, rate));
+                    .saturating_add(state.byte_time.of(size));
                 state.aux_virtual_clock = stamp;
                 PacketTag {
                     key: stamp,

@@ -20,7 +20,8 @@
 //! * PGPS, "when the server becomes free, pick the first packet that would complete service
 //!   in the GPS simulation if no additional packets were to arrive" → [`TaggedQueues::pop_min`]
 //!   on F; ties by arrival order. The head-of-line tags are kept in a [`TagCalendar`] (buckets
-//!   of half a byte per unit weight above the tag last served, as SCFQ's): while the flows are
+//!   of half a byte per unit weight above the tag last served at first, then adapted to the
+//!   heads' spacing, as SCFQ's): while the flows are
 //!   backlogged in GPS their head tags lie within a few packets' `L/φ` of it; tags outside its
 //!   window go to the 4-ary heap beside it, so the order is exact in every case.
 //!
