@@ -53,9 +53,10 @@
 //! * V is advanced at arrivals only (tags need it there); dequeues only compare tags. An
 //!   arrival whose flow is in B needs only `F_i^{k−1}` (it exceeds V), so the link work is
 //!   carried and divided into V only when V is needed (an arrival to a flow out of B, a
-//!   push-out, a reader of V) or V reaches the departure heap's least key, which the work to
-//!   reach it, kept as one number, tells with one comparison. The carried division gives the
-//!   same V as dividing at every arrival.
+//!   push-out, a reader of V). The work to reach the departure heap's least key, kept as one
+//!   number, tells with one comparison when V reaches it; the departures and re-keyings are
+//!   then taken from the unsettled V too (a departure sets V to the key). The carried division
+//!   gives the same V as dividing at every arrival.
 //! * Longest-queue drop weighs queue lengths by 1/weight. A pushed-out tail is taken out of the
 //!   fluid system from now on: its flow's last finish tag returns to that of the flow's
 //!   previous packet (queued or sent), and the flow leaves B at once if V has already passed
@@ -274,10 +275,20 @@ impl Wfq {
     /// `work` (`None`: more than enough to empty B): departures and re-keyings in key order.
     #[inline(never)]
     fn advance_through_departures(&mut self, work: Option<u128>) {
-        self.settle();
-        let mut available = match work {
-            Some(work) => work.saturating_add(self.residual_work),
-            None => u128::MAX,
+        // V need not be settled: the work still to do after reaching a key,
+        // `residual_work + work − (key − virtual_time)·Σφ`, is the same from `virtual_time`
+        // with the carried work as from the settled V with its remainder, so the comparisons
+        // and what is left over are those of the settled loop. A sum that does not fit (or no
+        // `work`: more than enough to empty B) settles first, as the loop did before.
+        let mut available = match work.and_then(|work| work.checked_add(self.residual_work)) {
+            Some(available) => available,
+            None => {
+                self.settle();
+                match work {
+                    Some(work) => work.saturating_add(self.residual_work),
+                    None => u128::MAX,
+                }
+            }
         };
         // The heap's keys are lower bounds of the flows' last finish tags (see `departures`):
         // V cannot pass a flow's departure before it reaches the flow's key, so an entry is
@@ -290,7 +301,8 @@ impl Wfq {
                 Ok(gap) => gap as u128 * sum,
                 Err(_) => gap.saturating_mul(sum),
             };
-            if available < need {
+            // A need beyond 128 bits exceeds any sum of work (unless there is no `work`).
+            if available < need || (need == u128::MAX && work.is_some()) {
                 // V moves up by available/Σφ, left in `residual_work` until V is needed.
                 self.residual_work = available;
                 self.horizon_work = if need == u128::MAX { 0 } else { need };
