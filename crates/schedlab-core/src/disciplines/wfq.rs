@@ -14,7 +14,9 @@
 //! * `V(t)`, with `∂V/∂t = C / Σ_{i∈B(t)} φ_i` → [`Wfq::virtual_time_at`]; between events
 //!   V is advanced through every GPS departure (a flow leaves B when V reaches its last
 //!   finish tag), taken in finish-tag order from a heap keyed by lower bounds of the flows'
-//!   last finish tags (an entry is brought up to date only when V reaches its key);
+//!   last finish tags (an entry is brought up to date only when V reaches its key; a heap
+//!   without a position index, ordered by the key alone, whose entries leave at the top or,
+//!   after a push-out, by lazy deletion);
 //! * `S_i^k = max(F_i^{k−1}, V(a_i^k))`, `F_i^k = S_i^k + L_i^k/φ_i` → computed in
 //!   [`Wfq::enqueue`]; `F_i^{k−1}` → [`WfqFlow::last_finish`];
 //! * PGPS, "when the server becomes free, pick the first packet that would complete service
@@ -52,9 +54,10 @@
 //! * V is advanced at arrivals only (tags need it there); dequeues only compare tags. An
 //!   arrival whose flow is in B needs only `F_i^{k−1}` (it exceeds V), so the link work is
 //!   carried and divided into V only when V is needed (an arrival to a flow out of B, a
-//!   push-out, a reader of V) or V reaches the departure heap's least key, which the work to
-//!   reach it, kept as one number, tells with one comparison. The carried division gives the
-//!   same V as dividing at every arrival.
+//!   push-out, a reader of V). The work to reach the departure heap's least key, kept as one
+//!   number, tells with one comparison when V reaches it; the departures and re-keyings are
+//!   then taken from the unsettled V too (a departure sets V to the key). The carried division
+//!   gives the same V as dividing at every arrival.
 //! * Longest-queue drop weighs queue lengths by 1/weight. A pushed-out tail is taken out of the
 //!   fluid system from now on: its flow's last finish tag returns to that of the flow's
 //!   previous packet (queued or sent), and the flow leaves B at once if V has already passed
@@ -63,7 +66,7 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::VirtualTimeHeap;
+use crate::indexed_heap::{Entry, KeyOnly, LazyVirtualTimeHeap};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::queues::Admission;
 use crate::scheduler::Scheduler;
@@ -86,6 +89,9 @@ pub struct WfqFlow {
     pub last_finish: VirtualTime,
     /// Whether the flow is in B(t), backlogged in the fluid GPS system.
     pub gps_backlogged: bool,
+    /// The seq of the flow's live entry in the departure heap (counted up each time the flow
+    /// gets a new entry; its older entries are stale).
+    pub departure_seq: u64,
 }
 
 /// Time to link work: either an exact integer number of work units per ns, or the general
@@ -113,11 +119,14 @@ pub struct Wfq {
     /// Σ φ_i over B.
     backlogged_weight: u64,
     /// The flows in B, each keyed by a lower bound of its last finish tag: its `last_finish`
-    /// when the entry was made (ties by flow id; simultaneous departures are all taken
-    /// together). An entry whose key is below the flow's current `last_finish` (it received
-    /// packets since) is re-keyed only when V reaches the key, so the flows' arrivals do not
-    /// touch the heap and GPS departures still come in finish-tag order.
-    departures: VirtualTimeHeap,
+    /// when the entry was made (equal keys in no particular order: every flow V reaches is
+    /// handled before V moves on, so the order among them changes nothing). An entry whose key
+    /// is below the flow's current `last_finish` (it received packets since) is re-keyed only
+    /// when V reaches the key, so the flows' arrivals do not touch the heap and GPS departures
+    /// still come in finish-tag order. Entries leave at the top, except after a push-out,
+    /// whose flow's entry goes stale (lazy deletion: live iff the flow is in B and the entry's
+    /// seq is its `departure_seq`), so no sift writes a position index.
+    departures: LazyVirtualTimeHeap<KeyOnly>,
     /// Link work (units of 2^-32 byte) done in GPS since `virtual_time` but not yet turned
     /// into V: V is `virtual_time + residual_work/Σφ` (rounded down; the remainder carried), so
     /// arrivals that do not need V (their flow is in B) do not divide. Turned into V by
@@ -212,11 +221,25 @@ impl Wfq {
         self.horizon_work = self.horizon_work.saturating_sub(used);
     }
 
+    /// The departure heap's least live entry (stale entries above it are dropped).
+    #[inline(always)]
+    fn next_departure(&mut self) -> Option<Entry<VirtualTime>> {
+        let queues = &self.queues;
+        self.departures
+            .peek_live(|entry| is_live_departure(queues, entry))
+    }
+
+    /// The flow's departure entry has gone stale (its state already says so).
+    fn forget_departure(&mut self) {
+        let queues = &self.queues;
+        self.departures.forget(|entry| is_live_departure(queues, entry));
+    }
+
     /// The work from V (settled) to the departure heap's least key at the current Σφ, or 0 if
     /// it does not fit in 128 bits or B is empty.
     #[inline]
-    fn work_to_next_departure(&self) -> u128 {
-        match self.departures.peek() {
+    fn work_to_next_departure(&mut self) -> u128 {
+        match self.next_departure() {
             Some(top) => work_to(self.virtual_time, top.key, self.backlogged_weight),
             None => 0,
         }
@@ -253,15 +276,25 @@ impl Wfq {
     /// `work` (`None`: more than enough to empty B): departures and re-keyings in key order.
     #[inline(never)]
     fn advance_through_departures(&mut self, work: Option<u128>) {
-        self.settle();
-        let mut available = match work {
-            Some(work) => work.saturating_add(self.residual_work),
-            None => u128::MAX,
+        // V need not be settled: the work still to do after reaching a key,
+        // `residual_work + work − (key − virtual_time)·Σφ`, is the same from `virtual_time`
+        // with the carried work as from the settled V with its remainder, so the comparisons
+        // and what is left over are those of the settled loop. A sum that does not fit (or no
+        // `work`: more than enough to empty B) settles first, as the loop did before.
+        let mut available = match work.and_then(|work| work.checked_add(self.residual_work)) {
+            Some(available) => available,
+            None => {
+                self.settle();
+                match work {
+                    Some(work) => work.saturating_add(self.residual_work),
+                    None => u128::MAX,
+                }
+            }
         };
         // The heap's keys are lower bounds of the flows' last finish tags (see `departures`):
         // V cannot pass a flow's departure before it reaches the flow's key, so an entry is
         // re-keyed only when V would reach it, not on every arrival of its flow.
-        while let Some(top) = self.departures.peek() {
+        while let Some(top) = self.next_departure() {
             let sum = self.backlogged_weight as u128;
             let gap = top.key.raw().saturating_sub(self.virtual_time.raw());
             let need = match u64::try_from(gap) {
@@ -269,7 +302,8 @@ impl Wfq {
                 Ok(gap) => gap as u128 * sum,
                 Err(_) => gap.saturating_mul(sum),
             };
-            if available < need {
+            // A need beyond 128 bits exceeds any sum of work (unless there is no `work`).
+            if available < need || (need == u128::MAX && work.is_some()) {
                 // V moves up by available/Σφ, left in `residual_work` until V is needed.
                 self.residual_work = available;
                 self.horizon_work = if need == u128::MAX { 0 } else { need };
@@ -280,13 +314,13 @@ impl Wfq {
                 // The flow received packets since this entry was made: its GPS backlog runs
                 // out later. V does not move (the work is still available).
                 let last_finish = state.last_finish;
-                self.departures.update(top.id, last_finish, top.seq);
+                self.departures.replace_top_with(top.id, last_finish, top.seq, 0);
                 continue;
             }
             // V reaches the flow's last finish tag: it leaves B.
             available -= need;
             self.virtual_time = top.key;
-            self.departures.pop();
+            self.departures.remove_top();
             state.gps_backlogged = false;
             self.backlogged_weight -= state.weight as u64;
             if self.backlogged_weight == 0 {
@@ -299,16 +333,22 @@ impl Wfq {
         self.horizon_work = 0;
     }
 
-    /// Puts `flow` into B with its current last finish tag.
-    /// V must be settled.
+    /// Puts `flow` into B with its current last finish tag (a flow already in B gets a new
+    /// departure entry, its old one goes stale). V must be settled.
     fn join_gps(&mut self, flow: FlowId) {
         debug_assert!(self.residual_work < (self.backlogged_weight as u128).max(1));
         let state = self.queues.state_mut(flow);
-        if !state.gps_backlogged {
+        let was_in_b = state.gps_backlogged;
+        if !was_in_b {
             state.gps_backlogged = true;
             self.backlogged_weight += state.weight as u64;
         }
-        self.departures.set(flow, state.last_finish, flow as u64);
+        state.departure_seq += 1;
+        let (key, seq) = (state.last_finish, state.departure_seq);
+        if was_in_b {
+            self.forget_departure();
+        }
+        self.departures.push_with(flow, key, seq, 0);
         self.horizon_work = self.work_to_next_departure();
     }
 
@@ -325,8 +365,8 @@ impl Wfq {
             self.join_gps(flow); // same B, earlier departure
         } else {
             state.gps_backlogged = false;
-            self.departures.remove(flow);
             self.backlogged_weight -= state.weight as u64;
+            self.forget_departure();
             if self.backlogged_weight == 0 {
                 self.residual_work = 0;
                 self.work_remainder = 0;
@@ -359,7 +399,7 @@ impl Discipline for Wfq {
             virtual_time: VirtualTime::ZERO,
             clock: 0,
             backlogged_weight: 0,
-            departures: VirtualTimeHeap::new(),
+            departures: LazyVirtualTimeHeap::new(),
             residual_work: 0,
             horizon_work: 0,
             work_remainder: 0,
@@ -377,6 +417,14 @@ fn work_to(from: VirtualTime, to: VirtualTime, sum: u64) -> u128 {
         Ok(gap) => gap as u128 * sum as u128,
         Err(_) => gap.checked_mul(sum as u128).unwrap_or(0),
     }
+}
+
+/// Whether `entry` of the departure heap is its flow's live entry.
+#[inline(always)]
+fn is_live_departure(queues: &TaggedQueues<WfqFlow, TagCalendar>, entry: &Entry<VirtualTime>) -> bool {
+    queues
+        .state(entry.id)
+        .is_some_and(|state| state.gps_backlogged && state.departure_seq == entry.seq)
 }
 
 /// 5^9: C·2^29/10^9 = (C/5^9)·2^20 is an integer iff 5^9 divides C.
