@@ -2730,6 +2730,14 @@ mod tests {
         assert_eq!(a.link_idle_while_backlogged, b.link_idle_while_backlogged);
     }
 
+    /// One FIFO access link `access_{index}` of the random test networks.
+    fn access_link_toml(index: usize, rate_kbit: u32, delay_us: u32) -> String {
+        format!(
+            "[[link]]\nname = \"access_{index}\"\nrate = \"{rate_kbit}kbit\"\ndelay = \"{delay_us}us\"\n\
+             scheduler = {{ kind = \"fifo\" }}\n"
+        )
+    }
+
     use proptest::prelude::*;
 
     /// A random network: `links` links in a chain with random rates, delays and buffers, and
@@ -2891,10 +2899,7 @@ mod tests {
                  scheduler = {{ kind = \"{kind}\" }}\n"
             );
             for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
-                text += &format!(
-                    "[[link]]\nname = \"access_{i}\"\nrate = \"{rate_kbit}kbit\"\ndelay = \"{}us\"\nscheduler = {{ kind = \"fifo\" }}\n",
-                    if i % 3 == 0 { 0 } else { *delay_us }
-                );
+                text += &access_link_toml(i, *rate_kbit, if i % 3 == 0 { 0 } else { *delay_us });
             }
             for (i, (_, _, model, rate, size)) in access.iter().enumerate() {
                 text += &source_toml(i, &format!("\"access_{i}\", \"bottleneck\""), *model, *rate, *size);
@@ -2924,9 +2929,7 @@ mod tests {
                  scheduler = {{ kind = \"{kind}\" }}\n"
             );
             for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
-                text += &format!(
-                    "[[link]]\nname = \"access_{i}\"\nrate = \"{rate_kbit}kbit\"\ndelay = \"{delay_us}us\"\nscheduler = {{ kind = \"fifo\" }}\n"
-                );
+                text += &access_link_toml(i, *rate_kbit, *delay_us);
             }
             for (i, (_, _, model, rate, start_ms)) in access.iter().enumerate() {
                 text += &source_toml(i, &format!("\"access_{i}\", \"bottleneck\""), *model, *rate, 1500);
