@@ -75,6 +75,10 @@ fn bucket_value(index: usize) -> u64 {
 /// delays span a factor of two costs.
 const SPARSE_MAX: usize = 128;
 
+/// Buckets of a dense window that the end-of-run scans pass over at once when none of them
+/// matters (all empty, or too few values to reach the next quantile or CDF point).
+const DENSE_RUN: usize = 8;
+
 /// The counts of a [`DelayHistogram`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Counts {
@@ -288,7 +292,7 @@ impl DelayHistogram {
                 // A dense window is mostly empty buckets (it spans a flow's delays at 3
                 // significant digits, and grows by doubling): runs of 8 empty ones are skipped
                 // with one test of their OR.
-                const RUN: usize = 8;
+                const RUN: usize = DENSE_RUN;
                 let mut start = *offset;
                 let mut runs = counts.chunks_exact(RUN);
                 for run in runs.by_ref() {
@@ -339,20 +343,60 @@ impl DelayHistogram {
         let targets = quantiles.map(|q| ((q * total as f64).ceil() as u64).max(1));
         let mut values = [0; N];
         let mut found = [false; N];
+        // The smallest target not yet reached (`u64::MAX` once all are).
+        let mut next = targets.iter().copied().min().unwrap_or(u64::MAX);
         let mut so_far = 0u64;
-        self.for_each_bucket(|index, count| {
-            so_far += count;
+        // Bucket `index` took the count of values up to it to `so_far >= next`: it answers
+        // every target not yet reached that `so_far` reaches.
+        let mut reached = |index: usize, so_far: u64, next: &mut u64| {
+            *next = u64::MAX;
             for j in 0..N {
-                if !found[j] && so_far >= targets[j] {
+                if found[j] {
+                    continue;
+                }
+                if so_far >= targets[j] {
                     found[j] = true;
                     values[j] = if quantiles[j] == 0.0 {
                         bucket_value(index)
                     } else {
                         bucket_highest(index)
                     };
+                } else {
+                    *next = (*next).min(targets[j]);
                 }
             }
-        });
+        };
+        match &self.counts {
+            Counts::Sparse(entries) => {
+                for &(index, count) in entries {
+                    so_far += count;
+                    if so_far >= next {
+                        reached(index as usize, so_far, &mut next);
+                    }
+                }
+            }
+            Counts::Dense { offset, counts } => {
+                // A run of buckets whose sum leaves the count below the next target is passed
+                // with one test (only the few runs where a target is reached are looked into),
+                // and the scan stops once every target is reached.
+                for (k, run) in counts.chunks(DENSE_RUN).enumerate() {
+                    let sum: u64 = run.iter().sum();
+                    if so_far + sum < next {
+                        so_far += sum;
+                        continue;
+                    }
+                    for (i, &count) in run.iter().enumerate() {
+                        so_far += count;
+                        if count > 0 && so_far >= next {
+                            reached(offset + k * DENSE_RUN + i, so_far, &mut next);
+                        }
+                    }
+                    if next == u64::MAX {
+                        break;
+                    }
+                }
+            }
+        }
         values
     }
 
@@ -383,6 +427,99 @@ impl DelayHistogram {
             }
         });
         result
+    }
+
+    /// The points of a CDF drawn in steps of at least `step`: calls `point(value, cdf)`, in
+    /// increasing order, for every non-empty bucket but the last whose CDF (as
+    /// [`DelayHistogram::for_each_recorded`] gives it) has risen by at least `step` since the
+    /// last point given (from 0), and for the last bucket. The points are those of filtering
+    /// [`DelayHistogram::for_each_recorded`] so; a dense window is scanned a run of buckets at
+    /// a time, and a run whose CDF at its end has not risen by `step` is passed with one
+    /// division instead of one per bucket (the CDF only rises, so none of its buckets is a
+    /// point; its last non-empty bucket waits, as any bucket does, for the next one).
+    pub fn for_each_cdf_step<E>(
+        &self,
+        step: f64,
+        mut point: impl FnMut(u64, f64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let Counts::Dense { offset, counts } = &self.counts else {
+            return self.cdf_steps_of_recorded(step, point);
+        };
+        if !self.beyond.is_empty() {
+            return self.cdf_steps_of_recorded(step, point);
+        }
+        let total = self.bucket_total() as f64;
+        let cdf = |up_to: u64| up_to as f64 / total;
+        let mut last_written = 0.0;
+        // The last non-empty bucket seen and the count up to it: a point if, when a later
+        // non-empty bucket is seen, its CDF has risen by `step`; always if none is.
+        let mut pending: Option<(usize, u64)> = None;
+        let mut so_far = 0u64;
+        for (k, run) in counts.chunks(DENSE_RUN).enumerate() {
+            let sum: u64 = run.iter().sum();
+            if sum == 0 {
+                continue;
+            }
+            let start = offset + k * DENSE_RUN;
+            if let Some((index, up_to)) = pending.take() {
+                if cdf(up_to) - last_written >= step {
+                    last_written = cdf(up_to);
+                    point(bucket_highest(index), last_written)?;
+                }
+            }
+            let end = so_far + sum;
+            if cdf(end) - last_written < step {
+                let last = run
+                    .iter()
+                    .rposition(|&count| count > 0)
+                    .expect("a run with a non-zero sum");
+                pending = Some((start + last, end));
+                so_far = end;
+                continue;
+            }
+            for (i, &count) in run.iter().enumerate() {
+                if count == 0 {
+                    continue;
+                }
+                so_far += count;
+                if let Some((index, up_to)) = pending.replace((start + i, so_far)) {
+                    if cdf(up_to) - last_written >= step {
+                        last_written = cdf(up_to);
+                        point(bucket_highest(index), last_written)?;
+                    }
+                }
+            }
+        }
+        if let Some((index, up_to)) = pending {
+            point(bucket_highest(index), cdf(up_to))?;
+        }
+        Ok(())
+    }
+
+    /// [`DelayHistogram::for_each_cdf_step`] by filtering every point of
+    /// [`DelayHistogram::for_each_recorded`] (a sorted list, values beyond the range, and the
+    /// tests' model).
+    fn cdf_steps_of_recorded<E>(
+        &self,
+        step: f64,
+        mut point: impl FnMut(u64, f64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut last_written = 0.0;
+        let mut last = None;
+        self.for_each_recorded(|value, cdf| {
+            // Each bucket is a point, or not, once the next is seen (the last one always).
+            if let Some((value, cdf)) = last.replace((value, cdf)) {
+                if cdf - last_written >= step {
+                    last_written = cdf;
+                    point(value, cdf)?;
+                }
+            }
+            Ok(())
+        })?;
+        if let Some((value, cdf)) = last {
+            point(value, cdf)?;
+        }
+        Ok(())
     }
 
     /// The `hdrhistogram` histogram of the same values (equal to recording each with
@@ -720,6 +857,27 @@ mod tests {
         for &(value, _) in &points {
             assert_eq!(hdr.highest_equivalent(value), value);
         }
+        // Several quantiles at once, in any order, give each one's value.
+        let quantiles = [0.999, 0.0, 0.5, 1.0, 0.95, 1e-9, 0.5, 0.99];
+        let expected = quantiles.map(|q| hdr.value_at_quantile(q));
+        assert_eq!(histogram.values_at_quantiles(quantiles), expected);
+        // The CDF in steps: the points of filtering every recorded point.
+        for step in [0.0, 1e-4, 0.005, 0.02, 0.3, 2.0] {
+            let (mut fast, mut model) = (Vec::new(), Vec::new());
+            histogram
+                .for_each_cdf_step(step, |value, cdf| {
+                    fast.push((value, cdf));
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            histogram
+                .cdf_steps_of_recorded(step, |value, cdf| {
+                    model.push((value, cdf));
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            assert_eq!(fast, model, "step {step}");
+        }
     }
 
     #[test]
@@ -738,6 +896,18 @@ mod tests {
         assert_same_quantiles_and_cdf(&sparse);
         sparse.record(HISTOGRAM_MAX_NS + 12_345);
         assert_same_quantiles_and_cdf(&sparse);
+        // Dense windows with long empty stretches, heavy buckets and many light ones (the
+        // runs a scan passes over at once, and those where a quantile or a point falls).
+        let mut lumpy = DelayHistogram::new();
+        for k in 0..20_000u64 {
+            let value = match k % 7 {
+                0 => 5_000_000,
+                1 | 2 => 2_000_000 + (k * 104_729) % 3_000_000,
+                _ => 40_000 + (k * 7919) % 200_000,
+            };
+            lumpy.record(value);
+        }
+        assert_same_quantiles_and_cdf(&lumpy);
     }
 
     #[test]
@@ -778,6 +948,27 @@ mod tests {
             prop_assert_eq!(left.is_empty(), all.is_empty());
             assert_same_quantiles_and_cdf(&left);
             assert_same_quantiles_and_cdf(&right);
+        }
+
+        /// Dense windows of a few thousand values clustered around a few delays (counts of
+        /// several per bucket, empty stretches between): quantiles and CDF steps as
+        /// `hdrhistogram` and the filter of every point give them.
+        #[test]
+        fn dense_quantiles_and_cdf_steps(
+            centres in prop::collection::vec(1_000u64..50_000_000, 1..4),
+            spread in 1u64..2_000_000,
+            n in 200usize..3_000,
+            seed in any::<u64>(),
+        ) {
+            let mut histogram = DelayHistogram::new();
+            let mut x = seed | 1;
+            for k in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                histogram.record(centres[k % centres.len()] + x % spread);
+            }
+            assert_same_quantiles_and_cdf(&histogram);
         }
     }
 }
