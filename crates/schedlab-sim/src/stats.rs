@@ -79,6 +79,16 @@ const SPARSE_MAX: usize = 128;
 /// matters (all empty, or too few values to reach the next quantile or CDF point).
 const DENSE_RUN: usize = 8;
 
+/// The sum of a run of counts (of [`DENSE_RUN`] buckets but at the end of a window, where
+/// the compiler then knows the length and adds without a loop).
+#[inline(always)]
+fn run_sum(run: &[u64]) -> u64 {
+    match <&[u64; DENSE_RUN]>::try_from(run) {
+        Ok(full) => full.iter().sum(),
+        Err(_) => run.iter().sum(),
+    }
+}
+
 /// The counts of a [`DelayHistogram`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Counts {
@@ -275,10 +285,74 @@ impl DelayHistogram {
             *self = other.clone();
             return;
         }
-        other.for_each_bucket(|index, count| self.add(index, count));
+        match (&self.counts, &other.counts) {
+            (Counts::Dense { .. }, Counts::Dense { offset, counts }) => self.add_dense(*offset, counts),
+            _ => self.add_bucket_by_bucket(other),
+        }
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.beyond.extend_from_slice(&other.beyond);
+    }
+
+    /// Adds `other`'s bucket counts one at a time, in increasing order.
+    fn add_bucket_by_bucket(&mut self, other: &DelayHistogram) {
+        other.for_each_bucket(|index, count| self.add(index, count));
+    }
+
+    /// Adds the counts of the dense window `counts` of buckets `offset ..` to this dense
+    /// window, as a slice (where [`DelayHistogram::add`] of each non-empty bucket took a test
+    /// and a branch each): first the window grows as those adds, in increasing order, would
+    /// have grown it (the same window, so the same histogram), then the counts from the first
+    /// non-empty bucket to the last are added.
+    fn add_dense(&mut self, offset: usize, counts: &[u64]) {
+        let Some(first) = counts.iter().position(|&count| count > 0) else {
+            return;
+        };
+        let last = counts
+            .iter()
+            .rposition(|&count| count > 0)
+            .expect("a non-empty bucket");
+        if let Counts::Dense { offset: mine, .. } = &self.counts {
+            if offset + first < *mine {
+                self.grow(offset + first);
+            }
+        }
+        loop {
+            let Counts::Dense {
+                offset: mine,
+                counts: own,
+            } = &self.counts
+            else {
+                unreachable!("a dense window stays dense");
+            };
+            let end = *mine + own.len();
+            // The first non-empty bucket beyond the window, if any: where an add grows it.
+            let beyond = end.checked_sub(offset).map_or(Some(first), |from| {
+                counts.get(from.max(first)..=last).and_then(|rest| {
+                    rest.iter()
+                        .position(|&count| count > 0)
+                        .map(|at| from.max(first) + at)
+                })
+            });
+            match beyond {
+                Some(at) => self.grow(offset + at),
+                None => break,
+            }
+        }
+        let Counts::Dense {
+            offset: mine,
+            counts: own,
+        } = &mut self.counts
+        else {
+            unreachable!("a dense window stays dense");
+        };
+        let start = offset + first - *mine;
+        for (own, &count) in own[start..=start + last - first]
+            .iter_mut()
+            .zip(&counts[first..=last])
+        {
+            *own += count;
+        }
     }
 
     /// Calls `f(index, count)` for every non-empty bucket, in increasing order.
@@ -380,7 +454,7 @@ impl DelayHistogram {
                 // with one test (only the few runs where a target is reached are looked into),
                 // and the scan stops once every target is reached.
                 for (k, run) in counts.chunks(DENSE_RUN).enumerate() {
-                    let sum: u64 = run.iter().sum();
+                    let sum = run_sum(run);
                     if so_far + sum < next {
                         so_far += sum;
                         continue;
@@ -456,7 +530,7 @@ impl DelayHistogram {
         let mut pending: Option<(usize, u64)> = None;
         let mut so_far = 0u64;
         for (k, run) in counts.chunks(DENSE_RUN).enumerate() {
-            let sum: u64 = run.iter().sum();
+            let sum = run_sum(run);
             if sum == 0 {
                 continue;
             }
@@ -948,6 +1022,40 @@ mod tests {
             prop_assert_eq!(left.is_empty(), all.is_empty());
             assert_same_quantiles_and_cdf(&left);
             assert_same_quantiles_and_cdf(&right);
+        }
+
+        /// Merging two dense windows adds them as slices: the same histogram (window included)
+        /// as adding the other's buckets one at a time.
+        #[test]
+        fn dense_merge_as_bucket_by_bucket(
+            a in prop::collection::vec((1_000u64..20_000_000, 1u64..3_000_000), 1..4),
+            b in prop::collection::vec((1_000u64..20_000_000, 1u64..3_000_000), 1..4),
+            n in 130usize..1_500,
+            m in 130usize..1_500,
+            seed in any::<u64>(),
+        ) {
+            let mut x = seed | 1;
+            let mut fill = |clusters: &[(u64, u64)], n: usize| {
+                let mut histogram = DelayHistogram::new();
+                for k in 0..n {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (centre, spread) = clusters[k % clusters.len()];
+                    histogram.record(centre + x % spread);
+                }
+                histogram
+            };
+            let (left, right) = (fill(&a, n), fill(&b, m));
+            for (into, from) in [(&left, &right), (&right, &left)] {
+                let mut fast = into.clone();
+                fast.merge(from);
+                let mut model = into.clone();
+                model.add_bucket_by_bucket(from);
+                model.min = model.min.min(from.min);
+                model.max = model.max.max(from.max);
+                prop_assert_eq!(&fast, &model);
+            }
         }
 
         /// Dense windows of a few thousand values clustered around a few delays (counts of
