@@ -140,7 +140,7 @@ impl DelayHistogram {
     }
 
     /// Counts `value` ns (at least 1: HDR's lowest discernible value).
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, value: u64) {
         if value > HISTOGRAM_MAX_NS {
             self.beyond.push(value);
