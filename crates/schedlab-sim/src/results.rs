@@ -1296,21 +1296,10 @@ impl SimResults {
             // the last point, and at the last bucket. The values are exact at every point; a
             // flow of fewer than 1/step packets keeps every recorded bucket, any flow at most
             // ~1/step points.
-            let mut last_written = 0.0;
-            let mut last = None;
-            compact.for_each_recorded(|value, cdf| {
-                // Each bucket is written once the next is seen (the last one always).
-                if let Some((value, cdf)) = last.replace((value, cdf)) {
-                    if cdf - last_written >= DELAY_CDF_STEP {
-                        last_written = cdf;
-                        cdf_row(&mut rows, &prefix, value, cdf);
-                    }
-                }
+            compact.for_each_cdf_step(DELAY_CDF_STEP, |value, cdf| {
+                cdf_row(&mut rows, &prefix, value, cdf);
                 Ok::<(), std::io::Error>(())
             })?;
-            if let Some((value, cdf)) = last {
-                cdf_row(&mut rows, &prefix, value, cdf);
-            }
             out.write_all(&rows)?;
         }
         Ok(())

@@ -75,6 +75,20 @@ fn bucket_value(index: usize) -> u64 {
 /// delays span a factor of two costs.
 const SPARSE_MAX: usize = 128;
 
+/// Buckets of a dense window that the end-of-run scans pass over at once when none of them
+/// matters (all empty, or too few values to reach the next quantile or CDF point).
+const DENSE_RUN: usize = 8;
+
+/// The sum of a run of counts (of [`DENSE_RUN`] buckets but at the end of a window, where
+/// the compiler then knows the length and adds without a loop).
+#[inline(always)]
+fn run_sum(run: &[u64]) -> u64 {
+    match <&[u64; DENSE_RUN]>::try_from(run) {
+        Ok(full) => full.iter().sum(),
+        Err(_) => run.iter().sum(),
+    }
+}
+
 /// The counts of a [`DelayHistogram`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Counts {
@@ -126,7 +140,7 @@ impl DelayHistogram {
     }
 
     /// Counts `value` ns (at least 1: HDR's lowest discernible value).
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, value: u64) {
         if value > HISTOGRAM_MAX_NS {
             self.beyond.push(value);
@@ -271,10 +285,74 @@ impl DelayHistogram {
             *self = other.clone();
             return;
         }
-        other.for_each_bucket(|index, count| self.add(index, count));
+        match (&self.counts, &other.counts) {
+            (Counts::Dense { .. }, Counts::Dense { offset, counts }) => self.add_dense(*offset, counts),
+            _ => self.add_bucket_by_bucket(other),
+        }
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.beyond.extend_from_slice(&other.beyond);
+    }
+
+    /// Adds `other`'s bucket counts one at a time, in increasing order.
+    fn add_bucket_by_bucket(&mut self, other: &DelayHistogram) {
+        other.for_each_bucket(|index, count| self.add(index, count));
+    }
+
+    /// Adds the counts of the dense window `counts` of buckets `offset ..` to this dense
+    /// window, as a slice (where [`DelayHistogram::add`] of each non-empty bucket took a test
+    /// and a branch each): first the window grows as those adds, in increasing order, would
+    /// have grown it (the same window, so the same histogram), then the counts from the first
+    /// non-empty bucket to the last are added.
+    fn add_dense(&mut self, offset: usize, counts: &[u64]) {
+        let Some(first) = counts.iter().position(|&count| count > 0) else {
+            return;
+        };
+        let last = counts
+            .iter()
+            .rposition(|&count| count > 0)
+            .expect("a non-empty bucket");
+        if let Counts::Dense { offset: mine, .. } = &self.counts {
+            if offset + first < *mine {
+                self.grow(offset + first);
+            }
+        }
+        loop {
+            let Counts::Dense {
+                offset: mine,
+                counts: own,
+            } = &self.counts
+            else {
+                unreachable!("a dense window stays dense");
+            };
+            let end = *mine + own.len();
+            // The first non-empty bucket beyond the window, if any: where an add grows it.
+            let beyond = end.checked_sub(offset).map_or(Some(first), |from| {
+                counts.get(from.max(first)..=last).and_then(|rest| {
+                    rest.iter()
+                        .position(|&count| count > 0)
+                        .map(|at| from.max(first) + at)
+                })
+            });
+            match beyond {
+                Some(at) => self.grow(offset + at),
+                None => break,
+            }
+        }
+        let Counts::Dense {
+            offset: mine,
+            counts: own,
+        } = &mut self.counts
+        else {
+            unreachable!("a dense window stays dense");
+        };
+        let start = offset + first - *mine;
+        for (own, &count) in own[start..=start + last - first]
+            .iter_mut()
+            .zip(&counts[first..=last])
+        {
+            *own += count;
+        }
     }
 
     /// Calls `f(index, count)` for every non-empty bucket, in increasing order.
@@ -288,7 +366,7 @@ impl DelayHistogram {
                 // A dense window is mostly empty buckets (it spans a flow's delays at 3
                 // significant digits, and grows by doubling): runs of 8 empty ones are skipped
                 // with one test of their OR.
-                const RUN: usize = 8;
+                const RUN: usize = DENSE_RUN;
                 let mut start = *offset;
                 let mut runs = counts.chunks_exact(RUN);
                 for run in runs.by_ref() {
@@ -339,20 +417,60 @@ impl DelayHistogram {
         let targets = quantiles.map(|q| ((q * total as f64).ceil() as u64).max(1));
         let mut values = [0; N];
         let mut found = [false; N];
+        // The smallest target not yet reached (`u64::MAX` once all are).
+        let mut next = targets.iter().copied().min().unwrap_or(u64::MAX);
         let mut so_far = 0u64;
-        self.for_each_bucket(|index, count| {
-            so_far += count;
+        // Bucket `index` took the count of values up to it to `so_far >= next`: it answers
+        // every target not yet reached that `so_far` reaches.
+        let mut reached = |index: usize, so_far: u64, next: &mut u64| {
+            *next = u64::MAX;
             for j in 0..N {
-                if !found[j] && so_far >= targets[j] {
+                if found[j] {
+                    continue;
+                }
+                if so_far >= targets[j] {
                     found[j] = true;
                     values[j] = if quantiles[j] == 0.0 {
                         bucket_value(index)
                     } else {
                         bucket_highest(index)
                     };
+                } else {
+                    *next = (*next).min(targets[j]);
                 }
             }
-        });
+        };
+        match &self.counts {
+            Counts::Sparse(entries) => {
+                for &(index, count) in entries {
+                    so_far += count;
+                    if so_far >= next {
+                        reached(index as usize, so_far, &mut next);
+                    }
+                }
+            }
+            Counts::Dense { offset, counts } => {
+                // A run of buckets whose sum leaves the count below the next target is passed
+                // with one test (only the few runs where a target is reached are looked into),
+                // and the scan stops once every target is reached.
+                for (k, run) in counts.chunks(DENSE_RUN).enumerate() {
+                    let sum = run_sum(run);
+                    if so_far + sum < next {
+                        so_far += sum;
+                        continue;
+                    }
+                    for (i, &count) in run.iter().enumerate() {
+                        so_far += count;
+                        if count > 0 && so_far >= next {
+                            reached(offset + k * DENSE_RUN + i, so_far, &mut next);
+                        }
+                    }
+                    if next == u64::MAX {
+                        break;
+                    }
+                }
+            }
+        }
         values
     }
 
@@ -383,6 +501,99 @@ impl DelayHistogram {
             }
         });
         result
+    }
+
+    /// The points of a CDF drawn in steps of at least `step`: calls `point(value, cdf)`, in
+    /// increasing order, for every non-empty bucket but the last whose CDF (as
+    /// [`DelayHistogram::for_each_recorded`] gives it) has risen by at least `step` since the
+    /// last point given (from 0), and for the last bucket. The points are those of filtering
+    /// [`DelayHistogram::for_each_recorded`] so; a dense window is scanned a run of buckets at
+    /// a time, and a run whose CDF at its end has not risen by `step` is passed with one
+    /// division instead of one per bucket (the CDF only rises, so none of its buckets is a
+    /// point; its last non-empty bucket waits, as any bucket does, for the next one).
+    pub fn for_each_cdf_step<E>(
+        &self,
+        step: f64,
+        mut point: impl FnMut(u64, f64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let Counts::Dense { offset, counts } = &self.counts else {
+            return self.cdf_steps_of_recorded(step, point);
+        };
+        if !self.beyond.is_empty() {
+            return self.cdf_steps_of_recorded(step, point);
+        }
+        let total = self.bucket_total() as f64;
+        let cdf = |up_to: u64| up_to as f64 / total;
+        let mut last_written = 0.0;
+        // The last non-empty bucket seen and the count up to it: a point if, when a later
+        // non-empty bucket is seen, its CDF has risen by `step`; always if none is.
+        let mut pending: Option<(usize, u64)> = None;
+        let mut so_far = 0u64;
+        for (k, run) in counts.chunks(DENSE_RUN).enumerate() {
+            let sum = run_sum(run);
+            if sum == 0 {
+                continue;
+            }
+            let start = offset + k * DENSE_RUN;
+            if let Some((index, up_to)) = pending.take() {
+                if cdf(up_to) - last_written >= step {
+                    last_written = cdf(up_to);
+                    point(bucket_highest(index), last_written)?;
+                }
+            }
+            let end = so_far + sum;
+            if cdf(end) - last_written < step {
+                let last = run
+                    .iter()
+                    .rposition(|&count| count > 0)
+                    .expect("a run with a non-zero sum");
+                pending = Some((start + last, end));
+                so_far = end;
+                continue;
+            }
+            for (i, &count) in run.iter().enumerate() {
+                if count == 0 {
+                    continue;
+                }
+                so_far += count;
+                if let Some((index, up_to)) = pending.replace((start + i, so_far)) {
+                    if cdf(up_to) - last_written >= step {
+                        last_written = cdf(up_to);
+                        point(bucket_highest(index), last_written)?;
+                    }
+                }
+            }
+        }
+        if let Some((index, up_to)) = pending {
+            point(bucket_highest(index), cdf(up_to))?;
+        }
+        Ok(())
+    }
+
+    /// [`DelayHistogram::for_each_cdf_step`] by filtering every point of
+    /// [`DelayHistogram::for_each_recorded`] (a sorted list, values beyond the range, and the
+    /// tests' model).
+    fn cdf_steps_of_recorded<E>(
+        &self,
+        step: f64,
+        mut point: impl FnMut(u64, f64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut last_written = 0.0;
+        let mut last = None;
+        self.for_each_recorded(|value, cdf| {
+            // Each bucket is a point, or not, once the next is seen (the last one always).
+            if let Some((value, cdf)) = last.replace((value, cdf)) {
+                if cdf - last_written >= step {
+                    last_written = cdf;
+                    point(value, cdf)?;
+                }
+            }
+            Ok(())
+        })?;
+        if let Some((value, cdf)) = last {
+            point(value, cdf)?;
+        }
+        Ok(())
     }
 
     /// The `hdrhistogram` histogram of the same values (equal to recording each with
@@ -720,6 +931,27 @@ mod tests {
         for &(value, _) in &points {
             assert_eq!(hdr.highest_equivalent(value), value);
         }
+        // Several quantiles at once, in any order, give each one's value.
+        let quantiles = [0.999, 0.0, 0.5, 1.0, 0.95, 1e-9, 0.5, 0.99];
+        let expected = quantiles.map(|q| hdr.value_at_quantile(q));
+        assert_eq!(histogram.values_at_quantiles(quantiles), expected);
+        // The CDF in steps: the points of filtering every recorded point.
+        for step in [0.0, 1e-4, 0.005, 0.02, 0.3, 2.0] {
+            let (mut fast, mut model) = (Vec::new(), Vec::new());
+            histogram
+                .for_each_cdf_step(step, |value, cdf| {
+                    fast.push((value, cdf));
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            histogram
+                .cdf_steps_of_recorded(step, |value, cdf| {
+                    model.push((value, cdf));
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            assert_eq!(fast, model, "step {step}");
+        }
     }
 
     #[test]
@@ -738,6 +970,18 @@ mod tests {
         assert_same_quantiles_and_cdf(&sparse);
         sparse.record(HISTOGRAM_MAX_NS + 12_345);
         assert_same_quantiles_and_cdf(&sparse);
+        // Dense windows with long empty stretches, heavy buckets and many light ones (the
+        // runs a scan passes over at once, and those where a quantile or a point falls).
+        let mut lumpy = DelayHistogram::new();
+        for k in 0..20_000u64 {
+            let value = match k % 7 {
+                0 => 5_000_000,
+                1 | 2 => 2_000_000 + (k * 104_729) % 3_000_000,
+                _ => 40_000 + (k * 7919) % 200_000,
+            };
+            lumpy.record(value);
+        }
+        assert_same_quantiles_and_cdf(&lumpy);
     }
 
     #[test]
@@ -778,6 +1022,61 @@ mod tests {
             prop_assert_eq!(left.is_empty(), all.is_empty());
             assert_same_quantiles_and_cdf(&left);
             assert_same_quantiles_and_cdf(&right);
+        }
+
+        /// Merging two dense windows adds them as slices: the same histogram (window included)
+        /// as adding the other's buckets one at a time.
+        #[test]
+        fn dense_merge_as_bucket_by_bucket(
+            a in prop::collection::vec((1_000u64..20_000_000, 1u64..3_000_000), 1..4),
+            b in prop::collection::vec((1_000u64..20_000_000, 1u64..3_000_000), 1..4),
+            n in 130usize..1_500,
+            m in 130usize..1_500,
+            seed in any::<u64>(),
+        ) {
+            let mut x = seed | 1;
+            let mut fill = |clusters: &[(u64, u64)], n: usize| {
+                let mut histogram = DelayHistogram::new();
+                for k in 0..n {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (centre, spread) = clusters[k % clusters.len()];
+                    histogram.record(centre + x % spread);
+                }
+                histogram
+            };
+            let (left, right) = (fill(&a, n), fill(&b, m));
+            for (into, from) in [(&left, &right), (&right, &left)] {
+                let mut fast = into.clone();
+                fast.merge(from);
+                let mut model = into.clone();
+                model.add_bucket_by_bucket(from);
+                model.min = model.min.min(from.min);
+                model.max = model.max.max(from.max);
+                prop_assert_eq!(&fast, &model);
+            }
+        }
+
+        /// Dense windows of a few thousand values clustered around a few delays (counts of
+        /// several per bucket, empty stretches between): quantiles and CDF steps as
+        /// `hdrhistogram` and the filter of every point give them.
+        #[test]
+        fn dense_quantiles_and_cdf_steps(
+            centres in prop::collection::vec(1_000u64..50_000_000, 1..4),
+            spread in 1u64..2_000_000,
+            n in 200usize..3_000,
+            seed in any::<u64>(),
+        ) {
+            let mut histogram = DelayHistogram::new();
+            let mut x = seed | 1;
+            for k in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                histogram.record(centres[k % centres.len()] + x % spread);
+            }
+            assert_same_quantiles_and_cdf(&histogram);
         }
     }
 }
