@@ -104,10 +104,11 @@ def test_a_run_that_cannot_fit_is_refused_before_writing_anything(tmp_path, cli)
     result = cli("run", str(path), "--out", str(out))
     assert result.returncode == 2, result.stderr
     message = " ".join(result.stderr.split())
-    # 160 MB + 10^4 x 1.8 kB fixed, 10^4 x (1.55 kB + 10^6 x 16 B) + 10^6 x 400 B per replication.
+    # 160 MB + 10^4 x 1.8 kB + the sources' calendar (10^4 x about 65 B) fixed,
+    # 10^4 x (1.55 kB + 10^6 x 16 B) + 10^6 x 400 B per replication.
     assert "needs about 160.6 GB of memory" in message, message
     assert (
-        "178 MB for the program and the flows + 1 replication(s) x 160.4 GB" in message
+        "179 MB for the program and the flows + 1 replication(s) x 160.4 GB" in message
         and "is available (" in message
         and "--no-memory-check" in message
     )
