@@ -370,7 +370,8 @@ struct PrivateHop {
     busy_done: u64,
     sent_packets: u64,
     sent_bytes: u64,
-    /// The queue's last entry ([`NIL`]: empty; the queue empties only before the first packet).
+    /// The queue's last entry ([`NIL`]: empty: before the first packet, or once every entry was
+    /// forwarded and its transmission ended before a later `now`, see `drop_ended`).
     tail: u32,
     /// The first entry not yet at its next hop ([`NIL`]: none).
     forward: u32,
@@ -502,11 +503,11 @@ impl PrivateHop {
     /// `ServiceTime::of` of the link.
     #[inline(always)]
     fn service(&self, size: u32) -> TimeNs {
-        if self.rated {
-            self.per_packet + self.rate.transmission_time(size as u64)
-        } else {
-            self.per_packet
+        ServiceTime {
+            per_packet: self.per_packet,
+            rate: self.rated.then_some(self.rate),
         }
+        .of(size)
     }
 
     /// The entries in arrival order.
@@ -527,7 +528,8 @@ impl PrivateHop {
         })
     }
 
-    /// The end of the last transmission (the link is free from then on; 0 before the first).
+    /// The end of the last transmission (the link is free from then on; 0 when the queue is
+    /// empty).
     #[inline(always)]
     fn free_at(&self, pool: &TransitPool) -> TimeNs {
         if self.tail == NIL {
@@ -1323,8 +1325,9 @@ impl<'s> Engine<'s> {
 
     /// Whether an arrival-phase event at a time ≤ `now` is pending (besides the one being
     /// handled). Arrival-phase events sort before decisions at the same time, so only the
-    /// smallest remaining event matters: the root, or one of its children while the root is
-    /// the event being handled.
+    /// smallest remaining event of each queue matters: the sources' clock, the slot link's
+    /// transmission end, the front of `propagations`, and the heap's root (or one of its
+    /// children while the root is the event being handled).
     #[inline]
     fn arrival_pending(&self, now: TimeNs) -> bool {
         // (A NEVER key's time is `u64::MAX`, after every event's.)
@@ -1410,9 +1413,7 @@ impl<'s> Engine<'s> {
                 && self.heap.peek().is_none_or(|e| slot_tx_end < e.key())
             {
                 // The slot link's transmission end (see `slot_link`).
-                if self.prefetching && source != self.prefetched_source && next_packet != NEVER {
-                    self.prefetch_source(source);
-                }
+                self.prefetch_next_source(source, next_packet);
                 self.slot_tx_end = NEVER;
                 self.now = SourceClock::time_of(slot_tx_end);
                 self.events += 1;
@@ -1425,9 +1426,7 @@ impl<'s> Engine<'s> {
             if propagation < next_packet && self.heap.peek().is_none_or(|e| propagation < e.key()) {
                 // The earliest of `propagations` (the event being handled leaves it at once:
                 // `top_pending` is for the heap's top).
-                if self.prefetching && source != self.prefetched_source && next_packet != NEVER {
-                    self.prefetch_source(source);
-                }
+                self.prefetch_next_source(source, next_packet);
                 let event = self.propagations.pop_front().expect("a propagation is queued");
                 self.now = event.time();
                 self.events += 1;
@@ -1450,9 +1449,7 @@ impl<'s> Engine<'s> {
                     continue;
                 }
             };
-            if self.prefetching && source != self.prefetched_source && next_packet != NEVER {
-                self.prefetch_source(source);
-            }
+            self.prefetch_next_source(source, next_packet);
             self.top_pending = true;
             let time = event.time();
             self.now = time;
@@ -1532,6 +1529,15 @@ impl<'s> Engine<'s> {
             }
         }
         Ok(())
+    }
+
+    /// [`Engine::prefetch_source`] for `source`, the clock's earliest (next packet at key
+    /// `next_packet`), if prefetching is on and it was not asked for yet.
+    #[inline(always)]
+    fn prefetch_next_source(&mut self, source: usize, next_packet: u128) {
+        if self.prefetching && source != self.prefetched_source && next_packet != NEVER {
+            self.prefetch_source(source);
+        }
     }
 
     /// Starts loading into the cache what the next packet of source `s` will touch: its

@@ -16,7 +16,7 @@
 //! | each link's time series | [`LINK_BIN_BYTES`] per link, bin and replication |
 //! | reading the summary back (terminal table, report) | [`FLOW_READ_BYTES`] per flow |
 //! | the engine's source clock (one replication's at a time): 24–48 bytes per flow below 32 flows, 48–65 from there on | [`source_clock_bytes`] |
-//! | each tag calendar of a WFQ, SCFQ, STFQ or Virtual Clock scheduler ([`TAG_CALENDAR_KINDS`], at a link or a hierarchy node; one replication's schedulers at a time) | [`BUCKET_ARRAY_BYTES`] plus [`NODE_BYTES`] per flow (per class at a node with classes) |
+//! | each tag calendar of a WFQ, SCFQ, STFQ or Virtual Clock scheduler ([`schedlab_core::tag_calendar::DISCIPLINES`]; its bucket array is allocated on the scheduler's first packet, at a link or a hierarchy node; one replication's schedulers at a time) | [`BUCKET_ARRAY_BYTES`] plus [`NODE_BYTES`] per flow (per class at a node with classes) |
 //!
 //! `summary.json` and the CSV tables are written a row at a time and cost nothing per flow.
 //! Not estimated: packets waiting in queues (bounded by the links' buffers; a link without a
@@ -53,18 +53,13 @@ pub fn source_clock_bytes(flows: u64) -> u64 {
     crate::event_queue::SourceClock::bytes_for(flows) as u64
 }
 
-/// The disciplines whose scheduler orders its heads in a
-/// [`schedlab_core::tag_calendar::TagCalendar`] (its bucket array, [`BUCKET_ARRAY_BYTES`], is
-/// allocated on the scheduler's first packet): the core's list.
-pub const TAG_CALENDAR_KINDS: [&str; 4] = schedlab_core::tag_calendar::DISCIPLINES;
-
 /// Bytes of the tag calendars of the scheduler table `table` (a link's `scheduler`, or a
 /// class of a hierarchy node), whose flows are `flows` ids: each calendar's bucket array and
 /// a node per id (the scenario's flows at a leaf, the classes at a node with `classes`).
 fn tag_calendar_bytes(table: &toml::Table, flows: u64) -> u64 {
     let classes = table.get("classes").and_then(toml::Value::as_array);
     let own = match table.get("kind").and_then(toml::Value::as_str) {
-        Some(kind) if TAG_CALENDAR_KINDS.contains(&kind) => {
+        Some(kind) if schedlab_core::tag_calendar::DISCIPLINES.contains(&kind) => {
             let ids = classes.map_or(flows, |classes| classes.len() as u64);
             (BUCKET_ARRAY_BYTES as u64).saturating_add(ids.saturating_mul(NODE_BYTES as u64))
         }
@@ -187,7 +182,7 @@ mod tests {
     fn each_tag_calendar_counts_its_bucket_array_and_nodes() {
         let plain = estimate(&scenario(100, 2, "10s", "1s"));
         let per_calendar = (BUCKET_ARRAY_BYTES + 100 * NODE_BYTES) as u64;
-        for kind in TAG_CALENDAR_KINDS {
+        for kind in schedlab_core::tag_calendar::DISCIPLINES {
             let e = estimate(&scenario_with(
                 100,
                 2,

@@ -1047,6 +1047,11 @@ mod tests {
                 histogram
             };
             let (left, right) = (fill(&a, n), fill(&b, m));
+            // Sparse histograms merge bucket by bucket themselves: only dense ones test the
+            // slice addition.
+            prop_assume!(
+                matches!(left.counts, Counts::Dense { .. }) && matches!(right.counts, Counts::Dense { .. })
+            );
             for (into, from) in [(&left, &right), (&right, &left)] {
                 let mut fast = into.clone();
                 fast.merge(from);
