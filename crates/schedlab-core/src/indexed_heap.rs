@@ -1,6 +1,7 @@
 //! One indexed min-heap, shared by DWCS (its deadline heap, and the heap of runs of its table 1
-//! order in [`crate::sorted_runs::SortedRuns`]) and the fair-queueing family (`tagged_queues`' heap of head-of-line tags, WFQ's GPS departures; without its
-//! index, WF2Q+'s eligible, ineligible and lingering sets).
+//! order in [`crate::sorted_runs::SortedRuns`]) and the fair-queueing family (`tagged_queues`'
+//! tag calendar's overflow heap; without its index, WFQ's GPS departures and WF2Q+'s eligible,
+//! ineligible and lingering sets).
 //!
 //! Each entry stands for one *item* (a flow) named by a small integer `id`, and is ordered by
 //! `(key, seq)`: the key first, then the sequence number, smaller first. A position index
@@ -12,19 +13,19 @@
 //! (DWCS: the lowest-numbered stream), so that the order is total and does not depend on the
 //! history of the heap. The one exception is the [`KeyOnly`] key of a narrow
 //! [`VirtualTimeHeap`], which compares keys alone (equal keys in no particular order), for an
-//! owner to whom ties do not matter (WF2Q+'s ineligible set).
+//! owner to whom ties do not matter (WF2Q+'s ineligible set, WFQ's departures).
 //!
 //! Layout: a [`ARITY`]-ary heap in one vector (a node's children are adjacent in memory, and
 //! the tree is half as deep as a binary one); removal of the top and increases of a key sift
 //! the entry down (a hole moves along the least children until the entry is not after the
 //! least of them; every entry moved is written once), and decreases and pushes sift it up.
-//! Floyd's variant (the hole to a leaf, then the entry rises) was measured in an earlier
-//! session and not kept. The vectors keep their capacity: no allocation once every id has
+//! Pops from the top of a plain heap use Floyd's variant (the hole to a leaf, then the entry
+//! rises); in the indexed heaps it was measured and not kept (issue 14). The vectors keep their capacity: no allocation once every id has
 //! been seen and the heap has held its largest number of entries.
 //!
 //! [`PlainHeap`] (`IndexedHeap<K, false>`) is the same heap without the position index: no
 //! sift writes a position back, entries leave only from the top, and [`LazyVirtualTimeHeap`]
-//! builds lazy deletion on it (WF2Q+'s sets, where a flow leaves a heap elsewhere than at the
+//! builds lazy deletion on it (WF2Q+'s sets and WFQ's departures, where a flow leaves a heap elsewhere than at the
 //! top only when longest-queue drop pushes out its only packet).
 //!
 //! [`VirtualTimeHeap`] is the same heap for [`VirtualTime`] keys (128 bits): it stores each key
@@ -401,7 +402,7 @@ impl<K: HeapKey, const INDEXED: bool> IndexedHeap<K, INDEXED> {
         if !INDEXED && at == 0 && !self.entries.is_empty() {
             // The last entry belongs near the bottom: the hole goes down first (one comparison
             // a level fewer), and `last` rises from there. Plain heaps only: in the indexed
-            // ones (DWCS, WFQ) it cost 1 to 13 instructions a packet more (issue 14, session 9).
+            // ones (DWCS, the tag calendar's overflow) it cost 1 to 13 instructions a packet more (issue 14, session 9).
             self.fall::<true>(0, last);
         } else if at < self.entries.len() {
             self.place(at, last);
@@ -623,22 +624,6 @@ impl VirtualTimeHeap {
         }
     }
 
-    /// Changes the key and seq of `id` (which must be in the heap). O(log n).
-    #[inline]
-    pub fn update(&mut self, id: u32, key: VirtualTime, seq: u64) {
-        self.update_with(id, key, seq, 0);
-    }
-
-    /// [`VirtualTimeHeap::update`] with the entry's new [`Entry::aux`].
-    #[inline]
-    pub fn update_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
-        self.with_key(
-            key,
-            |heap, offset| heap.update_with(id, offset, seq, aux),
-            |heap, key| heap.update_with(id, key, seq, aux),
-        );
-    }
-
     /// Sets the [`Entry::aux`] of `id` (which must be in the heap); the order is unchanged.
     #[inline]
     pub fn set_aux(&mut self, id: u32, aux: u32) {
@@ -646,16 +631,6 @@ impl VirtualTimeHeap {
             self.wide.set_aux(id, aux);
         } else {
             self.narrow.set_aux(id, aux);
-        }
-    }
-
-    /// Adds `id` with `key` and `seq`, or changes its key and seq if it is in the heap.
-    #[inline]
-    pub fn set(&mut self, id: u32, key: VirtualTime, seq: u64) {
-        if self.contains(id) {
-            self.update(id, key, seq);
-        } else {
-            self.push(id, key, seq);
         }
     }
 
@@ -1189,7 +1164,10 @@ mod tests {
 
     impl TestHeap<VirtualTime> for VirtualTimeHeap {
         fn set(&mut self, id: u32, key: VirtualTime, seq: u64) {
-            VirtualTimeHeap::set(self, id, key, seq)
+            // The owners of this heap never change a key in place (WFQ's departures moved
+            // to a lazy heap): a new key is a removal and a push.
+            VirtualTimeHeap::remove(self, id);
+            VirtualTimeHeap::push(self, id, key, seq)
         }
         fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
             VirtualTimeHeap::remove(self, id)

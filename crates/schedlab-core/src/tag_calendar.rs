@@ -92,8 +92,8 @@ pub const ADAPT_PERIOD: u32 = 1024;
 /// list.
 pub const DISCIPLINES: [&str; 4] = ["scfq", "stfq", "virtual_clock", "wfq"];
 
-/// One id's entry and links, one cache line (40 bytes unaligned would put half of the nodes
-/// across two lines).
+/// One id's entry and links, one cache line (36 bytes unaligned, 48 at `u128` alignment,
+/// would put some of the nodes across two lines).
 #[derive(Clone, Copy, Debug)]
 #[repr(align(64))]
 struct Node {

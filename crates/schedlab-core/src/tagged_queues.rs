@@ -1,17 +1,18 @@
-//! Per-flow FIFO queues whose packets carry virtual-time tags, with a min-heap over the
+//! Per-flow FIFO queues whose packets carry virtual-time tags, with an order over the
 //! head-of-line tags: the machinery shared by the sorted-priority disciplines `wfq`, `scfq`,
-//! `stfq` and `virtual_clock` (each computes its own tags; this module stores and orders them)
-//! in the shared [`VirtualTimeHeap`].
+//! `stfq` and `virtual_clock` (each computes its own tags; this module stores and orders them
+//! in the discipline's [`HeadOrder`], a [`crate::tag_calendar::TagCalendar`] for all four).
 //!
 //! Invariants:
-//! * a flow is in the heap iff its queue is non-empty, keyed `(key, seq)` of its head packet;
+//! * a flow is in the order iff its queue is non-empty, keyed `(key, seq)` of its head packet;
 //!   the head's finish tag is that key plus its slot's `head_finish_offset`, and the tags of
 //!   the flow's other packets form its tag list, in queue order (one shorter than its packet
 //!   queue in [`FlowQueues`]);
 //! * within a flow keys never decrease (every discipline here computes
 //!   `S = max(F_prev, V)`, `F = S + L/w` with `F_prev` the flow's previous finish tag), so the
-//!   least head key is the least key of any queued packet. Cost: O(log active flows) per
-//!   packet; no allocation in steady state (the pool and the heap keep their capacity).
+//!   least head key is the least key of any queued packet. Cost: the order's per packet (the
+//!   calendar's O(1) within its window); no allocation in steady state (the pool and the
+//!   order keep their capacity).
 //!
 //! Layout: the tags behind the heads live in one shared node pool ([`PooledLists`], as the
 //! packets in [`FlowQueues`] do), so no flow's storage grows on its own; a flow's list ends,

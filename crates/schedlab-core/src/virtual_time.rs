@@ -162,7 +162,7 @@ impl ByteTime {
     }
 
     /// The time to send `bytes` (below 2^32, a packet's size) at the rate, as
-    /// [`VirtualTime::transmission_time`] (which this is; zero without a rate).
+    /// [`VirtualTime::transmission_time`] (which this is; at 1 bit/s without a rate).
     #[inline]
     pub fn of(&self, bytes: u64) -> VirtualTime {
         if self.rate_below_2_32 != 0 && bytes < 1 << 32 {

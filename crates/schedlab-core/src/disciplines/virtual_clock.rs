@@ -74,8 +74,8 @@ pub struct VirtualClockFlow {
     pub aux_virtual_clock: VirtualTime,
 }
 
-/// A flow's state as the queues keep it: [`VirtualClockFlow`] with the rate (no rate until the
-/// flow is seen. 32 bytes (an `Option<VirtualClockFlow>` takes 48), so that the queues' slot of
+/// A flow's state as the queues keep it: [`VirtualClockFlow`] with its rate prepared as a
+/// [`ByteTime`] (no rate until the flow is seen). 32 bytes (an `Option<VirtualClockFlow>` takes 48), so that the queues' slot of
 /// a flow fits one cache line.
 #[derive(Clone, Copy, Debug, Default)]
 struct FlowState {

@@ -59,7 +59,7 @@ use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
 use crate::indexed_heap::{Entry, KeyOnly, LazyVirtualTimeHeap, OffsetKey};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
-use crate::pool::{prefetch, ListEnds, PooledLists};
+use crate::pool::{prefetch_at, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
 use crate::tagged_queues::{share_param, ShareParams};
@@ -296,7 +296,7 @@ impl Wf2qPlus {
     fn prefetch_flow(&self, flow: FlowId, head: u32) {
         self.queues.prefetch_flow(flow);
         self.queues.prefetch_node(head);
-        self.flows.get(flow as usize).inspect(|state| prefetch(*state));
+        prefetch_at(&self.flows, flow as usize);
     }
 
     /// `flow` has no packets left and has been taken out of its heap (or its entry there is
