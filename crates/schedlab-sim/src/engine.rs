@@ -1107,6 +1107,47 @@ struct Engine<'s> {
 
 const NO_CLASS: u16 = u16::MAX;
 
+/// What the per-packet path of a run may meet, as constants: the engine's loop
+/// ([`Engine::run_as`] and the event handlers it calls) is compiled once per implementation,
+/// and a feature that a constant rules out costs its loop nothing (no test of its flag, and
+/// less code for the compiler to keep registers for). [`Engine::run`] chooses the
+/// implementation from the run's options, once; the handlers are the same code in each.
+pub(crate) trait PathFeatures {
+    /// Whether a packet may meet any of: a closed-loop (TCP) source, a shaper, an echo, a
+    /// conditioner or drop policy, a link's loss or sojourn limit, a lateness meter, per-class
+    /// statistics kept live (trace classes), the packet log, and propagation events kept out of
+    /// the FIFO (a test switch). When false, none of them is tested per packet.
+    const ANY: bool;
+    /// Whether the run may prefetch per-flow state (see [`PREFETCH_ABOVE`]; then tested per
+    /// packet).
+    const PREFETCH: bool;
+}
+
+/// Every feature, each tested per packet: closed-loop, shaped, conditioned… runs.
+pub(crate) enum AnyPath {}
+
+impl PathFeatures for AnyPath {
+    const ANY: bool = true;
+    const PREFETCH: bool = true;
+}
+
+/// Open-loop sources over plain links without prefetching (few flows): the ns-2 scenario
+/// with 10 flows, the simulator benchmark.
+pub(crate) enum LeanPath {}
+
+impl PathFeatures for LeanPath {
+    const ANY: bool = false;
+    const PREFETCH: bool = false;
+}
+
+/// [`LeanPath`] with prefetching (many flows): the ns-2 scenario with 1,000 flows.
+pub(crate) enum LeanPrefetchingPath {}
+
+impl PathFeatures for LeanPrefetchingPath {
+    const ANY: bool = false;
+    const PREFETCH: bool = true;
+}
+
 /// The scheduler calls of the per-packet path (`arrive`, `decide`): a direct call for DRR (the
 /// bottleneck of the ns-2 scenario), the registry's match over every discipline for the
 /// others. A test of one variant and a direct call replace the match's jump table and its
@@ -1344,7 +1385,7 @@ impl<'s> Engine<'s> {
         }
         engine.push(run.bin, TICK, 0);
         for index in 0..n {
-            engine.schedule_source(index);
+            engine.schedule_source::<AnyPath>(index);
             if engine.sources[index]
                 .tcp
                 .as_ref()
@@ -1372,11 +1413,11 @@ impl<'s> Engine<'s> {
     /// Schedules link `l`'s next propagation event at `time`: at the back of `propagations`
     /// if it comes after every event there, else in the heap.
     #[inline(always)]
-    fn push_propagated(&mut self, time: TimeNs, l: usize) {
+    fn push_propagated<F: PathFeatures>(&mut self, time: TimeNs, l: usize) {
         let seq = self.seq;
         self.seq += 1;
         let event = Event::new(time, seq, (PROPAGATED << KIND_SHIFT) | l as u32);
-        if self.ordered_propagations && self.propagations.back_key() < event.key() {
+        if (!F::ANY || self.ordered_propagations) && self.propagations.back_key() < event.key() {
             self.propagations.push_back(event);
         } else {
             self.push_event(event);
@@ -1443,7 +1484,7 @@ impl<'s> Engine<'s> {
     /// Draws the next packet of `index` and schedules its entry into the network (or records
     /// that the source has no more).
     #[inline(always)]
-    fn schedule_source(&mut self, index: usize) {
+    fn schedule_source<F: PathFeatures>(&mut self, index: usize) {
         if self.generation_over {
             self.arrivals.clear(index);
             return;
@@ -1459,7 +1500,7 @@ impl<'s> Engine<'s> {
         }
         source.generated = emission.time;
         // (`shaped` first: an unshaped source's packets do not read the shaper's line.)
-        let release = if source.shaped {
+        let release = if F::ANY && source.shaped {
             match &mut source.shaper {
                 Some(shaper) => shaper.release(emission.time, emission.size),
                 None => emission.time,
@@ -1486,7 +1527,31 @@ impl<'s> Engine<'s> {
         }
     }
 
+    /// Runs the replication with the loop of the features it uses (see [`PathFeatures`]).
     fn run(&mut self, watch: &mut dyn FnMut(f64) -> bool) -> Result<(), ScenarioError> {
+        match (self.lean_path(), self.prefetching) {
+            (true, false) => self.run_as::<LeanPath>(watch),
+            (true, true) => self.run_as::<LeanPrefetchingPath>(watch),
+            (false, _) => self.run_as::<AnyPath>(watch),
+        }
+    }
+
+    /// Whether no packet of this run meets a feature that [`PathFeatures::ANY`] stands for.
+    fn lean_path(&self) -> bool {
+        self.packet_log.is_none()
+            && !self.metering
+            && !self.live_classes
+            && !self.echoes
+            && self.ordered_propagations
+            && self.sources.iter().all(|s| !s.closed_loop && !s.shaped)
+            && self
+                .links
+                .iter()
+                .all(|l| !l.admission && l.loss_threshold == 0 && l.max_sojourn == TimeNs::MAX)
+    }
+
+    /// The event loop, for the features `F` (see [`Engine::run`]).
+    fn run_as<F: PathFeatures>(&mut self, watch: &mut dyn FnMut(f64) -> bool) -> Result<(), ScenarioError> {
         // Every pass of the loop handles one event (`events` grows by one), so `watch` is
         // called whenever `events` reaches a multiple of `POLL_EVERY`.
         let mut next_poll = self.events + crate::watch::POLL_EVERY - self.events % crate::watch::POLL_EVERY;
@@ -1505,11 +1570,11 @@ impl<'s> Engine<'s> {
                 && self.heap.peek().is_none_or(|e| slot_tx_end < e.key())
             {
                 // The slot link's transmission end (see `slot_link`).
-                self.prefetch_next_source(source, next_packet);
+                self.prefetch_next_source::<F>(source, next_packet);
                 self.slot_tx_end = NEVER;
                 self.now = SourceClock::time_of(slot_tx_end);
                 self.events += 1;
-                self.transmission_end(self.slot_link as usize);
+                self.transmission_end::<F>(self.slot_link as usize);
                 if self.halt {
                     break;
                 }
@@ -1518,11 +1583,11 @@ impl<'s> Engine<'s> {
             if propagation < next_packet && self.heap.peek().is_none_or(|e| propagation < e.key()) {
                 // The earliest of `propagations` (the event being handled leaves it at once:
                 // `top_pending` is for the heap's top).
-                self.prefetch_next_source(source, next_packet);
+                self.prefetch_next_source::<F>(source, next_packet);
                 let event = self.propagations.pop_front().expect("a propagation is queued");
                 self.now = event.time();
                 self.events += 1;
-                self.propagated((event.tag & INDEX_MASK) as usize);
+                self.propagated::<F>((event.tag & INDEX_MASK) as usize);
                 if self.halt {
                     break;
                 }
@@ -1534,25 +1599,25 @@ impl<'s> Engine<'s> {
                 _ => {
                     self.now = SourceClock::time_of(next_packet);
                     self.events += 1;
-                    self.emit(source)?;
+                    self.emit::<F>(source)?;
                     if self.halt {
                         break;
                     }
                     continue;
                 }
             };
-            self.prefetch_next_source(source, next_packet);
+            self.prefetch_next_source::<F>(source, next_packet);
             self.top_pending = true;
             let time = event.time();
             self.now = time;
             self.events += 1;
             let index = (event.tag & INDEX_MASK) as usize;
             match event.tag >> KIND_SHIFT {
-                TX_END => self.transmission_end(index),
-                PROPAGATED => self.propagated_from_heap(index),
+                TX_END => self.transmission_end::<F>(index),
+                PROPAGATED => self.propagated_from_heap::<F>(index),
                 DECIDE => {
                     if self.links[index].decision_seq == event.seq() {
-                        self.decide(index, time);
+                        self.decide::<F>(index, time);
                     }
                 }
                 TICK => {
@@ -1626,8 +1691,8 @@ impl<'s> Engine<'s> {
     /// [`Engine::prefetch_source`] for `source`, the clock's earliest (next packet at key
     /// `next_packet`), if prefetching is on and it was not asked for yet.
     #[inline(always)]
-    fn prefetch_next_source(&mut self, source: usize, next_packet: u128) {
-        if self.prefetching && source != self.prefetched_source && next_packet != NEVER {
+    fn prefetch_next_source<F: PathFeatures>(&mut self, source: usize, next_packet: u128) {
+        if F::PREFETCH && self.prefetching && source != self.prefetched_source && next_packet != NEVER {
             self.prefetch_source(source);
         }
     }
@@ -1703,16 +1768,16 @@ impl<'s> Engine<'s> {
     /// before the packet reaches its first link, so the clock is up to date when the link
     /// looks for same-time arrivals).
     #[inline(always)]
-    fn emit(&mut self, index: usize) -> Result<(), ScenarioError> {
+    fn emit<F: PathFeatures>(&mut self, index: usize) -> Result<(), ScenarioError> {
         if self.generation_over {
             self.arrivals.clear(index);
             return Ok(());
         }
         let now = self.now;
-        if self.sources[index].closed_loop {
+        if F::ANY && self.sources[index].closed_loop {
             let emission = self.sources[index].pending;
             let measured = self.measuring;
-            self.schedule_source(index);
+            self.schedule_source::<F>(index);
             if let Some(tcp) = self.sources[index].tcp.as_mut() {
                 tcp.connection.write(emission.size as u64, now, measured);
             }
@@ -1727,7 +1792,7 @@ impl<'s> Engine<'s> {
             .or(source.deadline)
             .map(|d| now.saturating_add(d));
         let first_link = source.path.first();
-        let packet = self.new_packet(
+        let packet = self.new_packet::<F>(
             index,
             emission.size,
             class,
@@ -1739,12 +1804,12 @@ impl<'s> Engine<'s> {
             self.arrivals.clear(index);
             self.end_window(now);
         } else {
-            self.schedule_source(index);
+            self.schedule_source::<F>(index);
         }
         if self.hops[first_link].private {
-            self.pass_private(first_link, packet);
+            self.pass_private::<F>(first_link, packet);
         } else {
-            self.arrive(first_link, packet);
+            self.arrive::<F>(first_link, packet);
         }
         Ok(())
     }
@@ -1752,7 +1817,7 @@ impl<'s> Engine<'s> {
     /// `packet` enters private hop `l` now (see [`PrivateHop`]): its arrival at the next hop
     /// (or its delivery) is scheduled at once, its transmission end's event is not needed.
     #[inline(always)]
-    fn pass_private(&mut self, l: usize, packet: Packet) {
+    fn pass_private<F: PathFeatures>(&mut self, l: usize, packet: Packet) {
         let now = self.now;
         // The scheduler's link, free, would have put its decision after other arrivals
         // pending at this time (an event of its own; the hop holds no packet in service).
@@ -1766,14 +1831,14 @@ impl<'s> Engine<'s> {
         self.elided_events += u64::from(hop.delay > 0);
         if only {
             let at = end + hop.delay;
-            self.push_propagated(at, l);
+            self.push_propagated::<F>(at, l);
         }
     }
 
     /// A packet of source `index` enters the network now: its slot (`kind`, `seq`, `len` for
     /// TCP), the packet count and the sent statistics (`shaping`: time spent in the shaper).
     #[inline(always)]
-    fn new_packet(
+    fn new_packet<F: PathFeatures>(
         &mut self,
         index: usize,
         size: u32,
@@ -1785,7 +1850,7 @@ impl<'s> Engine<'s> {
         let now = self.now;
         let measured = self.measuring;
         let log = match &mut self.packet_log {
-            Some(packet_log) if measured && kind != TCP_ACK => {
+            Some(packet_log) if F::ANY && measured && kind != TCP_ACK => {
                 packet_log.enter(self.sources[index].flow, size, now)
             }
             _ => PacketLog::NONE,
@@ -1808,7 +1873,7 @@ impl<'s> Engine<'s> {
         self.packets += 1;
         if measured {
             self.flows[index].on_sent(size, shaping);
-            if self.live_classes {
+            if F::ANY && self.live_classes {
                 let c = self.class_slot(class);
                 self.classes[c].1.on_sent(size, shaping);
             }
@@ -1825,10 +1890,10 @@ impl<'s> Engine<'s> {
 
     /// `packet` reaches link `l` at `now`.
     #[inline(always)]
-    fn arrive(&mut self, l: usize, mut packet: Packet) {
+    fn arrive<F: PathFeatures>(&mut self, l: usize, mut packet: Packet) {
         let now = self.now;
         packet.arrival = now;
-        if self.links[l].admission && !self.admit(l, &mut packet) {
+        if F::ANY && self.links[l].admission && !self.admit(l, &mut packet) {
             return;
         }
         let link = &mut self.links[l];
@@ -1844,7 +1909,7 @@ impl<'s> Engine<'s> {
         if !self.drops.is_empty() {
             self.handle_drops(l);
         }
-        self.maybe_decide(l);
+        self.maybe_decide::<F>(l);
     }
 
     /// Link `l`'s conditioner and drop policy see `packet`, arriving now: whether it goes on
@@ -1882,7 +1947,7 @@ impl<'s> Engine<'s> {
     /// Asks link `l`'s scheduler for a packet now if the link is free and backlogged, or
     /// queues the decision behind pending same-time arrivals.
     #[inline(always)]
-    fn maybe_decide(&mut self, l: usize) {
+    fn maybe_decide<F: PathFeatures>(&mut self, l: usize) {
         let now = self.now;
         let link = &self.links[l];
         if link.busy || link.backlog.packets == 0 {
@@ -1894,12 +1959,12 @@ impl<'s> Engine<'s> {
         if self.arrival_pending(now) {
             self.push_decision(now, l);
         } else {
-            self.decide(l, now);
+            self.decide::<F>(l, now);
         }
     }
 
     #[inline(always)]
-    fn decide(&mut self, l: usize, now: TimeNs) {
+    fn decide<F: PathFeatures>(&mut self, l: usize, now: TimeNs) {
         let link = &mut self.links[l];
         link.decision_seq = NO_DECISION;
         link.touch(now);
@@ -1907,7 +1972,7 @@ impl<'s> Engine<'s> {
         let mut next = scheduler_dequeue(&mut link.scheduler, now, &mut self.drops);
         // The sojourn limit: a head that waited too long is dropped and the next one taken.
         while let Some(packet) = next {
-            if !overdue(&packet, now, link.max_sojourn) {
+            if !F::ANY || !overdue(&packet, now, link.max_sojourn) {
                 break;
             }
             link.scheduler.not_served(&packet);
@@ -1919,7 +1984,7 @@ impl<'s> Engine<'s> {
         }
         link.backlog = scheduler_backlog(&link.scheduler);
         if let Some(packet) = next {
-            if self.prefetching {
+            if F::PREFETCH && self.prefetching {
                 // Its transmission end adds to its class's totals at this link (a separate
                 // allocation): start loading them.
                 prefetch(&link.classes, packet.class as usize, 32);
@@ -1941,10 +2006,10 @@ impl<'s> Engine<'s> {
             } else {
                 self.push(end, TX_END, l);
             }
-            if let Some(packet_log) = &mut self.packet_log {
+            if let Some(packet_log) = self.packet_log.as_mut().filter(|_| F::ANY) {
                 packet_log.start(self.slab.get(packet.id).log, now);
             }
-            if self.metering {
+            if F::ANY && self.metering {
                 let slot = *self.slab.get(packet.id);
                 if slot.hop == 0 && slot.kind <= TCP_DATA {
                     if let Some(meter) = self.sources[slot.source as usize].lateness.as_mut() {
@@ -1990,7 +2055,7 @@ impl<'s> Engine<'s> {
     }
 
     #[inline(always)]
-    fn transmission_end(&mut self, l: usize) {
+    fn transmission_end<F: PathFeatures>(&mut self, l: usize) {
         let now = self.now;
         let link = &mut self.links[l];
         let packet = link.in_service;
@@ -2003,7 +2068,7 @@ impl<'s> Engine<'s> {
         class.delay_sum += (now - packet.arrival) as u128;
         link.sent_packets += 1;
         link.sent_bytes += packet.size as u64;
-        if link.loss_threshold > 0 && link.loss_rng.random::<u64>() < link.loss_threshold {
+        if F::ANY && link.loss_threshold > 0 && link.loss_rng.random::<u64>() < link.loss_threshold {
             link.lost += 1;
             let slot = self.slab.remove(packet.id);
             if let Some(packet_log) = &mut self.packet_log {
@@ -2016,12 +2081,12 @@ impl<'s> Engine<'s> {
             } else if slot.measured {
                 self.flows[slot.source as usize].on_lost();
             }
-            self.maybe_decide(l);
+            self.maybe_decide::<F>(l);
             return;
         }
         let delay = link.delay;
         if delay == 0 {
-            self.forward(packet);
+            self.forward::<F>(packet);
         } else if l == self.sink as usize && self.is_last_hop(packet.id) {
             // Delivered a propagation delay from now: every delivery comes from this link, in
             // the order of its transmission ends, so recording it now changes no order.
@@ -2029,9 +2094,9 @@ impl<'s> Engine<'s> {
             self.last_delivery = at;
             self.elided_events += 1;
             self.slab.get(packet.id).hop += 1;
-            self.deliver(packet, at);
+            self.deliver::<F>(packet, at);
         } else {
-            if self.prefetching {
+            if F::PREFETCH && self.prefetching {
                 // The packet is forwarded or delivered when its propagation ends, several
                 // events from now: start loading its source's path and statistics.
                 let s = self.slab.get(packet.id).source as usize;
@@ -2042,37 +2107,37 @@ impl<'s> Engine<'s> {
             let at = now + link.delay;
             link.pipe.push_back((at, packet));
             if link.pipe.len() == 1 {
-                self.push_propagated(at, l);
+                self.push_propagated::<F>(at, l);
             }
         }
-        self.maybe_decide(l);
+        self.maybe_decide::<F>(l);
     }
 
     /// [`Engine::propagated`] for a propagation event from the heap (out of order with those
     /// in `propagations`: rare), out of line.
     #[inline(never)]
-    fn propagated_from_heap(&mut self, l: usize) {
-        self.propagated(l);
+    fn propagated_from_heap<F: PathFeatures>(&mut self, l: usize) {
+        self.propagated::<F>(l);
     }
 
     /// Link `l`'s next propagation ends now: its packet moves on.
     #[inline(always)]
-    fn propagated(&mut self, l: usize) {
+    fn propagated<F: PathFeatures>(&mut self, l: usize) {
         let packet = if self.hops[l].private {
             let (packet, next) = self.hops[l].forward_next(self.now, &mut self.transit);
             if let Some(next) = next {
-                self.push_propagated(next, l);
+                self.push_propagated::<F>(next, l);
             }
             packet
         } else {
             let link = &mut self.links[l];
             let (_, packet) = link.pipe.pop_front().expect("a propagation event has a packet");
             if let Some(&(next, _)) = link.pipe.front() {
-                self.push_propagated(next, l);
+                self.push_propagated::<F>(next, l);
             }
             packet
         };
-        self.forward(packet);
+        self.forward::<F>(packet);
     }
 
     /// Whether the link packet `id` is at is the last of its path.
@@ -2084,13 +2149,13 @@ impl<'s> Engine<'s> {
 
     /// `packet` has crossed its current link: on to the next one, or delivered.
     #[inline(always)]
-    fn forward(&mut self, packet: Packet) {
+    fn forward<F: PathFeatures>(&mut self, packet: Packet) {
         let slot = self.slab.get(packet.id);
         slot.hop += 1;
         let hop = slot.hop as usize;
         let source = &self.sources[slot.source as usize];
         // Data first: one comparison on the common path.
-        let next = if slot.kind <= TCP_DATA {
+        let next = if !F::ANY || slot.kind <= TCP_DATA {
             source.path.hop(hop)
         } else {
             let path = if slot.kind == ECHO {
@@ -2104,19 +2169,19 @@ impl<'s> Engine<'s> {
             path.get(hop).map(|&l| l as usize)
         };
         if let Some(next) = next {
-            self.arrive(next, packet);
+            self.arrive::<F>(next, packet);
         } else {
-            self.deliver(packet, self.now);
+            self.deliver::<F>(packet, self.now);
         }
     }
 
     /// `packet` reaches its destination at `now` (the current time, or a time after it when
     /// delivered at its last transmission end, see [`Engine::sink`]).
     #[inline(always)]
-    fn deliver(&mut self, packet: Packet, now: TimeNs) {
+    fn deliver<F: PathFeatures>(&mut self, packet: Packet, now: TimeNs) {
         let slot = self.slab.remove(packet.id);
         let s = slot.source as usize;
-        if slot.kind == TCP_ACK {
+        if F::ANY && slot.kind == TCP_ACK {
             let ack = self.sources[s]
                 .tcp
                 .as_mut()
@@ -2135,12 +2200,12 @@ impl<'s> Engine<'s> {
             self.ack_arrives(s, ack);
             return;
         }
-        if slot.kind == ECHO {
+        if F::ANY && slot.kind == ECHO {
             // `entry` is the echoed packet's entry into the network.
             self.round_trip(s, slot.class, now - slot.entry);
             return;
         }
-        if let Some(packet_log) = &mut self.packet_log {
+        if let Some(packet_log) = self.packet_log.as_mut().filter(|_| F::ANY) {
             packet_log.delivered(slot.log, now);
         }
         if now >= self.bin_end {
@@ -2154,23 +2219,23 @@ impl<'s> Engine<'s> {
         source.bin_bytes += packet.size as u64;
         if slot.measured {
             let delay = now - slot.entry;
-            if self.prefetching {
+            if F::PREFETCH && self.prefetching {
                 self.flows[s].on_received_except_histogram(packet.size, now, delay);
                 self.defer_delay(s, delay);
             } else {
                 self.flows[s].on_received(packet.size, now, delay);
             }
             let c = self.class_slot(slot.class);
-            if self.live_classes {
+            if F::ANY && self.live_classes {
                 self.classes[c].1.on_received(packet.size, now, delay);
             } else {
                 self.class_jitter[c].1.on_received(now, delay);
             }
-            if self.echoes && slot.kind == OPEN_LOOP {
+            if F::ANY && self.echoes && slot.kind == OPEN_LOOP {
                 self.echo(s, &slot);
             }
         }
-        if slot.kind == TCP_DATA {
+        if F::ANY && slot.kind == TCP_DATA {
             self.segment_arrives(s, slot.seq, slot.len);
         }
     }
@@ -2214,7 +2279,7 @@ impl<'s> Engine<'s> {
             // More than 2³² packets in flight: the echo is lost (no sample).
             return;
         };
-        self.arrive(
+        self.arrive::<AnyPath>(
             first as usize,
             Packet {
                 id,
@@ -2284,9 +2349,15 @@ impl<'s> Engine<'s> {
             let size = segment.len + tcp.header;
             let class = source.class;
             let deadline = source.deadline.map(|d| now.saturating_add(d));
-            let packet =
-                self.new_packet(s, size, class, deadline, (TCP_DATA, segment.seq, segment.len), 0)?;
-            self.arrive(first_link, packet);
+            let packet = self.new_packet::<AnyPath>(
+                s,
+                size,
+                class,
+                deadline,
+                (TCP_DATA, segment.seq, segment.len),
+                0,
+            )?;
+            self.arrive::<AnyPath>(first_link, packet);
             if self.packets == self.packet_budget {
                 self.end_window(now);
                 break;
@@ -2385,7 +2456,7 @@ impl<'s> Engine<'s> {
             // error when it next sends).
             return;
         };
-        self.arrive(
+        self.arrive::<AnyPath>(
             first,
             Packet {
                 id,
@@ -3027,6 +3098,49 @@ mod tests {
             let with = super::run_replication_shortcuts(&scenario, 0, true).unwrap();
             let without = super::run_replication_shortcuts(&scenario, 0, false).unwrap();
             assert_same_run(&with, &without);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        /// The lean loops ([`super::LeanPath`], and [`super::LeanPrefetchingPath`] with
+        /// prefetching forced on) give the run the loop of every feature gives, event count
+        /// included: random networks as in `shortcuts_change_no_statistic`, whose open-loop
+        /// sources over plain links take a lean loop.
+        #[test]
+        fn lean_loops_change_no_statistic(
+            access in prop::collection::vec((100u32..3000, 0u32..3000, 0u8..3, 5u32..150, 40u32..1500), 1..12),
+            bottleneck_kbit in 500u32..5000,
+            bottleneck_delay_us in 0u32..2000,
+            warmup_ms in prop::sample::select(vec![0u32, 300]),
+            drain in any::<bool>(),
+            kind in prop::sample::select(vec!["drr", "fifo", "wf2q_plus"]),
+            prefetching in any::<bool>(),
+        ) {
+            let mut text = format!(
+                "[run]\nduration = \"1500ms\"\nwarmup = \"{warmup_ms}ms\"\nseed = 4\nbin = \"100ms\"\ndrain = {drain}\n\
+                 [[link]]\nname = \"bottleneck\"\nrate = \"{bottleneck_kbit}kbit\"\ndelay = \"{bottleneck_delay_us}us\"\n\
+                 scheduler = {{ kind = \"{kind}\" }}\n"
+            );
+            for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
+                text += &access_link_toml(i, *rate_kbit, if i % 3 == 0 { 0 } else { *delay_us });
+            }
+            for (i, (_, _, model, rate, size)) in access.iter().enumerate() {
+                text += &source_toml(i, &format!("\"access_{i}\", \"bottleneck\""), *model, *rate, *size);
+            }
+            let scenario = crate::scenario::parse_scenario(&text, Path::new(".")).unwrap();
+            let (mut engine, _) = super::Engine::new(&scenario, 0).unwrap();
+            prop_assert!(engine.lean_path());
+            engine.prefetching = prefetching;
+            let (mut any, seeds) = super::Engine::new(&scenario, 0).unwrap();
+            any.prefetching = prefetching;
+            engine.run(&mut |_| true).unwrap();
+            any.run_as::<super::AnyPath>(&mut |_| true).unwrap();
+            prop_assert_eq!(engine.events, any.events);
+            let lean = engine.finish(0, seeds.clone()).unwrap();
+            let any = any.finish(0, seeds).unwrap();
+            prop_assert_eq!(lean.events, any.events);
+            assert_same_run(&lean, &any);
         }
     }
 
