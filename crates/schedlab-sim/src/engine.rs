@@ -224,7 +224,8 @@ impl PreparedService {
             },
             Some(rate) => {
                 let bits_per_second = rate.bits_per_second();
-                let whole = bit_ns % bits_per_second == 0 && bit_ns / bits_per_second <= u32::MAX as u64;
+                let whole =
+                    bit_ns.is_multiple_of(bits_per_second) && bit_ns / bits_per_second <= u32::MAX as u64;
                 PreparedService {
                     per_packet: service.per_packet,
                     per_byte: if whole {
@@ -2087,13 +2088,13 @@ impl<'s> Engine<'s> {
         let delay = link.delay;
         if delay == 0 {
             self.forward::<F>(packet);
-        } else if l == self.sink as usize && self.is_last_hop(packet.id) {
+        } else if l == self.sink as usize && self.is_last_hop::<F>(packet.id) {
             // Delivered a propagation delay from now: every delivery comes from this link, in
-            // the order of its transmission ends, so recording it now changes no order.
+            // the order of its transmission ends, so recording it now changes no order. (Its
+            // slot goes at once: its hop is not moved on.)
             let at = now + delay;
             self.last_delivery = at;
             self.elided_events += 1;
-            self.slab.get(packet.id).hop += 1;
             self.deliver::<F>(packet, at);
         } else {
             if F::PREFETCH && self.prefetching {
@@ -2142,9 +2143,10 @@ impl<'s> Engine<'s> {
 
     /// Whether the link packet `id` is at is the last of its path.
     #[inline(always)]
-    fn is_last_hop(&mut self, id: u64) -> bool {
+    fn is_last_hop<F: PathFeatures>(&mut self, id: u64) -> bool {
         let slot = self.slab.get(id);
-        slot.kind <= TCP_DATA && slot.hop as usize + 1 == self.sources[slot.source as usize].path.len()
+        (!F::ANY || slot.kind <= TCP_DATA)
+            && slot.hop as usize + 1 == self.sources[slot.source as usize].path.len()
     }
 
     /// `packet` has crossed its current link: on to the next one, or delivered.
