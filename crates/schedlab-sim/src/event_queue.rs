@@ -806,9 +806,46 @@ impl SourceTree {
 
     /// Replays the matches from `source`'s leaf to the root against the sibling subtrees'
     /// winners (which are unchanged). Keys are unique but for NEVER, so the side that wins a
-    /// tie does not matter.
+    /// tie does not matter. Trees of up to 32 leaves replay a fixed number of levels
+    /// ([`SourceTree::replay_levels`], unrolled), others loop.
     #[inline(always)]
     fn set_key(&mut self, source: usize, key: u128) {
+        match self.leaves {
+            16 => self.replay_levels::<4>(source, key),
+            8 => self.replay_levels::<3>(source, key),
+            32 => self.replay_levels::<5>(source, key),
+            4 => self.replay_levels::<2>(source, key),
+            2 => self.replay_levels::<1>(source, key),
+            _ => self.replay_loop(source, key),
+        }
+    }
+
+    /// [`SourceTree::set_key`] for a tree of `2^LEVELS` leaves, its levels unrolled: without
+    /// a loop, LLVM keeps the winner's select a conditional move (in a loop, its x86 back end
+    /// turns a select carried from one level to the next into a branch, which is mispredicted
+    /// about once an update; see `replay_loop`).
+    #[inline(always)]
+    fn replay_levels<const LEVELS: usize>(&mut self, source: usize, key: u128) {
+        let leaves = 1 << LEVELS;
+        debug_assert_eq!(self.leaves, leaves);
+        let keys = &mut self.keys[..leaves];
+        let winner = &mut self.winner[..2 * leaves];
+        keys[source & (leaves - 1)] = key;
+        let mut node = leaves + (source & (leaves - 1));
+        let mut best = source as u32 & (leaves as u32 - 1);
+        for _ in 0..LEVELS {
+            let sibling = winner[node ^ 1] & (leaves as u32 - 1);
+            let take = keys[sibling as usize] < keys[best as usize];
+            best = if take { sibling } else { best };
+            node /= 2;
+            winner[node] = best;
+        }
+        self.earliest = (best as usize, keys[best as usize]);
+    }
+
+    /// [`SourceTree::set_key`] for any tree, by a loop over its levels.
+    #[inline(always)]
+    fn replay_loop(&mut self, source: usize, key: u128) {
         // Slices whose lengths are `mask + 1`, indexed `& mask`: the compiler sees that no
         // index can be out of bounds and drops the checks from the loop.
         let leaf_mask = self.leaves - 1;
