@@ -37,6 +37,11 @@
 //! Per-packet bookkeeping (network entry time, source, hop, whether it is measured) lives in a
 //! slab whose slot index is the low 32 bits of the packet id; slots are reused, so the steady
 //! state allocates nothing per packet.
+//!
+//! The loop and its event handlers are compiled once per set of features a run may meet
+//! ([`PathFeatures`]): a run of open-loop sources over plain links takes a loop without the
+//! tests of TCP, shapers, echoes, conditioners, drop policies, loss, sojourn limits, lateness
+//! meters, live class statistics and the packet log; every other run the loop that tests them.
 
 use std::collections::VecDeque;
 
