@@ -238,7 +238,33 @@ impl DenseCounts {
 
     /// The sum of every count.
     fn total(&self) -> u64 {
-        (0..self.runs()).map(|k| self.run_sum(k)).sum()
+        let low: u64 = self.low.iter().map(|&low| low as u64).sum();
+        low + (self.high().iter().sum::<u64>() << 8)
+    }
+
+    /// Adds the counts `other[from..from + n]` to `self[at..at + n]` (a merge of windows),
+    /// a byte at a time with its carry.
+    fn add_counts(&mut self, at: usize, other: &DenseCounts, from: usize, n: usize) {
+        let mut carried = false;
+        for (own, &theirs) in self.low[at..at + n].iter_mut().zip(&other.low[from..from + n]) {
+            let (sum, carry) = own.overflowing_add(theirs);
+            *own = sum;
+            carried |= carry;
+        }
+        if !carried && other.high.is_none() {
+            return;
+        }
+        // Some byte carried (or `other` has high parts): the high parts of this range again,
+        // from the sums' bytes (a carry left the byte below the one it was added to).
+        let high = other.high().get(from..from + n);
+        for k in 0..n {
+            let theirs = other.low[from + k];
+            let carry = self.low[at + k] < theirs;
+            let add = high.map_or(0, |high| high[k]) + u64::from(carry);
+            if add != 0 {
+                self.high_mut()[at + k] += add;
+            }
+        }
     }
 
     /// Extends the window by `added` zero counts at its end.
@@ -519,13 +545,7 @@ impl DelayHistogram {
         else {
             unreachable!("a dense window stays dense");
         };
-        let shift = offset - *mine;
-        for i in first..=last {
-            let count = counts.get(i);
-            if count > 0 {
-                own.add(shift + i, count);
-            }
-        }
+        own.add_counts(offset + first - *mine, counts, first, last - first + 1);
     }
 
     /// Calls `f(index, count)` for every non-empty bucket, in increasing order.
@@ -1248,6 +1268,34 @@ mod tests {
                 model.iter().enumerate().for_each(|(i, &c)| same.add(i, c));
                 prop_assert_eq!(&same, &counts);
             }
+        }
+
+        /// [`DenseCounts::add_counts`] adds a range of another window's counts as `u64`
+        /// counts would, with carries of the bytes and the other window's high parts.
+        #[test]
+        fn dense_counts_add_as_u64_counts(
+            own in prop::collection::vec(prop_oneof![0u64..256, 0u64..1_000, Just(255)], 1..30),
+            theirs in prop::collection::vec(prop_oneof![0u64..256, 0u64..100_000, Just(1)], 1..30),
+            at in any::<usize>(),
+            from in any::<usize>(),
+            n in any::<usize>(),
+        ) {
+            let make = |values: &[u64]| {
+                let mut counts = DenseCounts::zeros(values.len());
+                values.iter().enumerate().for_each(|(i, &c)| counts.add(i, c));
+                counts
+            };
+            let (mut counts, other) = (make(&own), make(&theirs));
+            let from = from % theirs.len();
+            let at = at % own.len();
+            let n = n % ((own.len() - at).min(theirs.len() - from) + 1);
+            counts.add_counts(at, &other, from, n);
+            let mut model = own.clone();
+            for k in 0..n {
+                model[at + k] += theirs[from + k];
+            }
+            let read: Vec<u64> = (0..counts.len()).map(|i| counts.get(i)).collect();
+            prop_assert_eq!(read, model);
         }
 
         /// Recording through `DelayHistogram` gives exactly the histogram of recording each
