@@ -169,7 +169,11 @@ impl DenseCounts {
     /// Count `i`.
     #[inline]
     fn get(&self, i: usize) -> u64 {
-        self.low[i] as u64 + (self.high().get(i).copied().unwrap_or(0) << 8)
+        let low = self.low[i] as u64;
+        match &self.high {
+            None => low,
+            Some(high) => low + (high[i] << 8),
+        }
     }
 
     /// Adds `count` to count `i`.
@@ -243,26 +247,18 @@ impl DenseCounts {
     }
 
     /// Adds the counts `other[from..from + n]` to `self[at..at + n]` (a merge of windows),
-    /// a byte at a time with its carry.
+    /// a byte at a time, its carry and `other`'s high part (if any) into `high`.
     fn add_counts(&mut self, at: usize, other: &DenseCounts, from: usize, n: usize) {
-        let mut carried = false;
-        for (own, &theirs) in self.low[at..at + n].iter_mut().zip(&other.low[from..from + n]) {
+        let len = self.low.len();
+        let theirs_high = other.high.as_deref().map(|high| &high[from..from + n]);
+        let DenseCounts { low, high } = self;
+        let pairs = low[at..at + n].iter_mut().zip(&other.low[from..from + n]);
+        for (k, (own, &theirs)) in pairs.enumerate() {
             let (sum, carry) = own.overflowing_add(theirs);
             *own = sum;
-            carried |= carry;
-        }
-        if !carried && other.high.is_none() {
-            return;
-        }
-        // Some byte carried (or `other` has high parts): the high parts of this range again,
-        // from the sums' bytes (a carry left the byte below the one it was added to).
-        let high = other.high().get(from..from + n);
-        for k in 0..n {
-            let theirs = other.low[from + k];
-            let carry = self.low[at + k] < theirs;
-            let add = high.map_or(0, |high| high[k]) + u64::from(carry);
+            let add = theirs_high.map_or(0, |high| high[k]) + u64::from(carry);
             if add != 0 {
-                self.high_mut()[at + k] += add;
+                high.get_or_insert_with(|| Box::new(vec![0; len]))[at + k] += add;
             }
         }
     }
