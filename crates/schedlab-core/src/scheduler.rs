@@ -39,6 +39,15 @@ pub trait Scheduler {
     /// Per-flow and total counters.
     fn counters(&self) -> &Counters;
 
+    /// A packet of `flow` will be offered soon (a driver that knows its arrivals some events
+    /// ahead, as the simulator does with many flows, says so): a discipline may start loading
+    /// what its enqueue reads from tables of every flow. A hint, which changes no result; the
+    /// default does nothing.
+    #[inline(always)]
+    fn prefetch_arrival(&self, flow: FlowId) {
+        let _ = flow;
+    }
+
     /// Total backlog.
     fn backlog(&self) -> Backlog {
         self.counters().backlog()

@@ -1813,6 +1813,13 @@ impl<'s> Engine<'s> {
             self.schedule_source::<F>(index);
         }
         if self.hops[first_link].private {
+            if F::PREFETCH && self.prefetching {
+                // The packet reaches its next link a propagation delay from now, some events
+                // ahead: its scheduler may start loading the flow's state.
+                if let Some(next) = self.sources[index].path.hop(1) {
+                    self.links[next].scheduler.prefetch_arrival(packet.flow);
+                }
+            }
             self.pass_private::<F>(first_link, packet);
         } else {
             self.arrive::<F>(first_link, packet);

@@ -3,8 +3,9 @@
 //! Delays go into an HDR histogram (3 significant digits, 1 ns to 1 hour; larger values are
 //! clamped in the histogram but the exact maximum is kept), besides an exact sum and maximum.
 //! While a run records, the histogram is a [`DelayHistogram`]: the same buckets as the
-//! `hdrhistogram` crate's, counted in a plain array (a record is an index computation and an
-//! increment, where `Histogram::saturating_record` costs about 130 instructions). Its quantiles
+//! `hdrhistogram` crate's, counted in a plain array of bytes with a carry (a record is an
+//! index computation and an increment, where `Histogram::saturating_record` costs about 130
+//! instructions). Its quantiles
 //! and CDF points are read from those buckets as `hdrhistogram` would compute them
 //! ([`DelayHistogram::values_at_quantiles`], [`DelayHistogram::for_each_recorded`]; a test
 //! compares them), without the full-range histogram (a few hundred kB per flow, which with
@@ -79,13 +80,219 @@ const SPARSE_MAX: usize = 128;
 /// matters (all empty, or too few values to reach the next quantile or CDF point).
 const DENSE_RUN: usize = 8;
 
-/// The sum of a run of counts (of [`DENSE_RUN`] buckets but at the end of a window, where
-/// the compiler then knows the length and adds without a loop).
+/// The sum of the 8 bytes of `word` (each 0 to 255): pairs of bytes added into four 16-bit
+/// lanes (at most 510 each), then the lanes into the top one (at most 2,040, no carry).
 #[inline(always)]
-fn run_sum(run: &[u64]) -> u64 {
-    match <&[u64; DENSE_RUN]>::try_from(run) {
-        Ok(full) => full.iter().sum(),
-        Err(_) => run.iter().sum(),
+fn byte_sum(word: u64) -> u64 {
+    const LOW_BYTES: u64 = 0x00ff_00ff_00ff_00ff;
+    let lanes = (word & LOW_BYTES) + ((word >> 8) & LOW_BYTES);
+    lanes.wrapping_mul(0x0001_0001_0001_0001) >> 48
+}
+
+/// The counts of a dense window, a byte each where a count fits: the low 8 bits of each count
+/// in `low`, the rest (`count >> 8`) in `high`, which stays empty until some count first
+/// reaches 256 and from then on has `low`'s length. A record increments one byte, and a carry
+/// out of it (one record in 256 of the same bucket at most) goes out of line into `high`.
+///
+/// A busy flow's window spans its delays at 3 significant digits (several thousand buckets,
+/// mostly holding a few values each). With `u64` counts the 1,000 flows of the ns-2 scenario
+/// held about 60 MB of windows (peak RSS 95 MB, 39 MB with bytes), beyond the last-level
+/// cache and the reach of the TLB: the count a delivery adds to was a page walk and a memory
+/// access, even prefetched (session 10 in `docs/performance.md`).
+///
+/// 24 bytes (a boxed slice and a thin pointer), so that a dense window's handle stays in the
+/// 48 bytes a record touches (see [`DelayHistogram`]).
+#[derive(Clone, Debug, Default)]
+struct DenseCounts {
+    low: Box<[u8]>,
+    /// Boxed: a thin pointer (8 bytes where a `Vec` takes 24), allocated once at most.
+    #[allow(clippy::box_collection)]
+    high: Option<Box<Vec<u64>>>,
+}
+
+impl PartialEq for DenseCounts {
+    /// The same counts (whether or not `high` was allocated).
+    fn eq(&self, other: &DenseCounts) -> bool {
+        self.len() == other.len() && (0..self.len()).all(|i| self.get(i) == other.get(i))
+    }
+}
+
+impl Eq for DenseCounts {}
+
+impl DenseCounts {
+    /// `len` zero counts.
+    fn zeros(len: usize) -> DenseCounts {
+        DenseCounts {
+            low: vec![0; len].into_boxed_slice(),
+            high: None,
+        }
+    }
+
+    /// Buckets in the window.
+    #[inline]
+    fn len(&self) -> usize {
+        self.low.len()
+    }
+
+    /// Adds one to count `i`; false (nothing counted) if `i` is outside the window.
+    #[inline(always)]
+    fn increment(&mut self, i: usize) -> bool {
+        let Some(low) = self.low.get_mut(i) else {
+            return false;
+        };
+        *low = low.wrapping_add(1);
+        if *low == 0 {
+            self.carry(i);
+        }
+        true
+    }
+
+    /// Count `i`'s low byte went from 255 to 0: 256 more in `high`.
+    #[cold]
+    #[inline(never)]
+    fn carry(&mut self, i: usize) {
+        self.high_mut()[i] += 1;
+    }
+
+    /// `high`, allocated (zeros) if it was not.
+    fn high_mut(&mut self) -> &mut Vec<u64> {
+        let len = self.low.len();
+        self.high.get_or_insert_with(|| Box::new(vec![0; len]))
+    }
+
+    /// `high` as a slice (empty while not allocated).
+    #[inline]
+    fn high(&self) -> &[u64] {
+        self.high.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    /// Count `i`.
+    #[inline]
+    fn get(&self, i: usize) -> u64 {
+        let low = self.low[i] as u64;
+        match &self.high {
+            None => low,
+            Some(high) => low + (high[i] << 8),
+        }
+    }
+
+    /// Adds `count` to count `i`.
+    fn add(&mut self, i: usize, count: u64) {
+        let total = self.get(i) + count;
+        self.low[i] = total as u8;
+        let high = total >> 8;
+        if high != 0 || self.high.is_some() {
+            self.high_mut()[i] = high;
+        }
+    }
+
+    /// Whether count `i` is not zero.
+    #[inline]
+    fn is_counted(&self, i: usize) -> bool {
+        self.low[i] != 0 || self.high().get(i).is_some_and(|&high| high != 0)
+    }
+
+    /// The first index from `from` on (to the end) whose count is not zero.
+    fn first_counted_from(&self, from: usize) -> Option<usize> {
+        if self.high.is_none() {
+            return self
+                .low
+                .get(from..)?
+                .iter()
+                .position(|&low| low != 0)
+                .map(|at| from + at);
+        }
+        (from..self.len()).find(|&i| self.is_counted(i))
+    }
+
+    /// The last index whose count is not zero.
+    fn last_counted(&self) -> Option<usize> {
+        if self.high.is_none() {
+            return self.low.iter().rposition(|&low| low != 0);
+        }
+        (0..self.len()).rev().find(|&i| self.is_counted(i))
+    }
+
+    /// Runs of [`DENSE_RUN`] buckets in the window (the last one may be shorter).
+    #[inline]
+    fn runs(&self) -> usize {
+        self.len().div_ceil(DENSE_RUN)
+    }
+
+    /// The indices of run `k`.
+    #[inline]
+    fn run(&self, k: usize) -> std::ops::Range<usize> {
+        k * DENSE_RUN..((k + 1) * DENSE_RUN).min(self.len())
+    }
+
+    /// The sum of the counts of run `k` (a full run of bytes is one load and a few
+    /// arithmetic instructions).
+    #[inline(always)]
+    fn run_sum(&self, k: usize) -> u64 {
+        let range = self.run(k);
+        let low = match <[u8; DENSE_RUN]>::try_from(&self.low[range.clone()]) {
+            Ok(full) => byte_sum(u64::from_le_bytes(full)),
+            Err(_) => self.low[range.clone()].iter().map(|&low| low as u64).sum(),
+        };
+        match &self.high {
+            None => low,
+            Some(high) => low + (high[range].iter().sum::<u64>() << 8),
+        }
+    }
+
+    /// The sum of every count.
+    fn total(&self) -> u64 {
+        let low: u64 = self.low.iter().map(|&low| low as u64).sum();
+        low + (self.high().iter().sum::<u64>() << 8)
+    }
+
+    /// Adds the counts `other[from..from + n]` to `self[at..at + n]` (a merge of windows),
+    /// a byte at a time, its carry and `other`'s high part (if any) into `high`.
+    fn add_counts(&mut self, at: usize, other: &DenseCounts, from: usize, n: usize) {
+        let len = self.low.len();
+        let theirs_high = other.high.as_deref().map(|high| &high[from..from + n]);
+        let DenseCounts { low, high } = self;
+        let pairs = low[at..at + n].iter_mut().zip(&other.low[from..from + n]);
+        for (k, (own, &theirs)) in pairs.enumerate() {
+            let (sum, carry) = own.overflowing_add(theirs);
+            *own = sum;
+            let add = theirs_high.map_or(0, |high| high[k]) + u64::from(carry);
+            if add != 0 {
+                high.get_or_insert_with(|| Box::new(vec![0; len]))[at + k] += add;
+            }
+        }
+    }
+
+    /// Extends the window by `added` zero counts at its end.
+    fn extend_end(&mut self, added: usize) {
+        let len = self.len() + added;
+        let mut low = std::mem::take(&mut self.low).into_vec();
+        low.resize(len, 0);
+        self.low = low.into_boxed_slice();
+        if let Some(high) = &mut self.high {
+            high.resize(len, 0);
+        }
+    }
+
+    /// Extends the window by `added` zero counts before its start.
+    fn extend_start(&mut self, added: usize) {
+        fn prepended<T: Copy + Default>(values: &[T], added: usize) -> Vec<T> {
+            let mut grown = vec![T::default(); added + values.len()];
+            grown[added..].copy_from_slice(values);
+            grown
+        }
+        self.low = prepended(&self.low, added).into_boxed_slice();
+        if let Some(high) = &mut self.high {
+            **high = prepended(high, added);
+        }
+    }
+
+    /// Heap memory held, bytes.
+    fn heap_bytes(&self) -> usize {
+        self.low.len()
+            + self.high.as_ref().map_or(0, |high| {
+                std::mem::size_of::<Vec<u64>>() + high.capacity() * std::mem::size_of::<u64>()
+            })
     }
 }
 
@@ -95,7 +302,7 @@ enum Counts {
     /// Few distinct buckets: (bucket index, count), sorted by index.
     Sparse(Vec<(u32, u64)>),
     /// Many: the counts of buckets `offset .. offset + counts.len()`.
-    Dense { offset: usize, counts: Vec<u64> },
+    Dense { offset: usize, counts: DenseCounts },
 }
 
 /// Delay histogram being recorded: the bucket counts of [`delay_histogram`], kept compact —
@@ -152,8 +359,7 @@ impl DelayHistogram {
         let index = bucket_index(value);
         if let Counts::Dense { offset, counts } = &mut self.counts {
             // The common case of a busy flow: inside the dense window.
-            if let Some(count) = counts.get_mut(index.wrapping_sub(*offset)) {
-                *count += 1;
+            if counts.increment(index.wrapping_sub(*offset)) {
                 return;
             }
         }
@@ -175,7 +381,7 @@ impl DelayHistogram {
         if let Counts::Dense { offset, counts } = &self.counts {
             if value <= HISTOGRAM_MAX_NS {
                 let index = bucket_index(value.max(1));
-                crate::prefetch::prefetch(counts, index.wrapping_sub(*offset), 8);
+                crate::prefetch::prefetch(&counts.low, index.wrapping_sub(*offset), 1);
             }
         }
     }
@@ -185,7 +391,7 @@ impl DelayHistogram {
     fn add(&mut self, index: usize, count: u64) {
         match &mut self.counts {
             Counts::Dense { offset, counts } if index >= *offset && index < *offset + counts.len() => {
-                counts[index - *offset] += count;
+                counts.add(index - *offset, count);
             }
             Counts::Dense { .. } => {
                 self.grow(index);
@@ -209,9 +415,9 @@ impl DelayHistogram {
             return;
         };
         let (first, last) = (entries[0].0 as usize, entries[entries.len() - 1].0 as usize);
-        let mut counts = vec![0; last - first + 1];
+        let mut counts = DenseCounts::zeros(last - first + 1);
         for &(index, count) in entries {
-            counts[index as usize - first] = count;
+            counts.add(index as usize - first, count);
         }
         self.counts = Counts::Dense {
             offset: first,
@@ -230,12 +436,10 @@ impl DelayHistogram {
         let len = counts.len();
         if index >= *offset + len {
             let new_len = (index + 1 - *offset).max(2 * len).min(last + 1 - *offset);
-            counts.resize(new_len, 0);
+            counts.extend_end(new_len - len);
         } else {
             let new_offset = index.min(offset.saturating_sub(len));
-            let mut grown = vec![0; *offset - new_offset + len];
-            grown[*offset - new_offset..].copy_from_slice(counts);
-            *counts = grown;
+            counts.extend_start(*offset - new_offset);
             *offset = new_offset;
         }
     }
@@ -245,11 +449,9 @@ impl DelayHistogram {
         match &self.counts {
             Counts::Sparse(entries) => Box::new(entries.iter().map(|&(i, c)| (i as usize, c))),
             Counts::Dense { offset, counts } => Box::new(
-                counts
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &c)| c > 0)
-                    .map(move |(i, &c)| (offset + i, c)),
+                (0..counts.len())
+                    .filter(|&i| counts.is_counted(i))
+                    .map(move |i| (offset + i, counts.get(i))),
             ),
         }
     }
@@ -258,7 +460,7 @@ impl DelayHistogram {
     pub fn heap_bytes(&self) -> usize {
         let counts = match &self.counts {
             Counts::Sparse(entries) => entries.capacity() * std::mem::size_of::<(u32, u64)>(),
-            Counts::Dense { counts, .. } => counts.capacity() * std::mem::size_of::<u64>(),
+            Counts::Dense { counts, .. } => counts.heap_bytes(),
         };
         counts + self.beyond.capacity() * std::mem::size_of::<u64>()
     }
@@ -304,14 +506,11 @@ impl DelayHistogram {
     /// and a branch each): first the window grows as those adds, in increasing order, would
     /// have grown it (the same window, so the same histogram), then the counts from the first
     /// non-empty bucket to the last are added.
-    fn add_dense(&mut self, offset: usize, counts: &[u64]) {
-        let Some(first) = counts.iter().position(|&count| count > 0) else {
+    fn add_dense(&mut self, offset: usize, counts: &DenseCounts) {
+        let Some(first) = counts.first_counted_from(0) else {
             return;
         };
-        let last = counts
-            .iter()
-            .rposition(|&count| count > 0)
-            .expect("a non-empty bucket");
+        let last = counts.last_counted().expect("a non-empty bucket");
         if let Counts::Dense { offset: mine, .. } = &self.counts {
             if offset + first < *mine {
                 self.grow(offset + first);
@@ -327,13 +526,9 @@ impl DelayHistogram {
             };
             let end = *mine + own.len();
             // The first non-empty bucket beyond the window, if any: where an add grows it.
-            let beyond = end.checked_sub(offset).map_or(Some(first), |from| {
-                counts.get(from.max(first)..=last).and_then(|rest| {
-                    rest.iter()
-                        .position(|&count| count > 0)
-                        .map(|at| from.max(first) + at)
-                })
-            });
+            let beyond = end
+                .checked_sub(offset)
+                .map_or(Some(first), |from| counts.first_counted_from(from.max(first)));
             match beyond {
                 Some(at) => self.grow(offset + at),
                 None => break,
@@ -346,13 +541,7 @@ impl DelayHistogram {
         else {
             unreachable!("a dense window stays dense");
         };
-        let start = offset + first - *mine;
-        for (own, &count) in own[start..=start + last - first]
-            .iter_mut()
-            .zip(&counts[first..=last])
-        {
-            *own += count;
-        }
+        own.add_counts(offset + first - *mine, counts, first, last - first + 1);
     }
 
     /// Calls `f(index, count)` for every non-empty bucket, in increasing order.
@@ -365,23 +554,14 @@ impl DelayHistogram {
             Counts::Dense { offset, counts } => {
                 // A dense window is mostly empty buckets (it spans a flow's delays at 3
                 // significant digits, and grows by doubling): runs of 8 empty ones are skipped
-                // with one test of their OR.
-                const RUN: usize = DENSE_RUN;
-                let mut start = *offset;
-                let mut runs = counts.chunks_exact(RUN);
-                for run in runs.by_ref() {
-                    if run.iter().fold(0, |any, &count| any | count) != 0 {
-                        for (i, &count) in run.iter().enumerate() {
-                            if count > 0 {
-                                f(start + i, count);
+                // with one test of their sum.
+                for k in 0..counts.runs() {
+                    if counts.run_sum(k) != 0 {
+                        for i in counts.run(k) {
+                            if counts.is_counted(i) {
+                                f(offset + i, counts.get(i));
                             }
                         }
-                    }
-                    start += RUN;
-                }
-                for (i, &count) in runs.remainder().iter().enumerate() {
-                    if count > 0 {
-                        f(start + i, count);
                     }
                 }
             }
@@ -392,7 +572,7 @@ impl DelayHistogram {
     fn bucket_total(&self) -> u64 {
         match &self.counts {
             Counts::Sparse(entries) => entries.iter().map(|&(_, count)| count).sum(),
-            Counts::Dense { counts, .. } => counts.iter().sum(),
+            Counts::Dense { counts, .. } => counts.total(),
         }
     }
 
@@ -453,16 +633,17 @@ impl DelayHistogram {
                 // A run of buckets whose sum leaves the count below the next target is passed
                 // with one test (only the few runs where a target is reached are looked into),
                 // and the scan stops once every target is reached.
-                for (k, run) in counts.chunks(DENSE_RUN).enumerate() {
-                    let sum = run_sum(run);
+                for k in 0..counts.runs() {
+                    let sum = counts.run_sum(k);
                     if so_far + sum < next {
                         so_far += sum;
                         continue;
                     }
-                    for (i, &count) in run.iter().enumerate() {
+                    for i in counts.run(k) {
+                        let count = counts.get(i);
                         so_far += count;
                         if count > 0 && so_far >= next {
-                            reached(offset + k * DENSE_RUN + i, so_far, &mut next);
+                            reached(offset + i, so_far, &mut next);
                         }
                     }
                     if next == u64::MAX {
@@ -529,12 +710,11 @@ impl DelayHistogram {
         // non-empty bucket is seen, its CDF has risen by `step`; always if none is.
         let mut pending: Option<(usize, u64)> = None;
         let mut so_far = 0u64;
-        for (k, run) in counts.chunks(DENSE_RUN).enumerate() {
-            let sum = run_sum(run);
+        for k in 0..counts.runs() {
+            let sum = counts.run_sum(k);
             if sum == 0 {
                 continue;
             }
-            let start = offset + k * DENSE_RUN;
             if let Some((index, up_to)) = pending.take() {
                 if cdf(up_to) - last_written >= step {
                     last_written = cdf(up_to);
@@ -543,20 +723,22 @@ impl DelayHistogram {
             }
             let end = so_far + sum;
             if cdf(end) - last_written < step {
-                let last = run
-                    .iter()
-                    .rposition(|&count| count > 0)
+                let last = counts
+                    .run(k)
+                    .rev()
+                    .find(|&i| counts.is_counted(i))
                     .expect("a run with a non-zero sum");
-                pending = Some((start + last, end));
+                pending = Some((offset + last, end));
                 so_far = end;
                 continue;
             }
-            for (i, &count) in run.iter().enumerate() {
+            for i in counts.run(k) {
+                let count = counts.get(i);
                 if count == 0 {
                     continue;
                 }
                 so_far += count;
-                if let Some((index, up_to)) = pending.replace((start + i, so_far)) {
+                if let Some((index, up_to)) = pending.replace((offset + i, so_far)) {
                     if cdf(up_to) - last_written >= step {
                         last_written = cdf(up_to);
                         point(bucket_highest(index), last_written)?;
@@ -999,7 +1181,119 @@ mod tests {
         assert_eq!(recorded.to_hdr().len(), 13);
     }
 
+    /// Counts of 256 and more (a byte's carries into `high`), in one bucket and in several,
+    /// recorded, merged in both orders and read back as `hdrhistogram` gives them.
+    #[test]
+    fn counts_beyond_a_byte_carry() {
+        let mut values: Vec<u64> = (0..3_000u64)
+            .map(|k| 2_000_000 + (k * 7919) % 5_000_000)
+            .collect();
+        values.extend(std::iter::repeat_n(2_808_000, 70_000));
+        values.extend((0..1_000u64).flat_map(|k| std::iter::repeat_n(3_000_000 + k * 4_096, 300)));
+        let mut heavy = DelayHistogram::new();
+        values.iter().for_each(|&v| heavy.record(v));
+        let Counts::Dense { offset, counts } = &heavy.counts else {
+            panic!("a dense window");
+        };
+        assert!(counts.high.is_some());
+        assert_eq!(counts.get(bucket_index(2_808_000) - offset), 70_000 + 1);
+        assert_identical(&heavy.to_hdr(), &recorded_one_by_one(&values));
+        assert_same_quantiles_and_cdf(&heavy);
+        // Merged into a window without carries, and the reverse.
+        let light_values: Vec<u64> = (0..2_000u64).map(|k| 1_500_000 + k * 3_331).collect();
+        let mut light = DelayHistogram::new();
+        light_values.iter().for_each(|&v| light.record(v));
+        let all: Vec<u64> = values.iter().chain(&light_values).copied().collect();
+        for (mut into, from) in [(heavy.clone(), &light), (light.clone(), &heavy)] {
+            into.merge(from);
+            assert_identical(&into.to_hdr(), &recorded_one_by_one(&all));
+            assert_same_quantiles_and_cdf(&into);
+        }
+    }
+
     proptest! {
+        /// [`DenseCounts`] holds the counts a `u64` array would: after random increments
+        /// (many of one bucket, so that bytes carry), adds of any size and growth at either
+        /// end, every count, run sum, total and search agrees with the array's.
+        #[test]
+        fn dense_counts_as_u64_counts(
+            len in 1usize..40,
+            steps in prop::collection::vec((0u8..4, any::<u64>(), 0u32..700), 1..60),
+        ) {
+            let mut counts = DenseCounts::zeros(len);
+            let mut model = vec![0u64; len];
+            for (kind, at, n) in steps {
+                let i = (at % model.len() as u64) as usize;
+                match kind {
+                    0 => {
+                        for _ in 0..n {
+                            prop_assert!(counts.increment(i));
+                            model[i] += 1;
+                        }
+                    }
+                    1 => {
+                        let n = u64::from(n) << (at % 40);
+                        counts.add(i, n);
+                        model[i] += n;
+                    }
+                    2 => {
+                        let added = n as usize % 9;
+                        counts.extend_end(added);
+                        model.resize(model.len() + added, 0);
+                    }
+                    _ => {
+                        let added = n as usize % 9;
+                        counts.extend_start(added);
+                        model.splice(0..0, std::iter::repeat_n(0, added));
+                    }
+                }
+                prop_assert!(!counts.increment(model.len()));
+                prop_assert_eq!(counts.len(), model.len());
+                let read: Vec<u64> = (0..counts.len()).map(|i| counts.get(i)).collect();
+                prop_assert_eq!(&read, &model);
+                for k in 0..counts.runs() {
+                    prop_assert_eq!(counts.run_sum(k), model[counts.run(k)].iter().sum::<u64>());
+                }
+                prop_assert_eq!(counts.runs(), model.len().div_ceil(DENSE_RUN));
+                prop_assert_eq!(counts.total(), model.iter().sum::<u64>());
+                prop_assert_eq!(counts.last_counted(), model.iter().rposition(|&c| c > 0));
+                let from = (at % (model.len() as u64 + 2)) as usize;
+                let first = model.get(from..).and_then(|rest| rest.iter().position(|&c| c > 0).map(|p| from + p));
+                prop_assert_eq!(counts.first_counted_from(from), first);
+                let mut same = DenseCounts::zeros(model.len());
+                model.iter().enumerate().for_each(|(i, &c)| same.add(i, c));
+                prop_assert_eq!(&same, &counts);
+            }
+        }
+
+        /// [`DenseCounts::add_counts`] adds a range of another window's counts as `u64`
+        /// counts would, with carries of the bytes and the other window's high parts.
+        #[test]
+        fn dense_counts_add_as_u64_counts(
+            own in prop::collection::vec(prop_oneof![0u64..256, 0u64..1_000, Just(255)], 1..30),
+            theirs in prop::collection::vec(prop_oneof![0u64..256, 0u64..100_000, Just(1)], 1..30),
+            at in any::<usize>(),
+            from in any::<usize>(),
+            n in any::<usize>(),
+        ) {
+            let make = |values: &[u64]| {
+                let mut counts = DenseCounts::zeros(values.len());
+                values.iter().enumerate().for_each(|(i, &c)| counts.add(i, c));
+                counts
+            };
+            let (mut counts, other) = (make(&own), make(&theirs));
+            let from = from % theirs.len();
+            let at = at % own.len();
+            let n = n % ((own.len() - at).min(theirs.len() - from) + 1);
+            counts.add_counts(at, &other, from, n);
+            let mut model = own.clone();
+            for k in 0..n {
+                model[at + k] += theirs[from + k];
+            }
+            let read: Vec<u64> = (0..counts.len()).map(|i| counts.get(i)).collect();
+            prop_assert_eq!(read, model);
+        }
+
         /// Recording through `DelayHistogram` gives exactly the histogram of recording each
         /// value into `hdrhistogram` (counts, total, exact minimum and maximum), also after
         /// merging, whatever the spread of values.
