@@ -567,6 +567,19 @@ impl TagCalendar {
         self.last_popped = raw;
     }
 
+    /// The calendar popped the raw key `raw`, and the owner's later keys lie at or above
+    /// `floor`, which is below it: the cursor moves to `floor`'s day if that is ahead of it.
+    /// Every entry is at or above `raw`, so it stays in the window.
+    #[inline(always)]
+    fn advance_to_floor(&mut self, raw: u128, floor: u128) {
+        self.last_popped = raw;
+        let day = floor & self.day_mask;
+        if day > self.cursor {
+            self.cursor = day;
+            self.cursor_bucket = self.bucket_of(day);
+        }
+    }
+
     /// Takes the least entry out, then files its id again with the `(key, seq, aux)` that
     /// `next` returns for it (if any), which must not precede the entry taken out; returns
     /// that entry. When both are in the heap, the heap's top is changed in place.
@@ -787,11 +800,31 @@ impl TagCalendar {
     /// it.
     #[inline]
     pub fn pop(&mut self) -> Option<Entry<VirtualTime>> {
+        self.pop_above_floor(u128::MAX)
+    }
+
+    /// [`TagCalendar::pop`] for an owner whose later keys may lie below the key popped, but
+    /// seldom below `floor`: the cursor moves to the day of the lesser of the two (never
+    /// back), so that later keys from `floor` on still go to the calendar instead of the
+    /// overflow heap. WF2Q+'s eligible set: a flow that V has just reached often has a finish
+    /// tag below the last one served, but hardly ever below V.
+    #[inline]
+    pub fn pop_with_floor(&mut self, floor: VirtualTime) -> Option<Entry<VirtualTime>> {
+        self.pop_above_floor(floor.raw())
+    }
+
+    /// [`TagCalendar::pop_with_floor`] with a raw floor.
+    #[inline(always)]
+    fn pop_above_floor(&mut self, floor: u128) -> Option<Entry<VirtualTime>> {
         match self.least()? {
             (id, true) => {
                 let entry = self.entry(id);
                 let bucket = self.unlink(id);
-                self.advance_to(entry.key.raw(), bucket);
+                if floor < entry.key.raw() {
+                    self.advance_to_floor(entry.key.raw(), floor);
+                } else {
+                    self.advance_to(entry.key.raw(), bucket);
+                }
                 self.count_pop();
                 Some(entry)
             }

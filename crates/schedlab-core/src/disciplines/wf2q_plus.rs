@@ -57,11 +57,12 @@
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
 use crate::discipline::{BuildContext, Discipline, DisciplineInfo};
-use crate::indexed_heap::{Entry, KeyOnly, LazyVirtualTimeHeap, OffsetKey};
+use crate::indexed_heap::{Entry, LazyVirtualTimeHeap, OffsetKey};
 use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch_at, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
+use crate::tag_calendar::TagCalendar;
 use crate::tagged_queues::{share_param, ShareParams};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
@@ -145,11 +146,11 @@ pub struct Wf2qPlus {
     /// lazily ([`is_live`]): a flow leaves a heap at its top, except when longest-queue drop
     /// pushes out its only packet or a lingering flow gets a packet; then its entry stays
     /// behind, stale, until it reaches the top or the heap drops its stale entries.
-    eligible: LazyVirtualTimeHeap,
+    eligible: TagCalendar,
     /// Backlogged flows with S > V, by S alone ([`KeyOnly`]: flows of equal start tags leave
     /// in any order, as each goes to `eligible`, which orders them by (F, sequence), before the
     /// next choice).
-    ineligible: LazyVirtualTimeHeap<KeyOnly>,
+    ineligible: TagCalendar,
     /// Lingering flows by (F, a sequence number drawn when they start lingering).
     lingering: LazyVirtualTimeHeap,
     virtual_time: VirtualTime,
@@ -209,23 +210,26 @@ impl Wf2qPlus {
         if self.flows[index].weight == 0 {
             self.flows[index].weight = self.table.get(flow).share;
             // Room for every flow seen in each heap, so packets never grow them.
-            for heap in [&mut self.eligible, &mut self.lingering] {
-                heap.reserve_ids(index + 1);
-            }
+            self.lingering.reserve_ids(index + 1);
+            self.eligible.reserve_ids(index + 1);
             self.ineligible.reserve_ids(index + 1);
         }
     }
 
     /// The entry of `flow` at `place` has gone stale: its heap counts it (and may drop its
     /// stale entries).
-    fn forget(&mut self, place: Place) {
+    fn forget(&mut self, flow: FlowId, place: Place) {
         let flows = &self.flows;
         let live = |entry: &Entry<VirtualTime>| is_live(flows, place, entry);
         match place {
             Place::Idle => {}
             Place::Lingering => self.lingering.forget(live),
-            Place::Eligible => self.eligible.forget(live),
-            Place::Ineligible => self.ineligible.forget(live),
+            Place::Eligible => {
+                self.eligible.remove(flow);
+            }
+            Place::Ineligible => {
+                self.ineligible.remove(flow);
+            }
         }
     }
 
@@ -243,7 +247,7 @@ impl Wf2qPlus {
         let previous = std::mem::replace(&mut state.place, place);
         state.entry_seq = seq;
         if previous == Place::Lingering {
-            self.forget(previous);
+            self.forget(flow, previous);
         }
         if place == Place::Eligible {
             self.eligible.push_with(flow, key, seq, head);
@@ -261,11 +265,13 @@ impl Wf2qPlus {
         let state = unsafe { flow_state(&mut self.flows, flow) };
         state.entry_seq = seq;
         if state.start <= self.virtual_time {
-            self.eligible.replace_top_with(flow, state.finish, seq, head);
+            let finish = state.finish;
+            self.eligible.pop_with_floor(self.virtual_time);
+            self.eligible.push_with(flow, finish, seq, head);
         } else {
             state.place = Place::Ineligible;
             let start = state.start;
-            self.eligible.remove_top();
+            self.eligible.pop_with_floor(self.virtual_time);
             self.ineligible.push_with(flow, start, seq, head);
         }
     }
@@ -281,13 +287,15 @@ impl Wf2qPlus {
         let moving = unsafe { flow_state(&mut self.flows, top.id) };
         moving.place = Place::Eligible;
         let finish = moving.finish;
-        self.eligible.replace_top_with(top.id, finish, top.seq, top.aux);
+        self.eligible.pop_with_floor(self.virtual_time);
+        self.eligible.push_with(top.id, finish, top.seq, top.aux);
         // SAFETY: `flow` was on top of `eligible`.
         let state = unsafe { flow_state(&mut self.flows, flow) };
         state.place = Place::Ineligible;
         state.entry_seq = seq;
         let head = self.queues.head_node(flow);
-        self.ineligible.replace_top_with(flow, state.start, seq, head);
+        self.ineligible.pop();
+        self.ineligible.push_with(flow, state.start, seq, head);
     }
 
     /// Starts loading the state of `flow`, its packet queue's ends and counters, and its head
@@ -339,12 +347,12 @@ impl Wf2qPlus {
     /// V = max(V, min S) when nothing is eligible; moves the flows V has reached to
     /// `eligible`; returns the eligible flow with the least (F, sequence).
     fn select(&mut self) -> Option<FlowId> {
-        let mut least = live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id);
+        let mut least = self.eligible.peek().map(|top| top.id);
         if least.is_none() {
-            let least_start = live_top(&mut self.ineligible, &self.flows, Place::Ineligible)?.key;
+            let least_start = self.ineligible.peek()?.key;
             self.virtual_time = self.virtual_time.max(least_start);
         }
-        while let Some(top) = live_top(&mut self.ineligible, &self.flows, Place::Ineligible) {
+        while let Some(top) = self.ineligible.peek() {
             if top.key > self.virtual_time {
                 break;
             }
@@ -352,14 +360,14 @@ impl Wf2qPlus {
             least = None;
         }
         // The top of `eligible` changes only if some flow moved in.
-        least.or_else(|| live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id))
+        least.or_else(|| self.eligible.peek().map(|top| top.id))
     }
 
     /// `top`, the least (live) entry of `ineligible`, has been reached by V (its key is the
     /// flow's start tag): the flow moves to `eligible`, keyed by its finish tag.
     #[inline]
     fn promote(&mut self, top: Entry<VirtualTime>) {
-        self.ineligible.remove_top();
+        self.ineligible.pop();
         // SAFETY: `top` is an entry of `ineligible`.
         let state = unsafe { flow_state(&mut self.flows, top.id) };
         debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
@@ -389,7 +397,7 @@ impl Wf2qPlus {
         state.start = state.finish;
         let previous = state.place;
         self.retire(flow);
-        self.forget(previous);
+        self.forget(flow, previous);
     }
 }
 
@@ -446,8 +454,8 @@ impl Discipline for Wf2qPlus {
             behind: PooledLists::default(),
             table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
             finish_before_head: Vec::new(),
-            eligible: LazyVirtualTimeHeap::new(),
-            ineligible: LazyVirtualTimeHeap::new(),
+            eligible: TagCalendar::new(),
+            ineligible: TagCalendar::new(),
             lingering: LazyVirtualTimeHeap::new(),
             virtual_time: VirtualTime::ZERO,
             weight_sum: 0,
@@ -543,7 +551,7 @@ impl Scheduler for Wf2qPlus {
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
-                let top = live_top(&mut self.ineligible, &self.flows, Place::Ineligible);
+                let top = self.ineligible.peek();
                 // SAFETY: as above.
                 let start = unsafe { flow_state(&mut self.flows, flow) }.start;
                 match top {
@@ -554,7 +562,7 @@ impl Scheduler for Wf2qPlus {
                 }
             }
             None => {
-                self.eligible.remove_top();
+                self.eligible.pop_with_floor(self.virtual_time);
                 self.retire(flow);
             }
         }
@@ -737,8 +745,8 @@ mod tests {
             let entries: Vec<Entry<VirtualTime>> = match state.place {
                 Place::Idle => continue,
                 Place::Lingering => s.lingering.iter().collect(),
-                Place::Eligible => s.eligible.iter().collect(),
-                Place::Ineligible => s.ineligible.iter().collect(),
+                Place::Eligible => s.eligible.get(id as u32).into_iter().collect(),
+                Place::Ineligible => s.ineligible.get(id as u32).into_iter().collect(),
             };
             weight_sum += state.weight as u64;
             let key = if state.place == Place::Ineligible {
