@@ -418,6 +418,21 @@ impl TagCalendar {
         }
     }
 
+    /// The least entry's id (inlined: an owner that reads the top several times a packet).
+    #[inline(always)]
+    pub fn peek_id(&self) -> Option<u32> {
+        self.least().map(|(id, _)| id)
+    }
+
+    /// The least entry's key (see [`TagCalendar::peek_id`]).
+    #[inline(always)]
+    pub fn peek_key(&self) -> Option<VirtualTime> {
+        match self.least()? {
+            (id, true) => Some(VirtualTime::from_raw(self.node(id).key)),
+            (_, false) => self.overflow.peek().map(|top| top.key),
+        }
+    }
+
     /// Bytes this calendar holds on the heap outside its overflow heap: the bucket array (once
     /// allocated, [`BUCKET_ARRAY_BYTES`]) and its nodes' capacity ([`NODE_BYTES`] each).
     pub fn allocated_bytes(&self) -> usize {

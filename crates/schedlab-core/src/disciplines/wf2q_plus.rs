@@ -257,45 +257,20 @@ impl Wf2qPlus {
     }
 
     /// Files `flow`, the top of `eligible` that was just served, with its next head's tags set
-    /// (`seq` that head's arrival sequence, `head` its node): it takes its own place at the top
-    /// of `eligible` if still eligible, else moves to `ineligible`.
+    /// (`seq` that head's arrival sequence, `head` its node): it leaves `eligible` and goes
+    /// back in if still eligible, else to `ineligible`.
     #[inline]
     fn file_served(&mut self, flow: FlowId, seq: u64, head: u32) {
+        self.eligible.pop_with_floor(self.virtual_time);
         // SAFETY: `flow` was on top of `eligible`.
         let state = unsafe { flow_state(&mut self.flows, flow) };
         state.entry_seq = seq;
         if state.start <= self.virtual_time {
-            let finish = state.finish;
-            self.eligible.pop_with_floor(self.virtual_time);
-            self.eligible.push_with(flow, finish, seq, head);
+            self.eligible.push_with(flow, state.finish, seq, head);
         } else {
             state.place = Place::Ineligible;
-            let start = state.start;
-            self.eligible.pop_with_floor(self.virtual_time);
-            self.ineligible.push_with(flow, start, seq, head);
+            self.ineligible.push_with(flow, state.start, seq, head);
         }
-    }
-
-    /// `flow`, on top of `eligible` and with its next head's tags set (`seq` that head's arrival
-    /// sequence), has become ineligible, while `top`, the least entry of `ineligible`, has
-    /// become eligible: each takes the other's place at the top of the other heap, one pass
-    /// down each instead of a removal and an insertion in each. `select` would move `top` the
-    /// same way before the next choice (V only grows), so the order is the same.
-    #[inline]
-    fn exchange(&mut self, flow: FlowId, seq: u64, top: Entry<VirtualTime>) {
-        // SAFETY: `top` is an entry of `ineligible`.
-        let moving = unsafe { flow_state(&mut self.flows, top.id) };
-        moving.place = Place::Eligible;
-        let finish = moving.finish;
-        self.eligible.pop_with_floor(self.virtual_time);
-        self.eligible.push_with(top.id, finish, top.seq, top.aux);
-        // SAFETY: `flow` was on top of `eligible`.
-        let state = unsafe { flow_state(&mut self.flows, flow) };
-        state.place = Place::Ineligible;
-        state.entry_seq = seq;
-        let head = self.queues.head_node(flow);
-        self.ineligible.pop();
-        self.ineligible.push_with(flow, state.start, seq, head);
     }
 
     /// Starts loading the state of `flow`, its packet queue's ends and counters, and its head
@@ -344,35 +319,34 @@ impl Wf2qPlus {
         }
     }
 
-    /// V = max(V, min S) when nothing is eligible; moves the flows V has reached to
-    /// `eligible`; returns the eligible flow with the least (F, sequence).
+    /// Moves the flows V has reached to `eligible`; V = max(V, min S) when nothing is
+    /// eligible then; returns the eligible flow with the least (F, sequence).
     fn select(&mut self) -> Option<FlowId> {
-        let mut least = self.eligible.peek().map(|top| top.id);
-        if least.is_none() {
-            let least_start = self.ineligible.peek()?.key;
+        self.promote_reached();
+        if self.eligible.is_empty() {
+            let least_start = self.ineligible.peek_key()?;
             self.virtual_time = self.virtual_time.max(least_start);
+            self.promote_reached();
         }
-        while let Some(top) = self.ineligible.peek() {
-            if top.key > self.virtual_time {
-                break;
-            }
-            self.promote(top);
-            least = None;
-        }
-        // The top of `eligible` changes only if some flow moved in.
-        least.or_else(|| self.eligible.peek().map(|top| top.id))
+        self.eligible.peek_id()
     }
 
-    /// `top`, the least (live) entry of `ineligible`, has been reached by V (its key is the
-    /// flow's start tag): the flow moves to `eligible`, keyed by its finish tag.
-    #[inline]
-    fn promote(&mut self, top: Entry<VirtualTime>) {
-        self.ineligible.pop();
-        // SAFETY: `top` is an entry of `ineligible`.
-        let state = unsafe { flow_state(&mut self.flows, top.id) };
-        debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
-        state.place = Place::Eligible;
-        self.eligible.push_with(top.id, state.finish, top.seq, top.aux);
+    /// Moves every flow of `ineligible` whose start tag V has reached to `eligible`, keyed by
+    /// its finish tag.
+    #[inline(always)]
+    fn promote_reached(&mut self) {
+        while self
+            .ineligible
+            .peek_key()
+            .is_some_and(|start| start <= self.virtual_time)
+        {
+            let top = self.ineligible.pop().expect("a least entry");
+            // SAFETY: `top` is an entry of `ineligible`.
+            let state = unsafe { flow_state(&mut self.flows, top.id) };
+            debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
+            state.place = Place::Eligible;
+            self.eligible.push_with(top.id, state.finish, top.seq, top.aux);
+        }
     }
 
     /// The packets pushed out among `drops` (an admission's): each flow forgets its tail.
@@ -551,15 +525,7 @@ impl Scheduler for Wf2qPlus {
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
-                let top = self.ineligible.peek();
-                // SAFETY: as above.
-                let start = unsafe { flow_state(&mut self.flows, flow) }.start;
-                match top {
-                    Some(top) if start > self.virtual_time && top.key <= self.virtual_time => {
-                        self.exchange(flow, head.seq, top);
-                    }
-                    _ => self.file_served(flow, head.seq, self.queues.head_node(flow)),
-                }
+                self.file_served(flow, head.seq, self.queues.head_node(flow));
             }
             None => {
                 self.eligible.pop_with_floor(self.virtual_time);
