@@ -5,7 +5,12 @@
 //! `[v, v + L_max/w_min]`. Virtual Clock's stamps mostly do the same while the flows keep up
 //! with their reserved rates, and so do WFQ's head-of-line finish tags `V(a) + L/φ` while the
 //! flows stay backlogged in the GPS reference (when GPS drains ahead of the link they spread
-//! beyond the window and go to the overflow heap; the order stays exact).
+//! beyond the window and go to the overflow heap; the order stays exact). WF2Q+ keeps its two
+//! sets in calendars while they are small: its ineligible flows by start tag (every push lies
+//! above V, and V releases them from the least on), and its eligible ones by finish tag, whose
+//! pops keep the first day at V's rather than at the tag just served
+//! ([`TagCalendar::pop_with_floor`]): a flow V has just reached often has a finish tag below the
+//! last one served, but hardly ever below V.
 //!
 //! R. Brown, "Calendar Queues: A Fast O(1) Priority Queue Implementation for the Simulation
 //! Event Set Problem", Communications of the ACM 31(10), 1988: a circular array of buckets

@@ -5,7 +5,8 @@
 //! Transactions on Networking 5(5), pp. 675–689, 1997 (the WF2Q+ algorithm: its system virtual
 //! time and per-session tags); the eligibility rule is that of WF2Q (Bennett & Zhang, "WF2Q:
 //! Worst-case Fair Weighted Fair Queueing", IEEE INFOCOM '96). FreeBSD dummynet's
-//! `dn_sched_wf2q.c` is the reference implementation the heaps follow.
+//! `dn_sched_wf2q.c` is the reference implementation (its two heaps are the two sets here, held
+//! in heaps from 4,096 flows on and in tag calendars below).
 //!
 //! Paper name → code (session i with guaranteed rate r_i, head packet of length L_i):
 //! * `r_i` → `weight_i / Σweight` (see below); tags are in bytes per unit weight;
@@ -17,19 +18,20 @@
 //!   dequeue adds `L/Σweight` for the packet it sends (W counted when the packet starts), and
 //!   when no backlogged session is eligible V jumps to the least start tag;
 //! * "serve, among the sessions with `S_i ≤ V` (eligible), the one with the least `F_i`" →
-//!   heap `eligible` keyed (F, head arrival sequence); ineligible sessions wait in
-//!   `ineligible` keyed by S alone (flows of equal S leave it in any order: V reaches them
+//!   set `eligible` keyed (F, head arrival sequence); ineligible sessions wait in
+//!   `ineligible` keyed by S (flows of equal S may leave it in any order: V reaches them
 //!   together, and each goes to `eligible` before the next choice) and move over as V passes
-//!   their S (a served flow that turns ineligible while ineligible's least flow has turned
-//!   eligible trades places with it at the top of both heaps, `Wf2qPlus::exchange`).
+//!   their S (`Wf2qPlus::promote_reached`). Each set is a `FlowSet`: a tag calendar while it
+//!   holds fewer than 4,096 flows, a lazy heap from there on.
 //!
 //! Units and rounding: [`VirtualTime`] fixed point (2^-32 byte/weight); `L/w` and `L/Σw`
 //! rounded up.
 //!
 //! Invariants: every backlogged flow has exactly one live entry, in `eligible` (S ≤ V) or
-//! `ineligible` (S > V), and every lingering flow one in `lingering`, each in the heap its
+//! `ineligible` (S > V), and every lingering flow one in `lingering`, each in the set its
 //! `place` names and with the flow's `entry_seq` (the heaps delete lazily: other entries of a
-//! flow are stale and skipped, see [`crate::indexed_heap::LazyVirtualTimeHeap`]);
+//! flow are stale and skipped, see [`crate::indexed_heap::LazyVirtualTimeHeap`]; the
+//! calendars hold live entries only);
 //! whenever a flow is backlogged some flow is eligible after [`Wf2qPlus::dequeue`]'s V update;
 //! `weight_sum` = Σ weight over the backlogged flows and the *lingering* ones (idle, F > V).
 //!
@@ -37,7 +39,8 @@
 //! packet — a backlogged flow is never more than one packet ahead of its GPS service. Checked
 //! in the tests: the WF2Q paper's example (one session at half the link against ten small
 //! ones) and, for backlogged flows, `|W_i/w_i − W_j/w_j| ≤ L_i^max/w_i + L_j^max/w_j`.
-//! Complexity O(log active flows) per packet amortised.
+//! Complexity O(1) per packet while few flows share a calendar bucket (see
+//! [`crate::tag_calendar`]), O(log active flows) amortised in the heaps.
 //!
 //! Choices where the paper is silent:
 //! * **Σweight.** The paper normalises rates so that Σr_i ≤ 1 over a fixed set of sessions. Flows
@@ -52,7 +55,7 @@
 //!   order is the same).
 //! * Longest-queue drop weighs queue lengths by 1/weight. Tags belong to the head packet, so
 //!   pushing out a tail changes nothing unless the tail was the only packet: then the flow's
-//!   finish tag returns to its value before that packet arrived and the flow leaves the heaps.
+//!   finish tag returns to its value before that packet arrived and the flow leaves its set.
 
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
@@ -116,7 +119,7 @@ pub struct Wf2qPlusFlow {
     pub finish: VirtualTime,
     /// Where the flow is.
     pub place: Place,
-    /// The seq of the flow's one live heap entry (in the heap its `place` names): its head's
+    /// The seq of the flow's one live entry (in the set its `place` names): its head's
     /// arrival sequence, or a number drawn from the same counter while it lingers. Entries of
     /// the flow with another seq, or in another heap, are stale.
     entry_seq: u64,
@@ -143,7 +146,8 @@ const CALENDAR_UP_TO_ENTRIES: usize = HEAP_FROM_ENTRIES / 2;
 /// [`LazyVirtualTimeHeap`] (its entries live if their flow is at `place` with their seq, see
 /// [`is_live`]) from there until it is down to `calendar_up_to`. The calendar pops and pushes
 /// without a sift-down, whose comparisons the processor cannot predict (WF2Q+ at 1,024 flows:
-/// 0.73 of the heaps' time); beyond a few thousand flows the heap does better. The order is the
+/// about three quarters of the heaps' time, issue 14, session 10); beyond a few thousand
+/// flows the heap does better. The order is the
 /// same in both: `(key, seq)`, and in `ineligible` ([`KeyOnly`] heap) ties in any order.
 #[derive(Clone, Debug)]
 struct FlowSet<N> {
@@ -306,14 +310,15 @@ pub struct Wf2qPlus {
     finish_before_head: Vec<VirtualTime>,
     /// Eligible flows by (F, head arrival sequence). In `eligible` and `ineligible` an entry's
     /// [`Entry::aux`] is the pool index of the flow's head packet, so that the packets of the
-    /// next flows to serve can be prefetched from the entries alone. The three heaps delete
-    /// lazily ([`is_live`]): a flow leaves a heap at its top, except when longest-queue drop
-    /// pushes out its only packet or a lingering flow gets a packet; then its entry stays
-    /// behind, stale, until it reaches the top or the heap drops its stale entries.
+    /// next flows to serve can be prefetched from the entries alone. The heaps (`lingering`,
+    /// and the sets' while they hold many flows) delete lazily ([`is_live`]): a flow leaves a
+    /// heap at its top, except when longest-queue drop pushes out its only packet or a
+    /// lingering flow gets a packet; then its entry stays behind, stale, until it reaches the
+    /// top or the heap drops its stale entries.
     eligible: FlowSet<u64>,
-    /// Backlogged flows with S > V, by S alone ([`KeyOnly`]: flows of equal start tags leave
-    /// in any order, as each goes to `eligible`, which orders them by (F, sequence), before the
-    /// next choice).
+    /// Backlogged flows with S > V, by S ([`KeyOnly`] in the heap: flows of equal start tags
+    /// leave in any order, as each goes to `eligible`, which orders them by (F, sequence),
+    /// before the next choice).
     ineligible: FlowSet<KeyOnly>,
     /// Lingering flows by (F, a sequence number drawn when they start lingering).
     lingering: LazyVirtualTimeHeap,
