@@ -1130,6 +1130,9 @@ mod tests {
         },
         Remove(u32),
         Pop,
+        /// Pop with a floor `offset` 1/16 days above the last popped key (below or above the
+        /// key popped now).
+        PopWithFloor(u64),
         /// Pop, then push the popped id again `offset` 1/16 days above the popped key.
         PopThen(u64),
         /// A new day of `2^shift` raw units, every entry filed again.
@@ -1142,6 +1145,7 @@ mod tests {
                 .prop_map(|(id, region, offset, free)| Op::Push { id, region, offset, free }),
             1 => (0u32..40).prop_map(Op::Remove),
             2 => Just(Op::Pop),
+            1 => (0u64..(BUCKETS as u64 * 20)).prop_map(Op::PopWithFloor),
             2 => (0u64..(BUCKETS as u64 * 20)).prop_map(Op::PopThen),
             1 => prop_oneof![DAY_SHIFT - 12..DAY_SHIFT + 12, Just(0), Just(MAX_DAY_SHIFT)].prop_map(Op::Rebucket),
         ]
@@ -1227,9 +1231,14 @@ mod tests {
                         }
                     }
                     Op::Rebucket(shift) => calendar.rebucket(shift),
-                    Op::Pop => {
+                    Op::Pop | Op::PopWithFloor(_) => {
                         let expected = model.pop_first();
-                        let popped = calendar.pop();
+                        let popped = match op {
+                            Op::PopWithFloor(offset) => calendar.pop_with_floor(VirtualTime::from_raw(
+                                last.saturating_add((offset as u128) << (DAY_SHIFT - 4)),
+                            )),
+                            _ => calendar.pop(),
+                        };
                         prop_assert_eq!(
                             popped.map(|e| ((e.key.raw(), e.seq), e.id, e.aux)),
                             expected.map(|(key, id)| (key, id, id + 1))
