@@ -239,6 +239,18 @@ impl<N: OffsetKey> FlowSet<N> {
         top
     }
 
+    /// Removes and returns the least flow's entry if its key is at most `limit`.
+    #[inline(always)]
+    fn pop_at_most(&mut self, flows: &[Wf2qPlusFlow], limit: VirtualTime) -> Option<Entry<VirtualTime>> {
+        if !self.in_heap {
+            return self.calendar.pop_at_most(limit);
+        }
+        if live_top(&mut self.heap, flows, self.place)?.key > limit {
+            return None;
+        }
+        self.pop(flows, limit)
+    }
+
     /// `id`'s entry has gone stale (its flow's state already says so): the calendar removes
     /// it, the heap counts it.
     fn remove(&mut self, flows: &[Wf2qPlusFlow], id: FlowId) {
@@ -501,16 +513,7 @@ impl Wf2qPlus {
     /// its finish tag.
     #[inline(always)]
     fn promote_reached(&mut self) {
-        while self
-            .ineligible
-            .peek_key(&self.flows)
-            .is_some_and(|start| start <= self.virtual_time)
-        {
-            // The key popped is at most V, the floor: the cursor moves to its day.
-            let top = self
-                .ineligible
-                .pop(&self.flows, self.virtual_time)
-                .expect("a least entry");
+        while let Some(top) = self.ineligible.pop_at_most(&self.flows, self.virtual_time) {
             // SAFETY: `top` is an entry of `ineligible`.
             let state = unsafe { flow_state(&mut self.flows, top.id) };
             debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
