@@ -224,7 +224,8 @@ impl<N: OffsetKey> FlowSet<N> {
         }
     }
 
-    /// Removes the least flow, which [`FlowSet::peek_key`] or [`FlowSet::peek_id`] has read
+    /// Removes the least flow, which [`FlowSet::peek_key`], [`FlowSet::peek_id`] or the test
+    /// of [`FlowSet::pop_at_most`] has read
     /// since the last change, and returns its entry. In the calendar, later keys are expected
     /// from `floor` on ([`TagCalendar::pop_with_floor`]).
     #[inline(always)]
@@ -397,8 +398,8 @@ impl Wf2qPlus {
         }
     }
 
-    /// The entry of `flow` at `place` has gone stale: its heap counts it (and may drop its
-    /// stale entries).
+    /// The entry of `flow` at `place` has gone stale (its state already says so): a calendar
+    /// removes it, a heap counts it (and may drop its stale entries).
     fn forget(&mut self, flow: FlowId, place: Place) {
         let flows = &self.flows;
         let live = |entry: &Entry<VirtualTime>| is_live(flows, place, entry);
