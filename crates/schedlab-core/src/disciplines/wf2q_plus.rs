@@ -225,9 +225,8 @@ impl<N: OffsetKey> FlowSet<N> {
     }
 
     /// Removes the least flow, which [`FlowSet::peek_key`], [`FlowSet::peek_id`] or the test
-    /// of [`FlowSet::pop_at_most`] has read
-    /// since the last change, and returns its entry. In the calendar, later keys are expected
-    /// from `floor` on ([`TagCalendar::pop_with_floor`]).
+    /// of [`FlowSet::pop_at_most`] has read since the last change, and returns its entry. In
+    /// the calendar, later keys are expected from `floor` on ([`TagCalendar::pop_with_floor`]).
     #[inline(always)]
     fn pop(&mut self, flows: &[Wf2qPlusFlow], floor: VirtualTime) -> Option<Entry<VirtualTime>> {
         if !self.in_heap {
