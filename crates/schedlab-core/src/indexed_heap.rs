@@ -1,7 +1,7 @@
 //! One indexed min-heap, shared by DWCS (its deadline heap, and the heap of runs of its table 1
 //! order in [`crate::sorted_runs::SortedRuns`]) and the fair-queueing family (`tagged_queues`'
-//! tag calendar's overflow heap; without its index, WFQ's GPS departures and WF2Q+'s eligible,
-//! ineligible and lingering sets).
+//! tag calendar's overflow heap; without its index, WFQ's GPS departures, WF2Q+'s lingering
+//! set, and its eligible and ineligible sets while they hold many flows).
 //!
 //! Each entry stands for one *item* (a flow) named by a small integer `id`, and is ordered by
 //! `(key, seq)`: the key first, then the sequence number, smaller first. A position index

@@ -5,7 +5,8 @@
 //! Transactions on Networking 5(5), pp. 675–689, 1997 (the WF2Q+ algorithm: its system virtual
 //! time and per-session tags); the eligibility rule is that of WF2Q (Bennett & Zhang, "WF2Q:
 //! Worst-case Fair Weighted Fair Queueing", IEEE INFOCOM '96). FreeBSD dummynet's
-//! `dn_sched_wf2q.c` is the reference implementation the heaps follow.
+//! `dn_sched_wf2q.c` is the reference implementation (its two heaps are the two sets here, held
+//! in heaps from 4,096 flows on and in tag calendars below).
 //!
 //! Paper name → code (session i with guaranteed rate r_i, head packet of length L_i):
 //! * `r_i` → `weight_i / Σweight` (see below); tags are in bytes per unit weight;
@@ -17,19 +18,20 @@
 //!   dequeue adds `L/Σweight` for the packet it sends (W counted when the packet starts), and
 //!   when no backlogged session is eligible V jumps to the least start tag;
 //! * "serve, among the sessions with `S_i ≤ V` (eligible), the one with the least `F_i`" →
-//!   heap `eligible` keyed (F, head arrival sequence); ineligible sessions wait in
-//!   `ineligible` keyed by S alone (flows of equal S leave it in any order: V reaches them
+//!   set `eligible` keyed (F, head arrival sequence); ineligible sessions wait in
+//!   `ineligible` keyed by S (flows of equal S may leave it in any order: V reaches them
 //!   together, and each goes to `eligible` before the next choice) and move over as V passes
-//!   their S (a served flow that turns ineligible while ineligible's least flow has turned
-//!   eligible trades places with it at the top of both heaps, `Wf2qPlus::exchange`).
+//!   their S (`Wf2qPlus::promote_reached`). Each set is a `FlowSet`: a tag calendar while it
+//!   holds fewer than 4,096 flows, a lazy heap from there on.
 //!
 //! Units and rounding: [`VirtualTime`] fixed point (2^-32 byte/weight); `L/w` and `L/Σw`
 //! rounded up.
 //!
 //! Invariants: every backlogged flow has exactly one live entry, in `eligible` (S ≤ V) or
-//! `ineligible` (S > V), and every lingering flow one in `lingering`, each in the heap its
+//! `ineligible` (S > V), and every lingering flow one in `lingering`, each in the set its
 //! `place` names and with the flow's `entry_seq` (the heaps delete lazily: other entries of a
-//! flow are stale and skipped, see [`crate::indexed_heap::LazyVirtualTimeHeap`]);
+//! flow are stale and skipped, see [`crate::indexed_heap::LazyVirtualTimeHeap`]; the
+//! calendars hold live entries only);
 //! whenever a flow is backlogged some flow is eligible after [`Wf2qPlus::dequeue`]'s V update;
 //! `weight_sum` = Σ weight over the backlogged flows and the *lingering* ones (idle, F > V).
 //!
@@ -37,7 +39,8 @@
 //! packet — a backlogged flow is never more than one packet ahead of its GPS service. Checked
 //! in the tests: the WF2Q paper's example (one session at half the link against ten small
 //! ones) and, for backlogged flows, `|W_i/w_i − W_j/w_j| ≤ L_i^max/w_i + L_j^max/w_j`.
-//! Complexity O(log active flows) per packet amortised.
+//! Complexity O(1) per packet while few flows share a calendar bucket (see
+//! [`crate::tag_calendar`]), O(log active flows) amortised in the heaps.
 //!
 //! Choices where the paper is silent:
 //! * **Σweight.** The paper normalises rates so that Σr_i ≤ 1 over a fixed set of sessions. Flows
@@ -52,7 +55,7 @@
 //!   order is the same).
 //! * Longest-queue drop weighs queue lengths by 1/weight. Tags belong to the head packet, so
 //!   pushing out a tail changes nothing unless the tail was the only packet: then the flow's
-//!   finish tag returns to its value before that packet arrived and the flow leaves the heaps.
+//!   finish tag returns to its value before that packet arrived and the flow leaves its set.
 
 use crate::config::{ConfigError, FlowParamTable, TableReader};
 use crate::counters::{Counters, DropReason, Dropped};
@@ -62,6 +65,7 @@ use crate::packet::{FlowId, Packet, MAX_FLOW_ID};
 use crate::pool::{prefetch_at, ListEnds, PooledLists};
 use crate::queues::{Admission, FlowQueues};
 use crate::scheduler::Scheduler;
+use crate::tag_calendar::{TagCalendar, CALENDAR_MAX_ENTRIES};
 use crate::tagged_queues::{share_param, ShareParams};
 use crate::time::{Rate, TimeNs};
 use crate::virtual_time::VirtualTime;
@@ -115,7 +119,7 @@ pub struct Wf2qPlusFlow {
     pub finish: VirtualTime,
     /// Where the flow is.
     pub place: Place,
-    /// The seq of the flow's one live heap entry (in the heap its `place` names): its head's
+    /// The seq of the flow's one live entry (in the set its `place` names): its head's
     /// arrival sequence, or a number drawn from the same counter while it lingers. Entries of
     /// the flow with another seq, or in another heap, are stale.
     entry_seq: u64,
@@ -126,6 +130,183 @@ pub struct Wf2qPlusFlow {
 
 // The hot per-flow state fills exactly one cache line.
 const _: () = assert!(std::mem::size_of::<Wf2qPlusFlow>() == 64);
+
+/// From this many entries on, a [`FlowSet`] moves them from its calendar to its heap: the
+/// tag calendar's own limit, beyond which its pushes would go to its overflow heap, which keeps
+/// a position index (a write per level); the lazy heap keeps none and prefetches the deep
+/// levels of its sift-downs (WF2Q+ at 16,384 flows: 1.4 times the time with the calendars'
+/// overflow heaps, issue 14, session 10).
+const HEAP_FROM_ENTRIES: usize = CALENDAR_MAX_ENTRIES;
+/// At most this many live entries, a [`FlowSet`] in its heap moves them back to its calendar
+/// (half of [`HEAP_FROM_ENTRIES`], so that a set near the limit does not move back and forth).
+const CALENDAR_UP_TO_ENTRIES: usize = HEAP_FROM_ENTRIES / 2;
+
+/// One of WF2Q+'s two sets of backlogged flows (`eligible` by (F, sequence), `ineligible` by
+/// S): a [`TagCalendar`] while it holds fewer than `heap_from` flows, a
+/// [`LazyVirtualTimeHeap`] (its entries live if their flow is at `place` with their seq, see
+/// [`is_live`]) from there until it is down to `calendar_up_to`. The calendar pops and pushes
+/// without a sift-down, whose comparisons the processor cannot predict (WF2Q+ at 1,024 flows:
+/// about three quarters of the heaps' time, issue 14, session 10); beyond a few thousand
+/// flows the heap does better. The order is the
+/// same in both: `(key, seq)`, and in `ineligible` ([`KeyOnly`] heap) ties in any order.
+#[derive(Clone, Debug)]
+struct FlowSet<N> {
+    calendar: TagCalendar,
+    heap: LazyVirtualTimeHeap<N>,
+    /// Whether the flows are in `heap` (`calendar` is then empty), else in `calendar` (`heap`
+    /// is then empty).
+    in_heap: bool,
+    /// The place of the flows in the set (their entries' liveness in `heap`).
+    place: Place,
+    heap_from: usize,
+    calendar_up_to: usize,
+}
+
+impl<N: OffsetKey> FlowSet<N> {
+    /// An empty set of the flows at `place`, in its calendar.
+    fn new(place: Place) -> FlowSet<N> {
+        FlowSet {
+            calendar: TagCalendar::new(),
+            heap: LazyVirtualTimeHeap::new(),
+            in_heap: false,
+            place,
+            heap_from: HEAP_FROM_ENTRIES,
+            calendar_up_to: CALENDAR_UP_TO_ENTRIES,
+        }
+    }
+
+    /// Room for ids below `ids` in both structures.
+    fn reserve_ids(&mut self, ids: usize) {
+        self.calendar.reserve_ids(ids);
+        self.heap.reserve_ids(ids);
+    }
+
+    /// Number of flows.
+    #[inline(always)]
+    fn len(&self) -> usize {
+        if self.in_heap {
+            self.heap.live_len()
+        } else {
+            self.calendar.len()
+        }
+    }
+
+    /// Adds `id` (made the flow's one live entry by the caller) with `key`, `seq` and `aux`.
+    #[inline(always)]
+    fn push_with(&mut self, id: FlowId, key: VirtualTime, seq: u64, aux: u32) {
+        if self.in_heap {
+            self.heap.push_with(id, key, seq, aux);
+            return;
+        }
+        self.calendar.push_with(id, key, seq, aux);
+        if self.calendar.len() >= self.heap_from {
+            self.move_to_heap();
+        }
+    }
+
+    /// The least flow's key.
+    #[inline(always)]
+    fn peek_key(&mut self, flows: &[Wf2qPlusFlow]) -> Option<VirtualTime> {
+        if self.in_heap {
+            live_top(&mut self.heap, flows, self.place).map(|top| top.key)
+        } else {
+            self.calendar.peek_key()
+        }
+    }
+
+    /// The least flow.
+    #[inline(always)]
+    fn peek_id(&mut self, flows: &[Wf2qPlusFlow]) -> Option<FlowId> {
+        if self.in_heap {
+            live_top(&mut self.heap, flows, self.place).map(|top| top.id)
+        } else {
+            self.calendar.peek_id()
+        }
+    }
+
+    /// Removes the least flow, which [`FlowSet::peek_key`], [`FlowSet::peek_id`] or the test
+    /// of [`FlowSet::pop_at_most`] has read since the last change, and returns its entry. In
+    /// the calendar, later keys are expected from `floor` on ([`TagCalendar::pop_with_floor`]).
+    #[inline(always)]
+    fn pop(&mut self, flows: &[Wf2qPlusFlow], floor: VirtualTime) -> Option<Entry<VirtualTime>> {
+        if !self.in_heap {
+            return self.calendar.pop_with_floor(floor);
+        }
+        let top = self.heap.pop();
+        if self.heap.live_len() <= self.calendar_up_to {
+            self.move_to_calendar(flows);
+        }
+        top
+    }
+
+    /// Removes and returns the least flow's entry if its key is at most `limit`.
+    #[inline(always)]
+    fn pop_at_most(&mut self, flows: &[Wf2qPlusFlow], limit: VirtualTime) -> Option<Entry<VirtualTime>> {
+        if !self.in_heap {
+            return self.calendar.pop_at_most(limit);
+        }
+        if live_top(&mut self.heap, flows, self.place)?.key > limit {
+            return None;
+        }
+        self.pop(flows, limit)
+    }
+
+    /// `id`'s entry has gone stale (its flow's state already says so): the calendar removes
+    /// it, the heap counts it.
+    fn remove(&mut self, flows: &[Wf2qPlusFlow], id: FlowId) {
+        if self.in_heap {
+            let place = self.place;
+            self.heap.forget(|entry| is_live(flows, place, entry));
+        } else {
+            self.calendar.remove(id);
+        }
+    }
+
+    /// The flows worth prefetching for (see [`TagCalendar::upcoming`]).
+    #[inline(always)]
+    fn upcoming(&self) -> [Option<(u32, u32)>; 2] {
+        if self.in_heap {
+            self.heap.upcoming()
+        } else {
+            self.calendar.upcoming()
+        }
+    }
+
+    /// Every flow from the calendar to the heap. O(n).
+    #[cold]
+    #[inline(never)]
+    fn move_to_heap(&mut self) {
+        while let Some(entry) = self.calendar.pop() {
+            self.heap.push_with(entry.id, entry.key, entry.seq, entry.aux);
+        }
+        self.in_heap = true;
+    }
+
+    /// Every live flow from the heap to the calendar (the stale entries are dropped). O(n log n).
+    #[cold]
+    #[inline(never)]
+    fn move_to_calendar(&mut self, flows: &[Wf2qPlusFlow]) {
+        while let Some(entry) = live_top(&mut self.heap, flows, self.place) {
+            self.heap.remove_top();
+            self.calendar.push_with(entry.id, entry.key, entry.seq, entry.aux);
+        }
+        debug_assert!(self.heap.is_empty());
+        self.in_heap = false;
+    }
+
+    /// The live entries of `id` (tests).
+    #[cfg(test)]
+    fn entries_of(&self, flows: &[Wf2qPlusFlow], id: FlowId) -> Vec<Entry<VirtualTime>> {
+        if self.in_heap {
+            self.heap
+                .iter()
+                .filter(|entry| entry.id == id && is_live(flows, self.place, entry))
+                .collect()
+        } else {
+            self.calendar.get(id).into_iter().collect()
+        }
+    }
+}
 
 /// WF2Q+ scheduler.
 #[derive(Clone, Debug)]
@@ -141,15 +322,16 @@ pub struct Wf2qPlus {
     finish_before_head: Vec<VirtualTime>,
     /// Eligible flows by (F, head arrival sequence). In `eligible` and `ineligible` an entry's
     /// [`Entry::aux`] is the pool index of the flow's head packet, so that the packets of the
-    /// next flows to serve can be prefetched from the entries alone. The three heaps delete
-    /// lazily ([`is_live`]): a flow leaves a heap at its top, except when longest-queue drop
-    /// pushes out its only packet or a lingering flow gets a packet; then its entry stays
-    /// behind, stale, until it reaches the top or the heap drops its stale entries.
-    eligible: LazyVirtualTimeHeap,
-    /// Backlogged flows with S > V, by S alone ([`KeyOnly`]: flows of equal start tags leave
-    /// in any order, as each goes to `eligible`, which orders them by (F, sequence), before the
-    /// next choice).
-    ineligible: LazyVirtualTimeHeap<KeyOnly>,
+    /// next flows to serve can be prefetched from the entries alone. The heaps (`lingering`,
+    /// and the sets' while they hold many flows) delete lazily ([`is_live`]): a flow leaves a
+    /// heap at its top, except when longest-queue drop pushes out its only packet or a
+    /// lingering flow gets a packet; then its entry stays behind, stale, until it reaches the
+    /// top or the heap drops its stale entries.
+    eligible: FlowSet<u64>,
+    /// Backlogged flows with S > V, by S ([`KeyOnly`] in the heap: flows of equal start tags
+    /// leave in any order, as each goes to `eligible`, which orders them by (F, sequence),
+    /// before the next choice).
+    ineligible: FlowSet<KeyOnly>,
     /// Lingering flows by (F, a sequence number drawn when they start lingering).
     lingering: LazyVirtualTimeHeap,
     virtual_time: VirtualTime,
@@ -209,23 +391,22 @@ impl Wf2qPlus {
         if self.flows[index].weight == 0 {
             self.flows[index].weight = self.table.get(flow).share;
             // Room for every flow seen in each heap, so packets never grow them.
-            for heap in [&mut self.eligible, &mut self.lingering] {
-                heap.reserve_ids(index + 1);
-            }
+            self.lingering.reserve_ids(index + 1);
+            self.eligible.reserve_ids(index + 1);
             self.ineligible.reserve_ids(index + 1);
         }
     }
 
-    /// The entry of `flow` at `place` has gone stale: its heap counts it (and may drop its
-    /// stale entries).
-    fn forget(&mut self, place: Place) {
+    /// The entry of `flow` at `place` has gone stale (its state already says so): a calendar
+    /// removes it, a heap counts it (and may drop its stale entries).
+    fn forget(&mut self, flow: FlowId, place: Place) {
         let flows = &self.flows;
         let live = |entry: &Entry<VirtualTime>| is_live(flows, place, entry);
         match place {
             Place::Idle => {}
             Place::Lingering => self.lingering.forget(live),
-            Place::Eligible => self.eligible.forget(live),
-            Place::Ineligible => self.ineligible.forget(live),
+            Place::Eligible => self.eligible.remove(flows, flow),
+            Place::Ineligible => self.ineligible.remove(flows, flow),
         }
     }
 
@@ -243,7 +424,7 @@ impl Wf2qPlus {
         let previous = std::mem::replace(&mut state.place, place);
         state.entry_seq = seq;
         if previous == Place::Lingering {
-            self.forget(previous);
+            self.forget(flow, previous);
         }
         if place == Place::Eligible {
             self.eligible.push_with(flow, key, seq, head);
@@ -253,41 +434,21 @@ impl Wf2qPlus {
     }
 
     /// Files `flow`, the top of `eligible` that was just served, with its next head's tags set
-    /// (`seq` that head's arrival sequence, `head` its node): it takes its own place at the top
-    /// of `eligible` if still eligible, else moves to `ineligible`.
+    /// (`seq` that head's arrival sequence, `head` its node): it leaves `eligible` and goes
+    /// back in if still eligible, else to `ineligible`.
     #[inline]
     fn file_served(&mut self, flow: FlowId, seq: u64, head: u32) {
+        self.eligible.pop(&self.flows, self.virtual_time);
         // SAFETY: `flow` was on top of `eligible`.
         let state = unsafe { flow_state(&mut self.flows, flow) };
         state.entry_seq = seq;
-        if state.start <= self.virtual_time {
-            self.eligible.replace_top_with(flow, state.finish, seq, head);
+        let (start, finish) = (state.start, state.finish);
+        if start <= self.virtual_time {
+            self.eligible.push_with(flow, finish, seq, head);
         } else {
             state.place = Place::Ineligible;
-            let start = state.start;
-            self.eligible.remove_top();
             self.ineligible.push_with(flow, start, seq, head);
         }
-    }
-
-    /// `flow`, on top of `eligible` and with its next head's tags set (`seq` that head's arrival
-    /// sequence), has become ineligible, while `top`, the least entry of `ineligible`, has
-    /// become eligible: each takes the other's place at the top of the other heap, one pass
-    /// down each instead of a removal and an insertion in each. `select` would move `top` the
-    /// same way before the next choice (V only grows), so the order is the same.
-    #[inline]
-    fn exchange(&mut self, flow: FlowId, seq: u64, top: Entry<VirtualTime>) {
-        // SAFETY: `top` is an entry of `ineligible`.
-        let moving = unsafe { flow_state(&mut self.flows, top.id) };
-        moving.place = Place::Eligible;
-        let finish = moving.finish;
-        self.eligible.replace_top_with(top.id, finish, top.seq, top.aux);
-        // SAFETY: `flow` was on top of `eligible`.
-        let state = unsafe { flow_state(&mut self.flows, flow) };
-        state.place = Place::Ineligible;
-        state.entry_seq = seq;
-        let head = self.queues.head_node(flow);
-        self.ineligible.replace_top_with(flow, state.start, seq, head);
     }
 
     /// Starts loading the state of `flow`, its packet queue's ends and counters, and its head
@@ -336,35 +497,30 @@ impl Wf2qPlus {
         }
     }
 
-    /// V = max(V, min S) when nothing is eligible; moves the flows V has reached to
-    /// `eligible`; returns the eligible flow with the least (F, sequence).
+    /// Moves the flows V has reached to `eligible`; V = max(V, min S) when nothing is
+    /// eligible then; returns the eligible flow with the least (F, sequence).
     fn select(&mut self) -> Option<FlowId> {
-        let mut least = live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id);
-        if least.is_none() {
-            let least_start = live_top(&mut self.ineligible, &self.flows, Place::Ineligible)?.key;
+        self.promote_reached();
+        if self.eligible.len() == 0 {
+            let least_start = self.ineligible.peek_key(&self.flows)?;
             self.virtual_time = self.virtual_time.max(least_start);
+            self.promote_reached();
         }
-        while let Some(top) = live_top(&mut self.ineligible, &self.flows, Place::Ineligible) {
-            if top.key > self.virtual_time {
-                break;
-            }
-            self.promote(top);
-            least = None;
-        }
-        // The top of `eligible` changes only if some flow moved in.
-        least.or_else(|| live_top(&mut self.eligible, &self.flows, Place::Eligible).map(|top| top.id))
+        self.eligible.peek_id(&self.flows)
     }
 
-    /// `top`, the least (live) entry of `ineligible`, has been reached by V (its key is the
-    /// flow's start tag): the flow moves to `eligible`, keyed by its finish tag.
-    #[inline]
-    fn promote(&mut self, top: Entry<VirtualTime>) {
-        self.ineligible.remove_top();
-        // SAFETY: `top` is an entry of `ineligible`.
-        let state = unsafe { flow_state(&mut self.flows, top.id) };
-        debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
-        state.place = Place::Eligible;
-        self.eligible.push_with(top.id, state.finish, top.seq, top.aux);
+    /// Moves every flow of `ineligible` whose start tag V has reached to `eligible`, keyed by
+    /// its finish tag.
+    #[inline(always)]
+    fn promote_reached(&mut self) {
+        while let Some(top) = self.ineligible.pop_at_most(&self.flows, self.virtual_time) {
+            // SAFETY: `top` is an entry of `ineligible`.
+            let state = unsafe { flow_state(&mut self.flows, top.id) };
+            debug_assert_eq!((state.place, state.start), (Place::Ineligible, top.key));
+            state.place = Place::Eligible;
+            let finish = state.finish;
+            self.eligible.push_with(top.id, finish, top.seq, top.aux);
+        }
     }
 
     /// The packets pushed out among `drops` (an admission's): each flow forgets its tail.
@@ -389,7 +545,7 @@ impl Wf2qPlus {
         state.start = state.finish;
         let previous = state.place;
         self.retire(flow);
-        self.forget(previous);
+        self.forget(flow, previous);
     }
 }
 
@@ -446,8 +602,8 @@ impl Discipline for Wf2qPlus {
             behind: PooledLists::default(),
             table: context.flows.parse(&Self::INFO, &ShareParams::default())?,
             finish_before_head: Vec::new(),
-            eligible: LazyVirtualTimeHeap::new(),
-            ineligible: LazyVirtualTimeHeap::new(),
+            eligible: FlowSet::new(Place::Eligible),
+            ineligible: FlowSet::new(Place::Ineligible),
             lingering: LazyVirtualTimeHeap::new(),
             virtual_time: VirtualTime::ZERO,
             weight_sum: 0,
@@ -543,18 +699,10 @@ impl Scheduler for Wf2qPlus {
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
-                let top = live_top(&mut self.ineligible, &self.flows, Place::Ineligible);
-                // SAFETY: as above.
-                let start = unsafe { flow_state(&mut self.flows, flow) }.start;
-                match top {
-                    Some(top) if start > self.virtual_time && top.key <= self.virtual_time => {
-                        self.exchange(flow, head.seq, top);
-                    }
-                    _ => self.file_served(flow, head.seq, self.queues.head_node(flow)),
-                }
+                self.file_served(flow, head.seq, self.queues.head_node(flow));
             }
             None => {
-                self.eligible.remove_top();
+                self.eligible.pop(&self.flows, self.virtual_time);
                 self.retire(flow);
             }
         }
@@ -609,6 +757,36 @@ mod tests {
     fn wf2q_plus(weights: &[(FlowId, u32)], limit: BufferLimit) -> Wf2qPlus {
         testkit::build_weighted(Wf2qPlusConfig, weights, limit)
     }
+
+    /// [`wf2q_plus`] whose two sets move to their heaps from 3 flows on and back to their
+    /// calendars at 1, so that random traffic crosses between the two often.
+    fn wf2q_plus_switching(weights: &[(FlowId, u32)], limit: BufferLimit) -> Wf2qPlus {
+        let mut s = wf2q_plus(weights, limit);
+        (s.eligible.heap_from, s.eligible.calendar_up_to) = (3, 1);
+        (s.ineligible.heap_from, s.ineligible.calendar_up_to) = (3, 1);
+        s
+    }
+
+    /// Random arrivals (`true`) and services, with longest-queue drop on a 4,000-byte buffer:
+    /// the ids of the packets sent, in order, each call followed by [`check_heaps`].
+    fn run_calls(
+        s: &mut Wf2qPlus,
+        calls: &[(FlowId, u32, bool)],
+    ) -> Result<Vec<u64>, proptest::test_runner::TestCaseError> {
+        let mut drops = Vec::new();
+        let mut sent = Vec::new();
+        for (id, &(flow, size, arrival)) in calls.iter().enumerate() {
+            if arrival {
+                s.enqueue(Packet::new(id as u64, flow, size, 0), 0, &mut drops);
+            } else if let Some(packet) = s.dequeue(0, &mut drops) {
+                sent.push(packet.id);
+            }
+            check_heaps(s)?;
+        }
+        Ok(sent)
+    }
+
+    const SIX_WEIGHTS: [(FlowId, u32); 6] = [(0, 1), (1, 2), (2, 3), (3, 8), (4, 1), (5, 5)];
 
     fn v(value: u64) -> VirtualTime {
         VirtualTime::from_integer(value)
@@ -737,8 +915,8 @@ mod tests {
             let entries: Vec<Entry<VirtualTime>> = match state.place {
                 Place::Idle => continue,
                 Place::Lingering => s.lingering.iter().collect(),
-                Place::Eligible => s.eligible.iter().collect(),
-                Place::Ineligible => s.ineligible.iter().collect(),
+                Place::Eligible => s.eligible.entries_of(&s.flows, id as u32),
+                Place::Ineligible => s.ineligible.entries_of(&s.flows, id as u32),
             };
             weight_sum += state.weight as u64;
             let key = if state.place == Place::Ineligible {
@@ -769,22 +947,27 @@ mod tests {
             calls in proptest::collection::vec((0u32..6, 40u32..=1500, proptest::bool::weighted(0.6)), 1..400),
         ) {
             let limit = testkit::byte_limit(4000, true);
-            let mut s = wf2q_plus(&[(0, 1), (1, 2), (2, 3), (3, 8), (4, 1), (5, 5)], limit);
-            let mut drops = Vec::new();
-            for (id, (flow, size, arrival)) in calls.into_iter().enumerate() {
-                if arrival {
-                    s.enqueue(Packet::new(id as u64, flow, size, 0), 0, &mut drops);
-                } else {
-                    s.dequeue(0, &mut drops);
-                }
-                check_heaps(&s)?;
-            }
+            run_calls(&mut wf2q_plus(&SIX_WEIGHTS, limit), &calls)?;
+        }
+
+        /// The sets' two structures give the same order: the same calls with sets that move
+        /// between their calendars and heaps all the time send the same packets in the same
+        /// order, and the bookkeeping holds after every call.
+        #[test]
+        fn calendars_and_heaps_send_the_same_order(
+            calls in proptest::collection::vec((0u32..6, 40u32..=1500, proptest::bool::weighted(0.6)), 1..400),
+        ) {
+            let limit = testkit::byte_limit(4000, true);
+            let calendars = run_calls(&mut wf2q_plus(&SIX_WEIGHTS, limit), &calls)?;
+            let switching = run_calls(&mut wf2q_plus_switching(&SIX_WEIGHTS, limit), &calls)?;
+            proptest::prop_assert_eq!(calendars, switching);
         }
 
         #[test]
-        fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY) {
+        fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY, switching in proptest::bool::ANY) {
             let limit = testkit::byte_limit(8000, lqd);
-            let mut s = wf2q_plus(&[(1, 2), (2, 3), (3, 8)], limit);
+            let weights = [(1, 2), (2, 3), (3, 8)];
+            let mut s = if switching { wf2q_plus_switching(&weights, limit) } else { wf2q_plus(&weights, limit) };
             testkit::check_invariants(&mut s, &trace, true)?;
         }
 
