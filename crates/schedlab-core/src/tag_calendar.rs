@@ -91,11 +91,28 @@ const NIL: u32 = u32::MAX;
 /// Pops (from the calendar or its overflow heap) between two choices of the day
 /// (see the module documentation).
 pub const ADAPT_PERIOD: u32 = 1024;
-/// The registry ids of the disciplines whose scheduler orders its head-of-line tags in one
-/// `TagCalendar` (`TaggedQueues<_, TagCalendar>`), for estimates of their memory
-/// (`schedlab_sim::memory`). A discipline that starts or stops using a calendar changes this
-/// list.
-pub const DISCIPLINES: [&str; 4] = ["scfq", "stfq", "virtual_clock", "wfq"];
+/// The registry ids of the disciplines whose scheduler holds `TagCalendar`s, each with the
+/// number it holds, for estimates of their memory (`schedlab_sim::memory`): one for the
+/// head-of-line tags of SCFQ, STFQ, Virtual Clock and WFQ (`TaggedQueues<_, TagCalendar>`),
+/// two for WF2Q+ (its eligible and ineligible sets; each reserves a node per flow, and its
+/// bucket array stays allocated when the set moves to its heap at many flows). A discipline
+/// that starts or stops using a calendar changes this list.
+pub const DISCIPLINES: [(&str, u64); 5] = [
+    ("scfq", 1),
+    ("stfq", 1),
+    ("virtual_clock", 1),
+    ("wfq", 1),
+    ("wf2q_plus", 2),
+];
+
+/// How many `TagCalendar`s a scheduler of discipline `id` holds ([`DISCIPLINES`]; 0 for the
+/// others).
+pub fn calendars_of(id: &str) -> u64 {
+    DISCIPLINES
+        .iter()
+        .find(|(user, _)| *user == id)
+        .map_or(0, |&(_, calendars)| calendars)
+}
 
 /// One id's entry and links, one cache line (36 bytes unaligned, 48 at `u128` alignment,
 /// would put some of the nodes across two lines).
@@ -1014,7 +1031,7 @@ mod tests {
 
     #[test]
     fn the_calendar_users_are_registered_disciplines() {
-        for id in DISCIPLINES {
+        for (id, _) in DISCIPLINES {
             assert!(
                 crate::registry::discipline_info(id).is_some(),
                 "{id} is not registered"
