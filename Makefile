@@ -27,6 +27,7 @@ demo: build
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 	ruff check python tests
 	ruff format --check python tests
 

@@ -45,8 +45,8 @@ pub struct PcapTrace {
 }
 
 /// A pcap file (little-endian, Ethernet, nanosecond timestamps) of the frames the gateway transmits:
-/// written to `FILE.partial` while the gateway runs and renamed to `FILE` by [`finish`]
-/// (`CaptureWriter::finish`), so that a file named `FILE` is always complete. Buffered; one
+/// written to `FILE.partial` while the gateway runs and renamed to `FILE` by [`CaptureWriter::finish`]
+/// so that a file named `FILE` is always complete. Buffered; one
 /// record per frame, whole frames (snap length 65,535).
 pub struct CaptureWriter {
     writer: Option<PcapWriter<BufWriter<std::fs::File>>>,

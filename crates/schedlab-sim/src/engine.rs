@@ -9,12 +9,12 @@
 //! taken at once, without a heap round trip, when no such event at `t` is pending.
 //!
 //! Each source has one pending event, its next packet's entry into the network: these sit in
-//! a [`SourceClock`] (a tournament tree, or from 32 sources on a calendar queue of days); one
+//! a `SourceClock` (a tournament tree, or from 32 sources on a calendar queue of days); one
 //! link's pending transmission end (the link every path ends at, else the last of the first
 //! source's path: `Engine::slot_link`) sits in a slot of its own; a propagation event
 //! scheduled no earlier than the last one queued there goes to the back of a FIFO
 //! (`Engine::propagations`: with links of equal delays nearly all of them do); the other
-//! events in an [`EventQueue`] (a binary heap). The loop takes the earliest of the four, which is the order a single heap of
+//! events in an `EventQueue` (a binary heap). The loop takes the earliest of the four, which is the order a single heap of
 //! all events would give (the keys are the same `(time, seq)`).
 //!
 //! A link asks its scheduler for a packet whenever it is free and its scheduler is
@@ -26,12 +26,12 @@
 //! delivered.
 //!
 //! A private hop (a FIFO first hop that only one source's packets enter, without buffer limit,
-//! drops or loss; see [`PrivateHop`]) has neither scheduler calls nor transmission-end events:
+//! drops or loss; see `PrivateHop`) has neither scheduler calls nor transmission-end events:
 //! a packet's departure from it follows from Lindley's recursion when the packet enters, so
 //! its propagation to the next hop is scheduled then, and the hop's statistics are what the
 //! scheduler's run would have given (the replication's event count includes the events the
 //! hop stands for). When the network drains and every open-loop path ends at the same link
-//! (see [`sink_link`]), a packet's delivery is recorded at its transmission end there, with
+//! (see `sink_link`), a packet's delivery is recorded at its transmission end there, with
 //! its delivery time a propagation delay later, instead of in a propagation event.
 //!
 //! Per-packet bookkeeping (network entry time, source, hop, whether it is measured) lives in a
@@ -39,7 +39,7 @@
 //! state allocates nothing per packet.
 //!
 //! The loop and its event handlers are compiled once per set of features a run may meet
-//! ([`PathFeatures`]): a run of open-loop sources over plain links takes a loop without the
+//! (`PathFeatures`): a run of open-loop sources over plain links takes a loop without the
 //! tests of TCP, shapers, echoes, conditioners, drop policies, loss, sojourn limits, lateness
 //! meters, live class statistics and the packet log; every other run the loop that tests them.
 

@@ -1,6 +1,6 @@
 //! # schedlab-sim
 //!
-//! Trace replay over one link ([`replay`]) and a deterministic discrete-event simulator of networks of links, each driven by a
+//! Trace replay over one link ([`mod@replay`]) and a deterministic discrete-event simulator of networks of links, each driven by a
 //! `schedlab_core` scheduler, fed by the traffic models of [`traffic`] and described by a TOML
 //! scenario ([`scenario`]). It measures per-flow and per-class delay (mean, percentiles,
 //! maximum), jitter, loss and throughput, link utilisation and queue length, Jain's fairness

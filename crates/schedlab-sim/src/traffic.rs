@@ -18,7 +18,7 @@
 //!   Application/Traffic/Pareto, as used by Bakiras et al. §5);
 //! * `mmpp` — Markov-modulated Poisson process: n states with Poisson rates `rates_pps` and
 //!   transition rates `transition_rates` (per second);
-//! * `mpeg` — the GOP model of Zhang's thesis §4.4.3 (after [SK98]);
+//! * `mpeg` — the GOP model of Zhang's thesis §4.4.3 (after \[SK98\]);
 //! * `trace` — replay of a trace file (times, sizes, optional class and deadline).
 //!
 //! Fragmentation ([`Fragmentation`], a source's `mtu`): every model can send its units —
@@ -124,7 +124,7 @@ pub enum SizeShape {
 }
 
 /// A packet-size distribution plus a constant header added to every packet
-/// (Zhang's best-effort packets are "40 + U[40,700]" bytes).
+/// (Zhang's best-effort packets are "40 + U\[40,700\]" bytes).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SizeDist {
     /// The random part.
@@ -142,7 +142,7 @@ impl SizeDist {
         }
     }
 
-    /// The thesis's best-effort sizes: 40 bytes of header plus U[40,700] bytes of data.
+    /// The thesis's best-effort sizes: 40 bytes of header plus U\[40,700\] bytes of data.
     pub fn thesis_best_effort() -> SizeDist {
         SizeDist {
             shape: SizeShape::Uniform { min: 40, max: 700 },
@@ -293,7 +293,7 @@ impl PeriodDist {
     }
 }
 
-/// Parameters of the MPEG group-of-pictures model (Zhang's thesis §4.4.3, after [SK98]).
+/// Parameters of the MPEG group-of-pictures model (Zhang's thesis §4.4.3, after \[SK98\]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MpegModel {
     /// Frame types of one GOP, e.g. `IPBBPBBPBB`.
@@ -320,8 +320,8 @@ pub enum FrameType {
 }
 
 impl MpegModel {
-    /// The thesis's model: IPBBPBBPBB at 3 GOP/s; I ~ U[15000,17000]; P truncated exponential
-    /// mean 2100 in [512,17000]; B truncated exponential mean 550 in [256,17000].
+    /// The thesis's model: IPBBPBBPBB at 3 GOP/s; I ~ U\[15000,17000\]; P truncated exponential
+    /// mean 2100 in \[512,17000\]; B truncated exponential mean 550 in \[256,17000\].
     pub fn thesis() -> MpegModel {
         use FrameType::*;
         MpegModel {
@@ -1294,7 +1294,7 @@ mod tests {
         assert_eq!(*draws.iter().min().unwrap(), 80);
         assert_eq!(*draws.iter().max().unwrap(), 740);
         let mean = draws.iter().map(|&d| d as f64).sum::<f64>() / n as f64;
-        // U[40,700] + 40: mean 410, sd 190.8 → standard error 0.43 B.
+        // U\[40,700\] + 40: mean 410, sd 190.8 → standard error 0.43 B.
         assert!((mean - 410.0).abs() < 2.0, "mean {mean}");
         let var = draws.iter().map(|&d| (d as f64 - 410.0).powi(2)).sum::<f64>() / n as f64;
         let expected_var = (661.0f64 * 661.0 - 1.0) / 12.0;
