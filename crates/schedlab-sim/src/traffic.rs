@@ -619,7 +619,7 @@ impl Fragmentation {
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct Generator {
-    size: Option<SizeDist>,
+    size: SizeDraw,
     /// The fragmentation (an `mtu` of 0: none; 8 bytes where an `Option` takes 12).
     fragmentation: Fragmentation,
     rng: SourceRng,
@@ -635,6 +635,44 @@ const _: () = {
     assert!(std::mem::offset_of!(Generator, rng) == 64);
     assert!(std::mem::offset_of!(Generator, state) + 24 <= Generator::HOT_BYTES);
 };
+
+/// How a [`Generator`] draws its sizes: a size known in advance (no size distribution: 1000
+/// bytes; a constant distribution: its size plus its header) is read as it is, without the
+/// two dispatches (on the distribution's presence and on its shape) of a draw. (It takes
+/// the 56 bytes of the `Option<SizeDist>` it replaces.)
+#[derive(Clone, Debug, PartialEq)]
+enum SizeDraw {
+    /// Every packet has this size (bytes, header included).
+    Fixed(u32),
+    /// Sizes drawn from this distribution.
+    Random(SizeDist),
+}
+
+impl SizeDraw {
+    /// `size`, or 1000 bytes if it is missing.
+    fn new(size: Option<SizeDist>) -> SizeDraw {
+        match size {
+            None => SizeDraw::Fixed(1000),
+            Some(SizeDist {
+                shape: SizeShape::Constant(size),
+                header,
+            }) => SizeDraw::Fixed(size.saturating_add(header)),
+            Some(dist) => SizeDraw::Random(dist),
+        }
+    }
+
+    /// One size in bytes: [`SizeDist::sample`]'s (a constant distribution draws no random
+    /// number either).
+    #[inline(always)]
+    fn sample(&self, rng: &mut SourceRng) -> u32 {
+        match self {
+            SizeDraw::Fixed(size) => *size,
+            SizeDraw::Random(dist) => dist.sample(rng),
+        }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<SizeDraw>() == std::mem::size_of::<Option<SizeDist>>());
 
 impl Generator {
     /// Bytes from the start that drawing a Poisson source's packet reads (its size
@@ -749,7 +787,7 @@ impl Generator {
         Generator {
             rng,
             state,
-            size,
+            size: SizeDraw::new(size),
             start,
             fragmentation: Generator::WHOLE,
             unit: Emission {
@@ -797,11 +835,8 @@ impl Generator {
         let at = |offset: f64| start.saturating_add(ns(offset));
         // Models that take sizes from the source's distribution draw the size first, then
         // their times (one `match` on the model for both).
-        let size_dist = &self.size;
-        let draw_size = |rng: &mut SourceRng| match size_dist {
-            Some(size) => size.sample(rng),
-            None => 1000,
-        };
+        let size_draw = &self.size;
+        let draw_size = |rng: &mut SourceRng| size_draw.sample(rng);
         let emission = |time: TimeNs, size: u32| Emission {
             time,
             size,
