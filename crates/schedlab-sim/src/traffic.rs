@@ -996,6 +996,49 @@ mod tests {
         (0..n).map_while(|_| g.next_packet()).collect()
     }
 
+    /// A Poisson generator's sizes and times, whether its sizes are fixed in advance (no
+    /// distribution, or a constant one: `SizeDraw::Fixed`, which draws no random number) or
+    /// drawn, are those of the model: from one stream, the first gap, then for each packet
+    /// its size (1000 bytes without a distribution) and the next gap.
+    #[test]
+    fn fixed_sizes_are_the_draws() {
+        let constant = |size, header| SizeDist {
+            shape: SizeShape::Constant(size),
+            header,
+        };
+        let dists = [
+            None,
+            Some(constant(1000, 0)),
+            Some(constant(500, 40)),
+            Some(constant(u32::MAX - 3, 40)),
+            Some(SizeDist::thesis_best_effort()),
+            Some(SizeDist {
+                shape: SizeShape::TruncatedExponential {
+                    mean: 600.0,
+                    min: 40,
+                    max: 1500,
+                },
+                header: 0,
+            }),
+        ];
+        for dist in &dists {
+            let fixed = dist
+                .as_ref()
+                .is_none_or(|d| matches!(d.shape, SizeShape::Constant(_)));
+            assert_eq!(matches!(SizeDraw::new(dist.clone()), SizeDraw::Fixed(_)), fixed);
+            let model = ArrivalModel::Poisson { rate_pps: 1000.0 };
+            let emissions = times(&model, dist.clone(), 500, 3);
+            let mut stream = rng(3);
+            let mean_gap_ns = NS / 1000.0;
+            let mut next = mean_gap_ns * exp1(&mut stream);
+            for e in &emissions {
+                assert_eq!(e.size, dist.as_ref().map_or(1000, |d| d.sample(&mut stream)));
+                assert_eq!(e.time, ns(next));
+                next += mean_gap_ns * exp1(&mut stream);
+            }
+        }
+    }
+
     fn rate_pps(e: &[Emission]) -> f64 {
         (e.len() - 1) as f64 / (e.last().unwrap().time - e[0].time) as f64 * NS
     }
