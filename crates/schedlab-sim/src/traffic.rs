@@ -667,8 +667,15 @@ impl SizeDraw {
     fn sample(&self, rng: &mut SourceRng) -> u32 {
         match self {
             SizeDraw::Fixed(size) => *size,
-            SizeDraw::Random(dist) => dist.sample(rng),
+            SizeDraw::Random(dist) => SizeDraw::draw(dist, rng),
         }
+    }
+
+    /// A draw from `dist` (out of line: the fixed sizes' path stays small in the engine's
+    /// loop).
+    #[inline(never)]
+    fn draw(dist: &SizeDist, rng: &mut SourceRng) -> u32 {
+        dist.sample(rng)
     }
 }
 
