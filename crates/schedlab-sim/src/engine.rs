@@ -1155,8 +1155,9 @@ impl PathFeatures for LeanPrefetchingPath {
 }
 
 /// The scheduler calls of the per-packet path (`arrive`, `decide`): a direct call for DRR (the
-/// bottleneck of the ns-2 scenario), the registry's match over every discipline for the
-/// others. A test of one variant and a direct call replace the match's jump table and its
+/// thesis's discipline, the most used one in `experiments/` after EWRR and VD, and the
+/// bottleneck of the ns-2 scenario the simulator is benchmarked on), the registry's match over
+/// every discipline for the others. A test of one variant and a direct call replace the match's jump table and its
 /// argument shuffling: on the ns-2 scenario with 10 flows, 23 instructions a packet fewer of
 /// the 66 on the match's lines. The same calls as through [`AnyScheduler`]. (With FIFO too,
 /// whose calls LLVM then inlined into the engine's loop, 14 more instructions a packet on the
