@@ -619,7 +619,7 @@ impl TagCalendar {
             return self.pop_overflow_then(next);
         }
         let top = self.entry(id);
-        let bucket = self.unlink(id);
+        let bucket = self.unlink_least(id);
         self.advance_to(top.key.raw(), bucket);
         if let Some((key, seq, aux)) = next(&top) {
             self.refile(id, key, seq, aux);
@@ -747,39 +747,65 @@ impl TagCalendar {
     }
 
     /// Unlinks `id` (in the calendar) from its bucket, which it returns: the first entry of
-    /// its bucket (every pop's) at once, another after a walk to its predecessor.
-    #[inline(always)]
+    /// its bucket at once, another after a walk to its predecessor.
+    #[inline]
     fn unlink(&mut self, id: u32) -> usize {
         let Node { bucket, next, .. } = *self.node(id);
         let bucket = bucket as usize % BUCKETS;
+        let first = self.table().heads[bucket];
+        if first == id && bucket == self.first_bucket {
+            return self.unlink_least(id);
+        }
         self.node_mut(id).bucket = NIL;
         self.calendar_len -= 1;
-        let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
-        let first = table.heads[bucket];
         if first != id {
             self.unlink_behind(first, id, next);
         } else {
-            table.heads[bucket] = next;
-            // Whether the bucket emptied is a coin toss for the processor's predictor (at 1,024
-            // flows of the core bench, a bucket holds another entry behind the one popped 28–31 %
-            // of the time), so it is not branched on: its bit is cleared by a mask, and the first
-            // bucket is found again from this one (itself, if it still holds an entry). No
-            // bucket before it from the cursor's on holds an entry, so the first found in bucket
-            // order from this one, then from 0, is the first from the cursor's.
-            let emptied = next == NIL;
-            let word = &mut table.words[bucket / 64];
-            *word &= !((emptied as u64) << (bucket % 64));
-            if *word == 0 {
-                self.summary[bucket / 4096] &= !(1 << (bucket / 64 % 64));
-            }
-            if bucket == self.first_bucket && self.calendar_len > 0 {
-                self.first_bucket = self
-                    .bucket_from(bucket)
-                    .or_else(|| self.bucket_from(0))
-                    .expect("a calendar with entries has a non-empty bucket");
-            }
+            self.unlink_head(bucket, next);
         }
         bucket
+    }
+
+    /// Unlinks the calendar's least entry, `id` (every pop's: the first entry of the first
+    /// bucket, so neither its bucket nor the bucket's first entry need reading), and returns
+    /// its bucket.
+    #[inline(always)]
+    fn unlink_least(&mut self, id: u32) -> usize {
+        let bucket = self.first_bucket;
+        debug_assert_eq!(self.node(id).bucket as usize, bucket);
+        debug_assert_eq!(self.table().heads[bucket], id);
+        let next = self.node(id).next;
+        self.node_mut(id).bucket = NIL;
+        self.calendar_len -= 1;
+        self.unlink_head(bucket, next);
+        // No bucket before this one from the cursor's on holds an entry, so the first found in
+        // bucket order from this one (itself, if it still holds an entry), then from 0, is the
+        // first from the cursor's.
+        if self.calendar_len > 0 {
+            self.first_bucket = self
+                .bucket_from(bucket)
+                .or_else(|| self.bucket_from(0))
+                .expect("a calendar with entries has a non-empty bucket");
+        }
+        bucket
+    }
+
+    /// Makes `next` the first entry of `bucket` in place of its first entry, which is taken
+    /// out; clears its bits if it emptied.
+    #[inline(always)]
+    fn unlink_head(&mut self, bucket: usize, next: u32) {
+        let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
+        table.heads[bucket % BUCKETS] = next;
+        // Whether the bucket emptied is a coin toss for the processor's predictor (at 1,024
+        // flows of the core bench, a bucket holds another entry behind the one popped 28–31 %
+        // of the time), so it is not branched on: its bit is cleared by a mask (and the first
+        // bucket, if this was it, is found again from this one).
+        let emptied = next == NIL;
+        let word = &mut table.words[bucket / 64 % WORDS];
+        *word &= !((emptied as u64) << (bucket % 64));
+        if *word == 0 {
+            self.summary[bucket / 4096 % SUMMARY_WORDS] &= !(1 << (bucket / 64 % 64));
+        }
     }
 
     /// Links `next` behind the predecessor of `id` in the bucket list from `first` (which holds
@@ -854,7 +880,7 @@ impl TagCalendar {
             return None;
         }
         let entry = self.entry(id);
-        let bucket = self.unlink(id);
+        let bucket = self.unlink_least(id);
         self.advance_to(entry.key.raw(), bucket);
         self.count_pop();
         Some(entry)
@@ -866,7 +892,7 @@ impl TagCalendar {
         match self.least()? {
             (id, true) => {
                 let entry = self.entry(id);
-                let bucket = self.unlink(id);
+                let bucket = self.unlink_least(id);
                 if floor < entry.key.raw() {
                     self.advance_to_floor(entry.key.raw(), floor);
                 } else {
