@@ -194,6 +194,10 @@ pub struct TagCalendar {
     last_popped: u128,
     /// Entries in the calendar.
     calendar_len: usize,
+    /// Entries in all (the calendar's and the overflow heap's): one field to read where the
+    /// heap's count would be a sum of two (see [`VirtualTimeHeap::len`]), on every push and
+    /// every look at the least entry.
+    len: usize,
     /// Entries outside the calendar's days.
     overflow: VirtualTimeHeap,
     /// Bits of a raw key below its day (first [`DAY_SHIFT`] or the owner's choice, then
@@ -238,6 +242,7 @@ impl TagCalendar {
             first_bucket: 0,
             last_popped: 0,
             calendar_len: 0,
+            len: 0,
             overflow: VirtualTimeHeap::default(),
             day_shift: 0,
             day_mask: 0,
@@ -302,7 +307,7 @@ impl TagCalendar {
     /// Number of entries.
     #[inline]
     pub fn len(&self) -> usize {
-        self.calendar_len + self.overflow.len()
+        self.len
     }
 
     /// Whether there is no entry.
@@ -397,7 +402,8 @@ impl TagCalendar {
     #[inline(always)]
     fn least(&self) -> Option<(u32, bool)> {
         let first = self.calendar_first();
-        if self.overflow.is_empty() {
+        if self.len == self.calendar_len {
+            // The overflow heap is empty.
             return first.map(|id| (id, true));
         }
         let top = self.overflow.peek().expect("the overflow heap is not empty");
@@ -452,23 +458,26 @@ impl TagCalendar {
         self.overflow.reserve_ids(ids);
     }
 
-    /// Adds `id` (which must have no entry) with `key`, `seq` and `aux`.
-    #[inline]
+    /// Adds `id` (which must have no entry) with `key`, `seq` and `aux`. Always inlined:
+    /// WF2Q+ pushes twice a packet, and a call there saved and restored registers each time.
+    #[inline(always)]
     pub fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
         let index = id as usize;
         if index >= self.nodes.len() {
             self.nodes.resize(index + 1, Node::default());
         }
         debug_assert!(!self.contains(id), "id {id} already has an entry");
-        self.file(id, key, seq, aux);
+        self.file(id, key, seq, aux, self.len);
+        self.len += 1;
     }
 
-    /// [`TagCalendar::push_with`] for an id that has a node: inlined into
-    /// [`TagCalendar::pop_then`], which files the popped id again on every service.
+    /// [`TagCalendar::push_with`] for an id that has a node, with `others` entries besides it
+    /// (`len` is the caller's to count): inlined into [`TagCalendar::pop_then`], which files
+    /// the popped id again on every service.
     #[inline(always)]
-    fn file(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+    fn file(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32, others: usize) {
         let raw = key.raw();
-        let Some(cursor) = self.window_for(raw, self.len()) else {
+        let Some(cursor) = self.window_for(raw, others) else {
             self.overflow.push_with(id, key, seq, aux);
             return;
         };
@@ -491,7 +500,8 @@ impl TagCalendar {
         debug_assert_eq!(self.cursor, self.last_popped & self.day_mask);
         debug_assert!(raw >= self.last_popped, "a key below the one taken out");
         let above = raw.wrapping_sub(self.cursor);
-        if self.len() >= CALENDAR_MAX_ENTRIES || raw < self.cursor || above >= self.window {
+        // `len` still counts the id (taken out and filed again).
+        if self.len - 1 >= CALENDAR_MAX_ENTRIES || raw < self.cursor || above >= self.window {
             self.overflow.push_with(id, key, seq, aux);
             return;
         }
@@ -621,8 +631,9 @@ impl TagCalendar {
         let top = self.entry(id);
         let bucket = self.unlink_least(id);
         self.advance_to(top.key.raw(), bucket);
-        if let Some((key, seq, aux)) = next(&top) {
-            self.refile(id, key, seq, aux);
+        match next(&top) {
+            Some((key, seq, aux)) => self.refile(id, key, seq, aux),
+            None => self.len -= 1,
         }
         Some(top)
     }
@@ -737,10 +748,11 @@ impl TagCalendar {
             }
             Some((key, seq, aux)) => {
                 self.overflow.pop();
-                self.file(top.id, key, seq, aux);
+                self.file(top.id, key, seq, aux, self.len - 1);
             }
             None => {
                 self.overflow.pop();
+                self.len -= 1;
             }
         }
         Some(top)
@@ -835,10 +847,13 @@ impl TagCalendar {
     #[inline]
     pub fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
         if !self.in_calendar(id) {
-            return self.overflow.remove(id);
+            let entry = self.overflow.remove(id)?;
+            self.len -= 1;
+            return Some(entry);
         }
         let entry = self.entry(id);
         self.unlink(id);
+        self.len -= 1;
         Some(entry)
     }
 
@@ -872,6 +887,7 @@ impl TagCalendar {
                 return None;
             }
             let entry = self.overflow.pop()?;
+            self.len -= 1;
             self.last_popped = entry.key.raw();
             self.count_pop();
             return Some(entry);
@@ -881,6 +897,7 @@ impl TagCalendar {
         }
         let entry = self.entry(id);
         let bucket = self.unlink_least(id);
+        self.len -= 1;
         self.advance_to(entry.key.raw(), bucket);
         self.count_pop();
         Some(entry)
@@ -893,6 +910,7 @@ impl TagCalendar {
             (id, true) => {
                 let entry = self.entry(id);
                 let bucket = self.unlink_least(id);
+                self.len -= 1;
                 if floor < entry.key.raw() {
                     self.advance_to_floor(entry.key.raw(), floor);
                 } else {
@@ -903,6 +921,7 @@ impl TagCalendar {
             }
             (_, false) => {
                 let entry = self.overflow.pop()?;
+                self.len -= 1;
                 self.last_popped = entry.key.raw();
                 self.count_pop();
                 Some(entry)
@@ -929,7 +948,7 @@ impl TagCalendar {
         if !in_calendar {
             return [self.overflow.peek_id_aux(), None];
         }
-        if len < PREFETCH_AHEAD_ENTRIES || !self.overflow.is_empty() {
+        if len < PREFETCH_AHEAD_ENTRIES || len != self.calendar_len {
             return [Some(id_aux(id)), None];
         }
         let node = self.node(id);
@@ -947,6 +966,7 @@ impl TagCalendar {
     /// Checks the lists, the bitmaps and the window (tests).
     #[cfg(test)]
     fn check(&self) {
+        assert_eq!(self.len, self.calendar_len + self.overflow.len());
         let mut seen = 0;
         let Some(table) = self.buckets.as_deref() else {
             assert_eq!(self.calendar_len, 0);
