@@ -190,6 +190,13 @@ pub struct TagCalendar {
     /// entry: kept up to date by [`TagCalendar::file`] and [`TagCalendar::unlink`], so that a
     /// pop and the prefetch look-ahead after it read it instead of scanning the bitmap each.
     first_bucket: usize,
+    /// The calendar's least entry (the first of `first_bucket`) and its raw key, while the
+    /// calendar holds an entry: kept by [`TagCalendar::link`] and
+    /// [`TagCalendar::unlink_least`], so that a look at the least entry (WF2Q+: every
+    /// promotion's test against V, every choice) reads neither the bucket array nor the node,
+    /// and a pop loads the next least node at its end, ahead of the next look.
+    least_id: u32,
+    least_key: u128,
     /// The key last popped (raw; its day is computed only when an empty calendar needs it).
     last_popped: u128,
     /// Entries in the calendar.
@@ -240,6 +247,8 @@ impl TagCalendar {
             cursor: 0,
             cursor_bucket: 0,
             first_bucket: 0,
+            least_id: NIL,
+            least_key: 0,
             last_popped: 0,
             calendar_len: 0,
             len: 0,
@@ -384,18 +393,10 @@ impl TagCalendar {
         None
     }
 
-    /// The calendar's first bucket (from the cursor's, wrapping around).
-    #[inline(always)]
-    fn first_bucket(&self) -> Option<usize> {
-        (self.calendar_len > 0).then_some(self.first_bucket)
-    }
-
     /// The least id of the calendar.
     #[inline(always)]
     fn calendar_first(&self) -> Option<u32> {
-        // Masked (it is below `BUCKETS` already): the index needs no check then.
-        self.first_bucket()
-            .map(|bucket| self.table().heads[bucket & (BUCKETS - 1)])
+        (self.calendar_len > 0).then_some(self.least_id)
     }
 
     /// The least entry's id, and whether it is in the calendar.
@@ -439,7 +440,7 @@ impl TagCalendar {
     #[inline(always)]
     pub fn peek_key(&self) -> Option<VirtualTime> {
         match self.least()? {
-            (id, true) => Some(VirtualTime::from_raw(self.node(id).key)),
+            (_, true) => Some(VirtualTime::from_raw(self.least_key)),
             (_, false) => self.overflow.peek().map(|top| top.key),
         }
     }
@@ -551,10 +552,13 @@ impl TagCalendar {
             table.heads[bucket] = id;
             table.words[bucket / 64] |= 1 << (bucket % 64);
             self.summary[bucket / 4096] |= 1 << (bucket / 64 % 64);
+            // The first of the first bucket (or of one before it): the new least entry.
             if self.calendar_len == 0
-                || self.buckets_after_cursor(bucket) < self.buckets_after_cursor(self.first_bucket)
+                || self.buckets_after_cursor(bucket) <= self.buckets_after_cursor(self.first_bucket)
             {
                 self.first_bucket = bucket;
+                self.least_id = id;
+                self.least_key = raw;
             }
         }
         self.calendar_len += 1;
@@ -798,6 +802,8 @@ impl TagCalendar {
                 .bucket_from(bucket)
                 .or_else(|| self.bucket_from(0))
                 .expect("a calendar with entries has a non-empty bucket");
+            self.least_id = self.table().heads[self.first_bucket % BUCKETS];
+            self.least_key = self.node(self.least_id).key;
         }
         bucket
     }
@@ -892,7 +898,7 @@ impl TagCalendar {
             self.count_pop();
             return Some(entry);
         }
-        if self.node(id).key > limit.raw() {
+        if self.least_key > limit.raw() {
             return None;
         }
         let entry = self.entry(id);
@@ -1009,6 +1015,11 @@ impl TagCalendar {
                 Some(self.first_bucket),
                 scanned,
                 "the first bucket from the cursor's"
+            );
+            assert_eq!(self.least_id, table.heads[self.first_bucket], "the least id");
+            assert_eq!(
+                self.least_key, self.nodes[self.least_id as usize].key,
+                "the least key"
             );
         }
         for word in 0..WORDS {
