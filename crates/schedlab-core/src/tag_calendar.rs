@@ -47,7 +47,9 @@
 //! Cost: a push walks its bucket's list (entries per bucket = flows / days spanned by their
 //! tags; about one at 1,024 flows of 64–1,500-byte packets; at most [`BUCKET_WALK_LIMIT`]), a
 //! pop reads the first non-empty bucket, which the calendar keeps (the bitmap is scanned only
-//! when that bucket empties); while the calendar is empty (from
+//! when that bucket empties), and the calendar keeps its least id and key too, so that a look
+//! at the least entry reads neither the bucket array nor a node (a pop loads the next least
+//! node at its end, ahead of the next look); while the calendar is empty (from
 //! [`CALENDAR_MAX_ENTRIES`] entries on) a pop goes straight to the heap's in-place top
 //! replacement;
 //! against log₄ n levels of four comparisons for each sift-down of the 4-ary heap. The nodes
