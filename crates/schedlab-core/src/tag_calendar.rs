@@ -503,8 +503,8 @@ impl TagCalendar {
         debug_assert_eq!(self.cursor, self.last_popped & self.day_mask);
         debug_assert!(raw >= self.last_popped, "a key below the one taken out");
         let above = raw.wrapping_sub(self.cursor);
-        // `len` still counts the id (taken out and filed again).
-        if self.len - 1 >= CALENDAR_MAX_ENTRIES || raw < self.cursor || above >= self.window {
+        // `len` still counts the id (taken out and filed again): the others reach the limit.
+        if self.len > CALENDAR_MAX_ENTRIES || raw < self.cursor || above >= self.window {
             self.overflow.push_with(id, key, seq, aux);
             return;
         }
