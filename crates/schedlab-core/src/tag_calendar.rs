@@ -47,7 +47,9 @@
 //! Cost: a push walks its bucket's list (entries per bucket = flows / days spanned by their
 //! tags; about one at 1,024 flows of 64–1,500-byte packets; at most [`BUCKET_WALK_LIMIT`]), a
 //! pop reads the first non-empty bucket, which the calendar keeps (the bitmap is scanned only
-//! when that bucket empties); while the calendar is empty (from
+//! when that bucket empties), and the calendar keeps its least id and key too, so that a look
+//! at the least entry reads neither the bucket array nor a node (a pop loads the next least
+//! node at its end, ahead of the next look); while the calendar is empty (from
 //! [`CALENDAR_MAX_ENTRIES`] entries on) a pop goes straight to the heap's in-place top
 //! replacement;
 //! against log₄ n levels of four comparisons for each sift-down of the 4-ary heap. The nodes
@@ -207,10 +209,21 @@ pub struct TagCalendar {
     /// entry: kept up to date by [`TagCalendar::file`] and [`TagCalendar::unlink`], so that a
     /// pop and the prefetch look-ahead after it read it instead of scanning the bitmap each.
     first_bucket: usize,
+    /// The calendar's least entry (the first of `first_bucket`) and its raw key, while the
+    /// calendar holds an entry: kept by [`TagCalendar::link`] and
+    /// [`TagCalendar::unlink_least`], so that a look at the least entry (WF2Q+: every
+    /// promotion's test against V, every choice) reads neither the bucket array nor the node,
+    /// and a pop loads the next least node at its end, ahead of the next look.
+    least_id: u32,
+    least_key: u128,
     /// The key last popped (raw; its day is computed only when an empty calendar needs it).
     last_popped: u128,
     /// Entries in the calendar.
     calendar_len: usize,
+    /// Entries in all (the calendar's and the overflow heap's): one field to read where the
+    /// heap's count would be a sum of two (see [`VirtualTimeHeap::len`]), on every push and
+    /// every look at the least entry.
+    len: usize,
     /// Entries outside the calendar's days.
     overflow: VirtualTimeHeap,
     /// Bits of a raw key below its day (first [`DAY_SHIFT`] or the owner's choice, then
@@ -253,8 +266,11 @@ impl TagCalendar {
             cursor: 0,
             cursor_bucket: 0,
             first_bucket: 0,
+            least_id: NIL,
+            least_key: 0,
             last_popped: 0,
             calendar_len: 0,
+            len: 0,
             overflow: VirtualTimeHeap::default(),
             day_shift: 0,
             day_mask: 0,
@@ -319,7 +335,7 @@ impl TagCalendar {
     /// Number of entries.
     #[inline]
     pub fn len(&self) -> usize {
-        self.calendar_len + self.overflow.len()
+        self.len
     }
 
     /// Whether there is no entry.
@@ -396,25 +412,18 @@ impl TagCalendar {
         None
     }
 
-    /// The calendar's first bucket (from the cursor's, wrapping around).
-    #[inline(always)]
-    fn first_bucket(&self) -> Option<usize> {
-        (self.calendar_len > 0).then_some(self.first_bucket)
-    }
-
     /// The least id of the calendar.
     #[inline(always)]
     fn calendar_first(&self) -> Option<u32> {
-        // Masked (it is below `BUCKETS` already): the index needs no check then.
-        self.first_bucket()
-            .map(|bucket| self.table().heads[bucket & (BUCKETS - 1)])
+        (self.calendar_len > 0).then_some(self.least_id)
     }
 
     /// The least entry's id, and whether it is in the calendar.
     #[inline(always)]
     fn least(&self) -> Option<(u32, bool)> {
         let first = self.calendar_first();
-        if self.overflow.is_empty() {
+        if self.len == self.calendar_len {
+            // The overflow heap is empty.
             return first.map(|id| (id, true));
         }
         let top = self.overflow.peek().expect("the overflow heap is not empty");
@@ -450,7 +459,7 @@ impl TagCalendar {
     #[inline(always)]
     pub fn peek_key(&self) -> Option<VirtualTime> {
         match self.least()? {
-            (id, true) => Some(VirtualTime::from_raw(self.node(id).key)),
+            (_, true) => Some(VirtualTime::from_raw(self.least_key)),
             (_, false) => self.overflow.peek().map(|top| top.key),
         }
     }
@@ -469,23 +478,26 @@ impl TagCalendar {
         self.overflow.reserve_ids(ids);
     }
 
-    /// Adds `id` (which must have no entry) with `key`, `seq` and `aux`.
-    #[inline]
+    /// Adds `id` (which must have no entry) with `key`, `seq` and `aux`. Always inlined:
+    /// WF2Q+ pushes twice a packet, and a call there saved and restored registers each time.
+    #[inline(always)]
     pub fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
         let index = id as usize;
         if index >= self.nodes.len() {
             self.nodes.resize(index + 1, Node::default());
         }
         debug_assert!(!self.contains(id), "id {id} already has an entry");
-        self.file(id, key, seq, aux);
+        self.file(id, key, seq, aux, self.len);
+        self.len += 1;
     }
 
-    /// [`TagCalendar::push_with`] for an id that has a node: inlined into
-    /// [`TagCalendar::pop_then`], which files the popped id again on every service.
+    /// [`TagCalendar::push_with`] for an id that has a node, with `others` entries besides it
+    /// (`len` is the caller's to count): inlined into [`TagCalendar::pop_then`], which files
+    /// the popped id again on every service.
     #[inline(always)]
-    fn file(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+    fn file(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32, others: usize) {
         let raw = key.raw();
-        let Some(cursor) = self.window_for(raw, self.len()) else {
+        let Some(cursor) = self.window_for(raw, others) else {
             self.overflow.push_with(id, key, seq, aux);
             return;
         };
@@ -508,7 +520,8 @@ impl TagCalendar {
         debug_assert_eq!(self.cursor, self.last_popped & self.day_mask);
         debug_assert!(raw >= self.last_popped, "a key below the one taken out");
         let above = raw.wrapping_sub(self.cursor);
-        if self.len() >= CALENDAR_MAX_ENTRIES || raw < self.cursor || above >= self.window {
+        // `len` still counts the id (taken out and filed again): the others reach the limit.
+        if self.len > CALENDAR_MAX_ENTRIES || raw < self.cursor || above >= self.window {
             self.overflow.push_with(id, key, seq, aux);
             return;
         }
@@ -558,10 +571,13 @@ impl TagCalendar {
             table.heads[bucket] = id;
             table.words[bucket / 64] |= 1 << (bucket % 64);
             self.summary[bucket / 4096] |= 1 << (bucket / 64 % 64);
+            // The first of the first bucket (or of one before it): the new least entry.
             if self.calendar_len == 0
-                || self.buckets_after_cursor(bucket) < self.buckets_after_cursor(self.first_bucket)
+                || self.buckets_after_cursor(bucket) <= self.buckets_after_cursor(self.first_bucket)
             {
                 self.first_bucket = bucket;
+                self.least_id = id;
+                self.least_key = raw;
             }
         }
         self.calendar_len += 1;
@@ -636,10 +652,11 @@ impl TagCalendar {
             return self.pop_overflow_then(next);
         }
         let top = self.entry(id);
-        let bucket = self.unlink(id);
+        let bucket = self.unlink_least(id);
         self.advance_to(top.key.raw(), bucket);
-        if let Some((key, seq, aux)) = next(&top) {
-            self.refile(id, key, seq, aux);
+        match next(&top) {
+            Some((key, seq, aux)) => self.refile(id, key, seq, aux),
+            None => self.len -= 1,
         }
         Some(top)
     }
@@ -754,49 +771,78 @@ impl TagCalendar {
             }
             Some((key, seq, aux)) => {
                 self.overflow.pop();
-                self.file(top.id, key, seq, aux);
+                self.file(top.id, key, seq, aux, self.len - 1);
             }
             None => {
                 self.overflow.pop();
+                self.len -= 1;
             }
         }
         Some(top)
     }
 
     /// Unlinks `id` (in the calendar) from its bucket, which it returns: the first entry of
-    /// its bucket (every pop's) at once, another after a walk to its predecessor.
-    #[inline(always)]
+    /// its bucket at once, another after a walk to its predecessor.
+    #[inline]
     fn unlink(&mut self, id: u32) -> usize {
         let Node { bucket, next, .. } = *self.node(id);
         let bucket = bucket as usize % BUCKETS;
+        let first = self.table().heads[bucket];
+        if first == id && bucket == self.first_bucket {
+            return self.unlink_least(id);
+        }
         self.node_mut(id).bucket = NIL;
         self.calendar_len -= 1;
-        let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
-        let first = table.heads[bucket];
         if first != id {
             self.unlink_behind(first, id, next);
         } else {
-            table.heads[bucket] = next;
-            // Whether the bucket emptied is a coin toss for the processor's predictor (at 1,024
-            // flows of the core bench, a bucket holds another entry behind the one popped 28–31 %
-            // of the time), so it is not branched on: its bit is cleared by a mask, and the first
-            // bucket is found again from this one (itself, if it still holds an entry). No
-            // bucket before it from the cursor's on holds an entry, so the first found in bucket
-            // order from this one, then from 0, is the first from the cursor's.
-            let emptied = next == NIL;
-            let word = &mut table.words[bucket / 64];
-            *word &= !((emptied as u64) << (bucket % 64));
-            if *word == 0 {
-                self.summary[bucket / 4096] &= !(1 << (bucket / 64 % 64));
-            }
-            if bucket == self.first_bucket && self.calendar_len > 0 {
-                self.first_bucket = self
-                    .bucket_from(bucket)
-                    .or_else(|| self.bucket_from(0))
-                    .expect("a calendar with entries has a non-empty bucket");
-            }
+            self.unlink_head(bucket, next);
         }
         bucket
+    }
+
+    /// Unlinks the calendar's least entry, `id` (every pop's: the first entry of the first
+    /// bucket, so neither its bucket nor the bucket's first entry need reading), and returns
+    /// its bucket.
+    #[inline(always)]
+    fn unlink_least(&mut self, id: u32) -> usize {
+        let bucket = self.first_bucket;
+        debug_assert_eq!(self.node(id).bucket as usize, bucket);
+        debug_assert_eq!(self.table().heads[bucket], id);
+        let next = self.node(id).next;
+        self.node_mut(id).bucket = NIL;
+        self.calendar_len -= 1;
+        self.unlink_head(bucket, next);
+        // No bucket before this one from the cursor's on holds an entry, so the first found in
+        // bucket order from this one (itself, if it still holds an entry), then from 0, is the
+        // first from the cursor's.
+        if self.calendar_len > 0 {
+            self.first_bucket = self
+                .bucket_from(bucket)
+                .or_else(|| self.bucket_from(0))
+                .expect("a calendar with entries has a non-empty bucket");
+            self.least_id = self.table().heads[self.first_bucket % BUCKETS];
+            self.least_key = self.node(self.least_id).key;
+        }
+        bucket
+    }
+
+    /// Makes `next` the first entry of `bucket` in place of its first entry, which is taken
+    /// out; clears its bits if it emptied.
+    #[inline(always)]
+    fn unlink_head(&mut self, bucket: usize, next: u32) {
+        let table = self.buckets.as_deref_mut().expect("a calendar entry has buckets");
+        table.heads[bucket % BUCKETS] = next;
+        // Whether the bucket emptied is a coin toss for the processor's predictor (at 1,024
+        // flows of the core bench, a bucket holds another entry behind the one popped 28–31 %
+        // of the time), so it is not branched on: its bit is cleared by a mask (and the first
+        // bucket, if this was it, is found again from this one).
+        let emptied = next == NIL;
+        let word = &mut table.words[bucket / 64 % WORDS];
+        *word &= !((emptied as u64) << (bucket % 64));
+        if *word == 0 {
+            self.summary[bucket / 4096 % SUMMARY_WORDS] &= !(1 << (bucket / 64 % 64));
+        }
     }
 
     /// Links `next` behind the predecessor of `id` in the bucket list from `first` (which holds
@@ -826,10 +872,13 @@ impl TagCalendar {
     #[inline]
     pub fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
         if !self.in_calendar(id) {
-            return self.overflow.remove(id);
+            let entry = self.overflow.remove(id)?;
+            self.len -= 1;
+            return Some(entry);
         }
         let entry = self.entry(id);
         self.unlink(id);
+        self.len -= 1;
         Some(entry)
     }
 
@@ -863,15 +912,17 @@ impl TagCalendar {
                 return None;
             }
             let entry = self.overflow.pop()?;
+            self.len -= 1;
             self.last_popped = entry.key.raw();
             self.count_pop();
             return Some(entry);
         }
-        if self.node(id).key > limit.raw() {
+        if self.least_key > limit.raw() {
             return None;
         }
         let entry = self.entry(id);
-        let bucket = self.unlink(id);
+        let bucket = self.unlink_least(id);
+        self.len -= 1;
         self.advance_to(entry.key.raw(), bucket);
         self.count_pop();
         Some(entry)
@@ -883,7 +934,8 @@ impl TagCalendar {
         match self.least()? {
             (id, true) => {
                 let entry = self.entry(id);
-                let bucket = self.unlink(id);
+                let bucket = self.unlink_least(id);
+                self.len -= 1;
                 if floor < entry.key.raw() {
                     self.advance_to_floor(entry.key.raw(), floor);
                 } else {
@@ -894,6 +946,7 @@ impl TagCalendar {
             }
             (_, false) => {
                 let entry = self.overflow.pop()?;
+                self.len -= 1;
                 self.last_popped = entry.key.raw();
                 self.count_pop();
                 Some(entry)
@@ -920,7 +973,7 @@ impl TagCalendar {
         if !in_calendar {
             return [self.overflow.peek_id_aux(), None];
         }
-        if len < PREFETCH_AHEAD_ENTRIES || !self.overflow.is_empty() {
+        if len < PREFETCH_AHEAD_ENTRIES || len != self.calendar_len {
             return [Some(id_aux(id)), None];
         }
         let node = self.node(id);
@@ -938,6 +991,7 @@ impl TagCalendar {
     /// Checks the lists, the bitmaps and the window (tests).
     #[cfg(test)]
     fn check(&self) {
+        assert_eq!(self.len, self.calendar_len + self.overflow.len());
         let mut seen = 0;
         let Some(table) = self.buckets.as_deref() else {
             assert_eq!(self.calendar_len, 0);
@@ -980,6 +1034,11 @@ impl TagCalendar {
                 Some(self.first_bucket),
                 scanned,
                 "the first bucket from the cursor's"
+            );
+            assert_eq!(self.least_id, table.heads[self.first_bucket], "the least id");
+            assert_eq!(
+                self.least_key, self.nodes[self.least_id as usize].key,
+                "the least key"
             );
         }
         for word in 0..WORDS {
