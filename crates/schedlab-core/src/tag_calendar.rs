@@ -1337,29 +1337,23 @@ mod tests {
                         }
                     }
                     Op::Rebucket(shift) => calendar.rebucket(shift),
-                    Op::PopAtMost(offset) => {
-                        let limit = last.saturating_add((offset as u128) << (DAY_SHIFT - 4));
-                        let expected = match model.first_key_value() {
-                            Some((&(key, _), _)) if key <= limit => model.pop_first(),
-                            _ => None,
-                        };
-                        let popped = calendar.pop_at_most(VirtualTime::from_raw(limit));
-                        prop_assert_eq!(
-                            popped.map(|e| ((e.key.raw(), e.seq), e.id, e.aux)),
-                            expected.map(|(key, id)| (key, id, id + 1))
-                        );
-                        if let Some(((key, _), id)) = expected {
-                            by_id.remove(&id);
-                            last = key;
-                        }
-                    }
-                    Op::Pop | Op::PopWithFloor(_) => {
-                        let expected = model.pop_first();
-                        let popped = match op {
-                            Op::PopWithFloor(offset) => calendar.pop_with_floor(VirtualTime::from_raw(
-                                last.saturating_add((offset as u128) << (DAY_SHIFT - 4)),
-                            )),
-                            _ => calendar.pop(),
+                    Op::Pop | Op::PopWithFloor(_) | Op::PopAtMost(_) => {
+                        let (expected, popped) = match op {
+                            Op::PopAtMost(offset) => {
+                                let limit = last.saturating_add((offset as u128) << (DAY_SHIFT - 4));
+                                let expected = match model.first_key_value() {
+                                    Some((&(key, _), _)) if key <= limit => model.pop_first(),
+                                    _ => None,
+                                };
+                                (expected, calendar.pop_at_most(VirtualTime::from_raw(limit)))
+                            }
+                            Op::PopWithFloor(offset) => (
+                                model.pop_first(),
+                                calendar.pop_with_floor(VirtualTime::from_raw(
+                                    last.saturating_add((offset as u128) << (DAY_SHIFT - 4)),
+                                )),
+                            ),
+                            _ => (model.pop_first(), calendar.pop()),
                         };
                         prop_assert_eq!(
                             popped.map(|e| ((e.key.raw(), e.seq), e.id, e.aux)),

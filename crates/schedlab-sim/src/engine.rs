@@ -2922,6 +2922,38 @@ mod tests {
         )
     }
 
+    /// The random access network of `shortcuts_change_no_statistic` and
+    /// `lean_loops_change_no_statistic`: a source per entry of `access` (access link rate and
+    /// delay — none on every third —, model, rate, largest size) over its own access link into
+    /// one link `bottleneck` of scheduler `kind`, 1.5 s long with 100 ms bins.
+    fn access_network(
+        access: &[(u32, u32, u8, u32, u32)],
+        bottleneck_kbit: u32,
+        bottleneck_delay_us: u32,
+        warmup_ms: u32,
+        drain: bool,
+        kind: &str,
+    ) -> crate::scenario::Scenario {
+        let mut text = format!(
+            "[run]\nduration = \"1500ms\"\nwarmup = \"{warmup_ms}ms\"\nseed = 4\nbin = \"100ms\"\ndrain = {drain}\n\
+             [[link]]\nname = \"bottleneck\"\nrate = \"{bottleneck_kbit}kbit\"\ndelay = \"{bottleneck_delay_us}us\"\n\
+             scheduler = {{ kind = \"{kind}\" }}\n"
+        );
+        for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
+            text += &access_link_toml(i, *rate_kbit, if i % 3 == 0 { 0 } else { *delay_us });
+        }
+        for (i, (_, _, model, rate, size)) in access.iter().enumerate() {
+            text += &source_toml(
+                i,
+                &format!("\"access_{i}\", \"bottleneck\""),
+                *model,
+                *rate,
+                *size,
+            );
+        }
+        crate::scenario::parse_scenario(&text, Path::new(".")).unwrap()
+    }
+
     use proptest::prelude::*;
 
     /// A random network: `links` links in a chain with random rates, delays and buffers, and
@@ -3098,18 +3130,8 @@ mod tests {
             drain in any::<bool>(),
             kind in prop::sample::select(vec!["drr", "fifo"]),
         ) {
-            let mut text = format!(
-                "[run]\nduration = \"1500ms\"\nwarmup = \"{warmup_ms}ms\"\nseed = 4\nbin = \"100ms\"\ndrain = {drain}\n\
-                 [[link]]\nname = \"bottleneck\"\nrate = \"{bottleneck_kbit}kbit\"\ndelay = \"{bottleneck_delay_us}us\"\n\
-                 scheduler = {{ kind = \"{kind}\" }}\n"
-            );
-            for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
-                text += &access_link_toml(i, *rate_kbit, if i % 3 == 0 { 0 } else { *delay_us });
-            }
-            for (i, (_, _, model, rate, size)) in access.iter().enumerate() {
-                text += &source_toml(i, &format!("\"access_{i}\", \"bottleneck\""), *model, *rate, *size);
-            }
-            let scenario = crate::scenario::parse_scenario(&text, Path::new(".")).unwrap();
+            let scenario =
+                access_network(&access, bottleneck_kbit, bottleneck_delay_us, warmup_ms, drain, kind);
             let with = super::run_replication_shortcuts(&scenario, 0, true).unwrap();
             let without = super::run_replication_shortcuts(&scenario, 0, false).unwrap();
             assert_same_run(&with, &without);
@@ -3132,18 +3154,8 @@ mod tests {
             kind in prop::sample::select(vec!["drr", "fifo", "wf2q_plus"]),
             prefetching in any::<bool>(),
         ) {
-            let mut text = format!(
-                "[run]\nduration = \"1500ms\"\nwarmup = \"{warmup_ms}ms\"\nseed = 4\nbin = \"100ms\"\ndrain = {drain}\n\
-                 [[link]]\nname = \"bottleneck\"\nrate = \"{bottleneck_kbit}kbit\"\ndelay = \"{bottleneck_delay_us}us\"\n\
-                 scheduler = {{ kind = \"{kind}\" }}\n"
-            );
-            for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
-                text += &access_link_toml(i, *rate_kbit, if i % 3 == 0 { 0 } else { *delay_us });
-            }
-            for (i, (_, _, model, rate, size)) in access.iter().enumerate() {
-                text += &source_toml(i, &format!("\"access_{i}\", \"bottleneck\""), *model, *rate, *size);
-            }
-            let scenario = crate::scenario::parse_scenario(&text, Path::new(".")).unwrap();
+            let scenario =
+                access_network(&access, bottleneck_kbit, bottleneck_delay_us, warmup_ms, drain, kind);
             let (mut engine, _) = super::Engine::new(&scenario, 0).unwrap();
             prop_assert!(engine.lean_path());
             engine.prefetching = prefetching;
