@@ -39,9 +39,11 @@
 //! state allocates nothing per packet.
 //!
 //! The loop and its event handlers are compiled once per set of features a run may meet
-//! (`PathFeatures`): a run of open-loop sources over plain links takes a loop without the
-//! tests of TCP, shapers, echoes, conditioners, drop policies, loss, sojourn limits, lateness
-//! meters, live class statistics and the packet log; every other run the loop that tests them.
+//! (`PathFeatures`). A run that meets none of TCP (closed-loop sources), shapers, echoes,
+//! admission (conditioners, drop policies), loss, sojourn limits, lateness meters, live class
+//! statistics, the packet log or out-of-order propagations (`Engine::lean_path`) takes a loop
+//! without their tests: `LeanPath`, or `LeanPrefetchingPath` when the engine prefetches flow
+//! state (many flows); every other run takes `AnyPath`, the loop that tests them.
 
 use std::collections::VecDeque;
 
@@ -423,9 +425,12 @@ impl LinkState {
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 struct PrivateHop {
-    /// The link's fixed time per packet and time a byte (its [`PreparedService`]'s
-    /// `per_packet` and `per_byte`).
+    /// The link's fixed time per packet (its [`PreparedService`]'s `per_packet`; the
+    /// prepared service's three fields are kept here apart, so that the hop's hot fields
+    /// share one cache line, and put together again by `service`).
     per_packet: TimeNs,
+    /// The link's nanoseconds a byte, or its rate when `divide` ([`PreparedService`]'s
+    /// `per_byte`).
     per_byte: u64,
     /// The link's propagation delay.
     delay: TimeNs,
@@ -1815,8 +1820,9 @@ impl<'s> Engine<'s> {
         }
         if self.hops[first_link].private {
             if F::PREFETCH && self.prefetching {
-                // The packet reaches its next link a propagation delay from now, some events
-                // ahead: its scheduler may start loading the flow's state.
+                // The packet reaches its next link after its time on the private hop and its
+                // propagation, some events ahead: its scheduler may start loading the flow's
+                // state.
                 if let Some(next) = self.sources[index].path.hop(1) {
                     self.links[next].scheduler.prefetch_arrival(packet.flow);
                 }

@@ -73,7 +73,7 @@ fn bucket_value(index: usize) -> u64 {
 
 /// Distinct buckets a [`DelayHistogram`] keeps as a sorted list before it switches to a
 /// dense window of counts: 128 entries are 2 KiB, about what the dense window of a flow whose
-/// delays span a factor of two costs.
+/// delays span a factor of four costs (2,048 buckets of a byte).
 const SPARSE_MAX: usize = 128;
 
 /// Buckets of a dense window that the end-of-run scans pass over at once when none of them
@@ -502,10 +502,11 @@ impl DelayHistogram {
     }
 
     /// Adds the counts of the dense window `counts` of buckets `offset ..` to this dense
-    /// window, as a slice (where [`DelayHistogram::add`] of each non-empty bucket took a test
+    /// window in one pass (where [`DelayHistogram::add`] of each non-empty bucket took a test
     /// and a branch each): first the window grows as those adds, in increasing order, would
     /// have grown it (the same window, so the same histogram), then the counts from the first
-    /// non-empty bucket to the last are added.
+    /// non-empty bucket to the last are added by [`DenseCounts::add_counts`] (bytes, their
+    /// carries, and the other window's high parts).
     fn add_dense(&mut self, offset: usize, counts: &DenseCounts) {
         let Some(first) = counts.first_counted_from(0) else {
             return;
