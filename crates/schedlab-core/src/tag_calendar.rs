@@ -24,7 +24,9 @@
 //! [`CALENDAR_MAX_ENTRIES`] entries or more) goes to an overflow [`VirtualTimeHeap`], so the
 //! order is exact for any keys: a pop takes the smaller of
 //! the calendar's first entry and the heap's top. The cursor moves to the day of each entry the
-//! calendar serves (the least in the calendar, so no calendar entry is left behind it); when the
+//! calendar serves (the least in the calendar, so no calendar entry is left behind it), or with
+//! [`TagCalendar::pop_with_floor`] only as far as the floor's day, if that is lower (a caller
+//! that expects later keys below the entry served but not below the floor); when the
 //! calendar is empty, a push sets it to the last pop's day if the key lies in that window, else
 //! to the key's day.
 //!
@@ -206,7 +208,7 @@ pub struct TagCalendar {
     /// The bucket of the cursor's day.
     cursor_bucket: usize,
     /// The first non-empty bucket from the cursor's on (wrapping), while the calendar holds an
-    /// entry: kept up to date by [`TagCalendar::file`] and [`TagCalendar::unlink`], so that a
+    /// entry: kept up to date by [`TagCalendar::link`] and [`TagCalendar::unlink_least`], so that a
     /// pop and the prefetch look-ahead after it read it instead of scanning the bitmap each.
     first_bucket: usize,
     /// The calendar's least entry (the first of `first_bucket`) and its raw key, while the

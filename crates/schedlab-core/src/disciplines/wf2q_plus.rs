@@ -6,7 +6,7 @@
 //! time and per-session tags); the eligibility rule is that of WF2Q (Bennett & Zhang, "WF2Q:
 //! Worst-case Fair Weighted Fair Queueing", IEEE INFOCOM '96). FreeBSD dummynet's
 //! `dn_sched_wf2q.c` is the reference implementation (its two heaps are the two sets here, held
-//! in heaps from 4,096 flows on and in tag calendars below).
+//! in tag calendars below 4,096 flows, and in heaps from there on until a set is down to 2,048).
 //!
 //! Paper name → code (session i with guaranteed rate r_i, head packet of length L_i):
 //! * `r_i` → `weight_i / Σweight` (see below); tags are in bytes per unit weight;
@@ -22,7 +22,7 @@
 //!   `ineligible` keyed by S (flows of equal S may leave it in any order: V reaches them
 //!   together, and each goes to `eligible` before the next choice) and move over as V passes
 //!   their S (`Wf2qPlus::promote_reached`). Each set is a `FlowSet`: a tag calendar while it
-//!   holds fewer than 4,096 flows, a lazy heap from there on.
+//!   holds fewer than 4,096 flows, a lazy heap from there until it is down to 2,048.
 //!
 //! Units and rounding: [`VirtualTime`] fixed point (2^-32 byte/weight); `L/w` and `L/Σw`
 //! rounded up.
@@ -121,7 +121,7 @@ pub struct Wf2qPlusFlow {
     pub place: Place,
     /// The seq of the flow's one live entry (in the set its `place` names): its head's
     /// arrival sequence, or a number drawn from the same counter while it lingers. Entries of
-    /// the flow with another seq, or in another heap, are stale.
+    /// the flow with another seq, or in another set's heap, are stale.
     entry_seq: u64,
     /// The packets behind the head (in `Wf2qPlus::behind`), in queue order: the packet queue
     /// without its head.
@@ -258,7 +258,8 @@ impl<N: OffsetKey> FlowSet<N> {
             let place = self.place;
             self.heap.forget(|entry| is_live(flows, place, entry));
         } else {
-            self.calendar.remove(id);
+            let removed = self.calendar.remove(id);
+            debug_assert!(removed.is_some(), "a live entry of the calendar");
         }
     }
 
@@ -367,7 +368,7 @@ impl Wf2qPlus {
             .saturating_add(self.link_rate.transmission_time(self.last_dequeue_size))
     }
 
-    /// Makes `flow` known: its state and weight, and room for it in the heaps.
+    /// Makes `flow` known: its state and weight, and room for it in the sets.
     #[inline(always)]
     fn ensure_flow(&mut self, flow: FlowId) {
         if self
@@ -438,7 +439,12 @@ impl Wf2qPlus {
     /// back in if still eligible, else to `ineligible`.
     #[inline]
     fn file_served(&mut self, flow: FlowId, seq: u64, head: u32) {
-        self.eligible.pop(&self.flows, self.virtual_time);
+        let top = self.eligible.pop(&self.flows, self.virtual_time);
+        debug_assert_eq!(
+            top.map(|entry| entry.id),
+            Some(flow),
+            "the served flow is eligible's least"
+        );
         // SAFETY: `flow` was on top of `eligible`.
         let state = unsafe { flow_state(&mut self.flows, flow) };
         state.entry_seq = seq;
@@ -460,8 +466,8 @@ impl Wf2qPlus {
         prefetch_at(&self.flows, flow as usize);
     }
 
-    /// `flow` has no packets left and has been taken out of its heap (or its entry there is
-    /// about to be forgotten): it lingers while F > V, else leaves Σweight.
+    /// `flow` has no packets left and has been taken out of its set (or its entry in the set's
+    /// heap is about to be forgotten): it lingers while F > V, else leaves Σweight.
     fn retire(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
         if state.finish > self.virtual_time {
@@ -537,7 +543,8 @@ impl Wf2qPlus {
     }
 
     /// A pushed-out packet of `flow` (its tail): forget it; if it was the head, restore the
-    /// flow's finish tag and take the flow off the heaps (its entry goes stale).
+    /// flow's finish tag and take the flow out of its set (a calendar removes its entry, a
+    /// heap's entry goes stale).
     fn roll_back(&mut self, flow: FlowId) {
         let state = &mut self.flows[flow as usize];
         if self.behind.pop_back(&mut state.behind).is_some() {
@@ -587,7 +594,7 @@ impl Discipline for Wf2qPlus {
         id: "wf2q_plus",
         name: "WF2Q+",
         citation: "Bennett & Zhang, IEEE/ACM ToN 1997",
-        summary: "Serves, among the flows whose start tag has been reached by the virtual time V = max(V + L/Σw, min S), the least finish tag: WFQ's delay bound without running ahead of GPS by more than a packet. O(log flows).",
+        summary: "Serves, among the flows whose start tag has been reached by the virtual time V = max(V + L/Σw, min S), the least finish tag: WFQ's delay bound without running ahead of GPS by more than a packet. O(1) per packet in tag calendars while a set holds fewer than 4,096 flows, O(log flows) in heaps above.",
         scheduler_params: &[],
         flow_params: &[share_param("guaranteed share r_i = share/Σshare of the backlogged flows")],
         per_flow_queues: true,
@@ -704,7 +711,12 @@ impl Scheduler for Wf2qPlus {
                 self.file_served(flow, head.seq, self.queues.head_node(flow));
             }
             None => {
-                self.eligible.pop(&self.flows, self.virtual_time);
+                let top = self.eligible.pop(&self.flows, self.virtual_time);
+                debug_assert_eq!(
+                    top.map(|entry| entry.id),
+                    Some(flow),
+                    "the served flow is eligible's least"
+                );
                 self.retire(flow);
             }
         }
@@ -934,6 +946,10 @@ mod tests {
             proptest::prop_assert_eq!(live[0].key, key);
         }
         proptest::prop_assert_eq!(s.weight_sum, weight_sum);
+        // Each set holds exactly its flows' live entries: none left for a flow that moved on.
+        let at = |place: Place| s.flows.iter().filter(|state| state.place == place).count();
+        proptest::prop_assert_eq!(s.eligible.len(), at(Place::Eligible));
+        proptest::prop_assert_eq!(s.ineligible.len(), at(Place::Ineligible));
         for len in [s.eligible.len(), s.ineligible.len(), s.lingering.len()] {
             proptest::prop_assert!(len <= 2 * s.flows.len());
         }
