@@ -175,7 +175,7 @@ impl<P, X: Default> DeficitFlows<P, X> {
     /// Records `packet`'s arrival and queues it, or drops it (buffer full, or an invalid flow
     /// id) into `drops`. A flow's state is made by `first` from its parameters on its first
     /// packet. With longest-queue drop, queue lengths are weighed by 1/`share(flow)`.
-    #[inline]
+    #[inline(always)]
     pub fn admit(
         &mut self,
         packet: Packet,
