@@ -175,7 +175,9 @@ impl<P, X: Default> DeficitFlows<P, X> {
     /// Records `packet`'s arrival and queues it, or drops it (buffer full, or an invalid flow
     /// id) into `drops`. A flow's state is made by `first` from its parameters on its first
     /// packet. With longest-queue drop, queue lengths are weighed by 1/`share(flow)`.
-    #[inline]
+    // (Always inlined: with `#[inline]`, the simulator's lean loop inlined DRR's `enqueue`
+    // but called this, 22 instructions a packet more; docs/performance.md, session 10.)
+    #[inline(always)]
     pub fn admit(
         &mut self,
         packet: Packet,
