@@ -2928,39 +2928,42 @@ mod tests {
         )
     }
 
-    /// The random access network of `shortcuts_change_no_statistic` and
-    /// `lean_loops_change_no_statistic`: a source per entry of `access` (access link rate and
-    /// delay — none on every third —, model, rate, largest size) over its own access link into
-    /// one link `bottleneck` of scheduler `kind`, 1.5 s long with 100 ms bins.
-    fn access_network(
-        access: &[(u32, u32, u8, u32, u32)],
-        bottleneck_kbit: u32,
-        bottleneck_delay_us: u32,
-        warmup_ms: u32,
-        drain: bool,
-        kind: &str,
-    ) -> crate::scenario::Scenario {
-        let mut text = format!(
-            "[run]\nduration = \"1500ms\"\nwarmup = \"{warmup_ms}ms\"\nseed = 4\nbin = \"100ms\"\ndrain = {drain}\n\
-             [[link]]\nname = \"bottleneck\"\nrate = \"{bottleneck_kbit}kbit\"\ndelay = \"{bottleneck_delay_us}us\"\n\
-             scheduler = {{ kind = \"{kind}\" }}\n"
-        );
-        for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
-            text += &access_link_toml(i, *rate_kbit, if i % 3 == 0 { 0 } else { *delay_us });
-        }
-        for (i, (_, _, model, rate, size)) in access.iter().enumerate() {
-            text += &source_toml(
-                i,
-                &format!("\"access_{i}\", \"bottleneck\""),
-                *model,
-                *rate,
-                *size,
-            );
-        }
-        crate::scenario::parse_scenario(&text, Path::new(".")).unwrap()
-    }
-
     use proptest::prelude::*;
+
+    prop_compose! {
+        /// The random access networks of `shortcuts_change_no_statistic` and
+        /// `lean_loops_change_no_statistic`: a source per entry of `access` (access link rate
+        /// and delay — none on every third —, model, rate, largest size) over its own access
+        /// link into one link `bottleneck` whose scheduler is one of `kinds`, 1.5 s long with
+        /// 100 ms bins, random warm-up and drain.
+        fn access_networks(kinds: Vec<&'static str>)(
+            access in prop::collection::vec((100u32..3000, 0u32..3000, 0u8..3, 5u32..150, 40u32..1500), 1..12),
+            bottleneck_kbit in 500u32..5000,
+            bottleneck_delay_us in 0u32..2000,
+            warmup_ms in prop::sample::select(vec![0u32, 300]),
+            drain in any::<bool>(),
+            kind in prop::sample::select(kinds),
+        ) -> crate::scenario::Scenario {
+            let mut text = format!(
+                "[run]\nduration = \"1500ms\"\nwarmup = \"{warmup_ms}ms\"\nseed = 4\nbin = \"100ms\"\ndrain = {drain}\n\
+                 [[link]]\nname = \"bottleneck\"\nrate = \"{bottleneck_kbit}kbit\"\ndelay = \"{bottleneck_delay_us}us\"\n\
+                 scheduler = {{ kind = \"{kind}\" }}\n"
+            );
+            for (i, (rate_kbit, delay_us, _, _, _)) in access.iter().enumerate() {
+                text += &access_link_toml(i, *rate_kbit, if i % 3 == 0 { 0 } else { *delay_us });
+            }
+            for (i, (_, _, model, rate, size)) in access.iter().enumerate() {
+                text += &source_toml(
+                    i,
+                    &format!("\"access_{i}\", \"bottleneck\""),
+                    *model,
+                    *rate,
+                    *size,
+                );
+            }
+            crate::scenario::parse_scenario(&text, Path::new(".")).unwrap()
+        }
+    }
 
     /// A random network: `links` links in a chain with random rates, delays and buffers, and
     /// sources over random sub-paths with random models.
@@ -3128,16 +3131,7 @@ mod tests {
         /// delay) into one DRR or FIFO link, random models (CBR included, whose times can fall
         /// on bin boundaries), sizes, warm-up and drain.
         #[test]
-        fn shortcuts_change_no_statistic(
-            access in prop::collection::vec((100u32..3000, 0u32..3000, 0u8..3, 5u32..150, 40u32..1500), 1..12),
-            bottleneck_kbit in 500u32..5000,
-            bottleneck_delay_us in 0u32..2000,
-            warmup_ms in prop::sample::select(vec![0u32, 300]),
-            drain in any::<bool>(),
-            kind in prop::sample::select(vec!["drr", "fifo"]),
-        ) {
-            let scenario =
-                access_network(&access, bottleneck_kbit, bottleneck_delay_us, warmup_ms, drain, kind);
+        fn shortcuts_change_no_statistic(scenario in access_networks(vec!["drr", "fifo"])) {
             let with = super::run_replication_shortcuts(&scenario, 0, true).unwrap();
             let without = super::run_replication_shortcuts(&scenario, 0, false).unwrap();
             assert_same_run(&with, &without);
@@ -3152,16 +3146,9 @@ mod tests {
         /// sources over plain links take a lean loop.
         #[test]
         fn lean_loops_change_no_statistic(
-            access in prop::collection::vec((100u32..3000, 0u32..3000, 0u8..3, 5u32..150, 40u32..1500), 1..12),
-            bottleneck_kbit in 500u32..5000,
-            bottleneck_delay_us in 0u32..2000,
-            warmup_ms in prop::sample::select(vec![0u32, 300]),
-            drain in any::<bool>(),
-            kind in prop::sample::select(vec!["drr", "fifo", "wf2q_plus"]),
+            scenario in access_networks(vec!["drr", "fifo", "wf2q_plus"]),
             prefetching in any::<bool>(),
         ) {
-            let scenario =
-                access_network(&access, bottleneck_kbit, bottleneck_delay_us, warmup_ms, drain, kind);
             let (mut engine, _) = super::Engine::new(&scenario, 0).unwrap();
             prop_assert!(engine.lean_path());
             engine.prefetching = prefetching;
