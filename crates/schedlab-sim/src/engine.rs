@@ -124,36 +124,52 @@ struct Slot {
     log: RowIndex,
 }
 
-#[derive(Debug, Default)]
+/// The slots of the packets in flight. A free slot's `hop` holds the next free slot
+/// ([`NIL`]: none): the free list is last in, first out, and costs no vector of its own (no
+/// capacity test when a packet leaves).
+#[derive(Debug)]
 struct Slab {
     slots: Vec<Slot>,
-    free: Vec<u32>,
+    /// The first free slot ([`NIL`]: none).
+    free: u32,
     issued: u64,
+}
+
+impl Default for Slab {
+    fn default() -> Slab {
+        Slab {
+            slots: Vec::new(),
+            free: NIL,
+            issued: 0,
+        }
+    }
 }
 
 impl Slab {
     #[inline]
     fn insert(&mut self, slot: Slot) -> Result<u64, ScenarioError> {
-        let index = match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize] = slot;
-                i
+        let index = if self.free != NIL {
+            let index = self.free;
+            let place = self.get(index as u64);
+            let next = place.hop;
+            *place = slot;
+            self.free = next;
+            index
+        } else {
+            // (Below `u32::MAX`, so no index is `NIL`.)
+            if self.slots.len() >= u32::MAX as usize {
+                return Err(ScenarioError::Run(
+                    "more than 4 294 967 295 packets in flight at once".into(),
+                ));
             }
-            None => {
-                if self.slots.len() >= u32::MAX as usize {
-                    return Err(ScenarioError::Run(
-                        "more than 4 294 967 295 packets in flight at once".into(),
-                    ));
-                }
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            }
+            self.slots.push(slot);
+            (self.slots.len() - 1) as u32
         };
         self.issued += 1;
         Ok((self.issued << 32) | index as u64)
     }
 
-    /// The slot of packet `id`, without a bounds check: `id` is a packet in flight, named by
+/// The slot of packet `id`, without a bounds check: `id` is a packet in flight, named by
     /// [`Slab::insert`] (its low 32 bits an index of `slots`, which never shrinks; checked in
     /// debug builds).
     #[inline]
@@ -167,9 +183,12 @@ impl Slab {
     /// Frees the slot of packet `id` (as [`Slab::get`]: a packet in flight) and returns it.
     #[inline]
     fn remove(&mut self, id: u64) -> Slot {
-        let index = (id & 0xffff_ffff) as u32;
-        self.free.push(index);
-        *self.get(id)
+        let free = self.free;
+        let place = self.get(id);
+        let slot = *place;
+        place.hop = free;
+        self.free = (id & 0xffff_ffff) as u32;
+        slot
     }
 }
 
