@@ -395,7 +395,10 @@ impl LinkState {
         if index >= self.classes.len() {
             self.classes.resize(index + 1, ClassAtLink::default());
         }
-        &mut self.classes[index]
+        match self.classes.get_mut(index) {
+            Some(totals) => totals,
+            None => unreachable!("the table was grown to the class"),
+        }
     }
 
     /// The conditioner's counters per meter (none without a conditioner).
@@ -1811,6 +1814,19 @@ impl<'s> Engine<'s> {
         self.new_class_slot(class)
     }
 
+    /// The reception jitter of `class` (when classes are not kept live), made at its first
+    /// packet. A class without a slot has `NO_CLASS`, beyond `class_jitter`'s end (at most
+    /// 256 classes), so one range test stands for both "has a slot" and the bounds check.
+    #[inline(always)]
+    fn class_jitter_mut(&mut self, class: u8) -> &mut Jitter {
+        let slot = self.class_index[class as usize] as usize;
+        if slot < self.class_jitter.len() {
+            return &mut self.class_jitter[slot].1;
+        }
+        let slot = self.new_class_slot(class);
+        &mut self.class_jitter[slot].1
+    }
+
     /// A class's first packet: its accumulator.
     #[cold]
     fn new_class_slot(&mut self, class: u8) -> usize {
@@ -2295,11 +2311,11 @@ impl<'s> Engine<'s> {
             } else {
                 self.flows[s].on_received(packet.size, now, delay);
             }
-            let c = self.class_slot(slot.class);
             if F::ANY && self.live_classes {
+                let c = self.class_slot(slot.class);
                 self.classes[c].1.on_received(packet.size, now, delay);
             } else {
-                self.class_jitter[c].1.on_received(now, delay);
+                self.class_jitter_mut(slot.class).on_received(now, delay);
             }
             if F::ANY && self.echoes && slot.kind == OPEN_LOOP {
                 self.echo(s, &slot);
