@@ -169,7 +169,7 @@ impl Slab {
         Ok((self.issued << 32) | index as u64)
     }
 
-/// The slot of packet `id`, without a bounds check: `id` is a packet in flight, named by
+    /// The slot of packet `id`, without a bounds check: `id` is a packet in flight, named by
     /// [`Slab::insert`] (its low 32 bits an index of `slots`, which never shrinks; checked in
     /// debug builds).
     #[inline]
@@ -551,7 +551,10 @@ impl TransitPool {
     /// through a private hop; their bounds checks were a compare and a branch each.
     #[inline(always)]
     fn entry(&self, index: u32) -> &TransitEntry {
-        debug_assert!((index as usize) < self.entries.len(), "entry {index} was never taken");
+        debug_assert!(
+            (index as usize) < self.entries.len(),
+            "entry {index} was never taken"
+        );
         // SAFETY: `index` was returned by `take` and `entries` never shrinks (above).
         unsafe { self.entries.get_unchecked(index as usize) }
     }
@@ -559,7 +562,10 @@ impl TransitPool {
     /// [`TransitPool::entry`], mutable.
     #[inline(always)]
     fn entry_mut(&mut self, index: u32) -> &mut TransitEntry {
-        debug_assert!((index as usize) < self.entries.len(), "entry {index} was never taken");
+        debug_assert!(
+            (index as usize) < self.entries.len(),
+            "entry {index} was never taken"
+        );
         // SAFETY: as in `entry`.
         unsafe { self.entries.get_unchecked_mut(index as usize) }
     }
@@ -635,11 +641,7 @@ impl PrivateHop {
     /// The entries in arrival order.
     fn entries<'p>(&self, pool: &'p TransitPool) -> impl Iterator<Item = &'p TransitEntry> + 'p {
         let tail = self.tail;
-        let mut at = if tail == NIL {
-            NIL
-        } else {
-            pool.entry(tail).next
-        };
+        let mut at = if tail == NIL { NIL } else { pool.entry(tail).next };
         std::iter::from_fn(move || {
             if at == NIL {
                 return None;
@@ -1243,6 +1245,33 @@ fn scheduler_backlog(scheduler: &AnyScheduler) -> Backlog {
         AnyScheduler::Drr(s) => s.backlog(),
         s => s.backlog(),
     }
+}
+
+/// `items[index]` without a bounds check, for the indices a packet carries through the
+/// engine's per-packet path: a source's index (the source clock's, or a slot's `source`) in
+/// `sources` and `flows`, a link's (from a source's path, an event's tag, `slot_link` or
+/// `sink`) in `links` and `hops`. The scenario's paths name links that exist and the tables
+/// never shrink, so these are in range; a packet's handlers read each table several times,
+/// and each bounds check was a compare and a branch (checked in debug builds).
+///
+/// # Safety
+/// `index < items.len()`.
+#[inline(always)]
+unsafe fn at<T>(items: &[T], index: usize) -> &T {
+    debug_assert!(index < items.len(), "index {index} of {}", items.len());
+    // SAFETY: the caller's contract.
+    unsafe { items.get_unchecked(index) }
+}
+
+/// [`at`], mutable.
+///
+/// # Safety
+/// `index < items.len()`.
+#[inline(always)]
+unsafe fn at_mut<T>(items: &mut [T], index: usize) -> &mut T {
+    debug_assert!(index < items.len(), "index {index} of {}", items.len());
+    // SAFETY: the caller's contract.
+    unsafe { items.get_unchecked_mut(index) }
 }
 
 /// Per-source state (the source, a link, the flow's statistics) above which the engine
@@ -1860,7 +1889,8 @@ impl<'s> Engine<'s> {
             }
             return self.tcp_send(index);
         }
-        let source = &self.sources[index];
+        // SAFETY: `index` is a source's index (see `at`).
+        let source = unsafe { at(&self.sources, index) };
         let emission = source.pending;
         let generated = source.generated;
         let class = emission.class.unwrap_or(source.class);
@@ -1883,7 +1913,8 @@ impl<'s> Engine<'s> {
         } else {
             self.schedule_source::<F>(index);
         }
-        if self.hops[first_link].private {
+        // SAFETY: `first_link` is a link's index (see `at`).
+        if unsafe { at(&self.hops, first_link) }.private {
             if F::PREFETCH && self.prefetching {
                 // The packet reaches its next link after its time on the private hop and its
                 // propagation, some events ahead: its scheduler may start loading the flow's
@@ -1906,11 +1937,16 @@ impl<'s> Engine<'s> {
         let now = self.now;
         // The scheduler's link, free, would have put its decision after other arrivals
         // pending at this time (an event of its own; the hop holds no packet in service).
-        if self.hops[l].is_idle(now, &self.transit) && self.arrival_pending(now) {
+        // SAFETY: `l` is a link's index (see `at`).
+        if unsafe { at(&self.hops, l) }.is_idle(now, &self.transit) && self.arrival_pending(now) {
             self.elided_events += 1;
         }
-        let hop = &mut self.hops[l];
-        let (end, only) = hop.pass(packet, now, self.measuring, &mut self.transit, &mut self.links[l]);
+        // SAFETY: `l` is a link's index (see `at`).
+        let hop = unsafe { at_mut(&mut self.hops, l) };
+        // SAFETY: `l` is a link's index (see `at`).
+        let (end, only) = hop.pass(packet, now, self.measuring, &mut self.transit, unsafe {
+            at_mut(&mut self.links, l)
+        });
         // Without propagation delay, the propagation event stands for the transmission end
         // (which forwarded the packet at once).
         self.elided_events += u64::from(hop.delay > 0);
@@ -1948,7 +1984,8 @@ impl<'s> Engine<'s> {
             kind,
             class,
             marking: Marking {
-                dscp: self.sources[index].dscp,
+                // SAFETY: `index` is a source's index (see `at`).
+                dscp: unsafe { at(&self.sources, index) }.dscp,
                 colour: Colour::Green,
             },
             seq,
@@ -1957,7 +1994,8 @@ impl<'s> Engine<'s> {
         })?;
         self.packets += 1;
         if measured {
-            self.flows[index].on_sent(size, shaping);
+            // SAFETY: `index` is a source's index (see `at`).
+            unsafe { at_mut(&mut self.flows, index) }.on_sent(size, shaping);
             if F::ANY && self.live_classes {
                 let c = self.class_slot(class);
                 self.classes[c].1.on_sent(size, shaping);
@@ -1965,7 +2003,8 @@ impl<'s> Engine<'s> {
         }
         Ok(Packet {
             id,
-            flow: self.sources[index].flow,
+            // SAFETY: `index` is a source's index (see `at`).
+            flow: unsafe { at(&self.sources, index) }.flow,
             class,
             size,
             arrival: now,
@@ -1981,7 +2020,8 @@ impl<'s> Engine<'s> {
         if F::ANY && self.links[l].admission && !self.admit(l, &mut packet) {
             return;
         }
-        let link = &mut self.links[l];
+        // SAFETY: `l` is a link's index (see `at`).
+        let link = unsafe { at_mut(&mut self.links, l) };
         link.touch(now);
         self.drops.clear();
         scheduler_enqueue(&mut link.scheduler, packet, now, &mut self.drops);
@@ -2034,7 +2074,8 @@ impl<'s> Engine<'s> {
     #[inline(always)]
     fn maybe_decide<F: PathFeatures>(&mut self, l: usize) {
         let now = self.now;
-        let link = &self.links[l];
+        // SAFETY: `l` is a link's index (see `at`).
+        let link = unsafe { at(&self.links, l) };
         if link.busy || link.backlog.packets == 0 {
             return;
         }
@@ -2050,7 +2091,8 @@ impl<'s> Engine<'s> {
 
     #[inline(always)]
     fn decide<F: PathFeatures>(&mut self, l: usize, now: TimeNs) {
-        let link = &mut self.links[l];
+        // SAFETY: `l` is a link's index (see `at`).
+        let link = unsafe { at_mut(&mut self.links, l) };
         link.decision_seq = NO_DECISION;
         link.touch(now);
         self.drops.clear();
@@ -2142,7 +2184,8 @@ impl<'s> Engine<'s> {
     #[inline(always)]
     fn transmission_end<F: PathFeatures>(&mut self, l: usize) {
         let now = self.now;
-        let link = &mut self.links[l];
+        // SAFETY: `l` is a link's index (see `at`).
+        let link = unsafe { at_mut(&mut self.links, l) };
         let packet = link.in_service;
         link.busy = false;
         let served = now - link.tx_start;
@@ -2208,8 +2251,11 @@ impl<'s> Engine<'s> {
     /// Link `l`'s next propagation ends now: its packet moves on.
     #[inline(always)]
     fn propagated<F: PathFeatures>(&mut self, l: usize) {
-        let packet = if self.hops[l].private {
-            let (packet, next) = self.hops[l].forward_next(self.now, &mut self.transit);
+        // SAFETY: `l` is a link's index (see `at`).
+        let packet = if unsafe { at(&self.hops, l) }.private {
+            // SAFETY: `l` is a link's index (see `at`).
+            let (packet, next) =
+                unsafe { at_mut(&mut self.hops, l) }.forward_next(self.now, &mut self.transit);
             if let Some(next) = next {
                 self.push_propagated::<F>(next, l);
             }
@@ -2230,7 +2276,8 @@ impl<'s> Engine<'s> {
     fn is_last_hop<F: PathFeatures>(&mut self, id: u64) -> bool {
         let slot = self.slab.get(id);
         (!F::ANY || slot.kind <= TCP_DATA)
-            && slot.hop as usize + 1 == self.sources[slot.source as usize].path.len()
+            // SAFETY: `slot.source as usize` is a source's index (see `at`).
+            && slot.hop as usize + 1 == unsafe { at(&self.sources, slot.source as usize) }.path.len()
     }
 
     /// `packet` has crossed its current link: on to the next one, or delivered.
@@ -2239,7 +2286,8 @@ impl<'s> Engine<'s> {
         let slot = self.slab.get(packet.id);
         slot.hop += 1;
         let hop = slot.hop as usize;
-        let source = &self.sources[slot.source as usize];
+        // SAFETY: `slot.source as usize` is a source's index (see `at`).
+        let source = unsafe { at(&self.sources, slot.source as usize) };
         // Data first: one comparison on the common path.
         let next = if !F::ANY || slot.kind <= TCP_DATA {
             source.path.hop(hop)
@@ -2297,7 +2345,8 @@ impl<'s> Engine<'s> {
         if now >= self.bin_end {
             self.next_bin(now);
         }
-        let source = &mut self.sources[s];
+        // SAFETY: `s` is a source's index (see `at`).
+        let source = unsafe { at_mut(&mut self.sources, s) };
         if source.bin_packets == 0 {
             self.bin_touched.push(s as u32);
         }
@@ -2306,10 +2355,12 @@ impl<'s> Engine<'s> {
         if slot.measured {
             let delay = now - slot.entry;
             if F::PREFETCH && self.prefetching {
-                self.flows[s].on_received_except_histogram(packet.size, now, delay);
+                // SAFETY: `s` is a source's index (see `at`).
+                unsafe { at_mut(&mut self.flows, s) }.on_received_except_histogram(packet.size, now, delay);
                 self.defer_delay(s, delay);
             } else {
-                self.flows[s].on_received(packet.size, now, delay);
+                // SAFETY: `s` is a source's index (see `at`).
+                unsafe { at_mut(&mut self.flows, s) }.on_received(packet.size, now, delay);
             }
             if F::ANY && self.live_classes {
                 let c = self.class_slot(slot.class);
