@@ -1582,7 +1582,8 @@ impl<'s> Engine<'s> {
             self.arrivals.clear(index);
             return;
         }
-        let source = &mut self.sources[index];
+        // SAFETY: `index` is a source's index (see `at`).
+        let source = unsafe { at_mut(&mut self.sources, index) };
         let Some(emission) = source.generator.next_packet() else {
             self.arrivals.clear(index);
             return;
@@ -1920,7 +1921,10 @@ impl<'s> Engine<'s> {
                 // propagation, some events ahead: its scheduler may start loading the flow's
                 // state.
                 if let Some(next) = self.sources[index].path.hop(1) {
-                    self.links[next].scheduler.prefetch_arrival(packet.flow);
+                    // SAFETY: `next` is a link's index (see `at`).
+                    unsafe { at(&self.links, next) }
+                        .scheduler
+                        .prefetch_arrival(packet.flow);
                 }
             }
             self.pass_private::<F>(first_link, packet);
@@ -2384,10 +2388,14 @@ impl<'s> Engine<'s> {
     /// waiting.
     #[inline(always)]
     fn defer_delay(&mut self, s: usize, delay: u64) {
-        self.flows[s].delay.prefetch(delay);
+        // SAFETY: `s` is a source's index (see `at`).
+        unsafe { at(&self.flows, s) }.delay.prefetch(delay);
         if self.deferred_delays.len() == DEFERRED_DELAYS {
             if let Some((oldest, value)) = self.deferred_delays.pop_front() {
-                self.flows[oldest as usize].delay.record(value);
+                // SAFETY: `oldest` is a source's index (see `at`).
+                unsafe { at_mut(&mut self.flows, oldest as usize) }
+                    .delay
+                    .record(value);
             }
         }
         self.deferred_delays.push_back((s as u32, delay));
