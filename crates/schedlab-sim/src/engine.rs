@@ -2190,19 +2190,24 @@ impl<'s> Engine<'s> {
         let now = self.now;
         // SAFETY: `l` is a link's index (see `at`).
         let link = unsafe { at_mut(&mut self.links, l) };
-        let packet = link.in_service;
+        // (The packet's fields, not a copy of it: a delivery here needs two of them; the
+        // other paths copy it.)
+        let (id, size, class, arrival) = {
+            let p = &link.in_service;
+            (p.id, p.size, p.class, p.arrival)
+        };
         link.busy = false;
         let served = now - link.tx_start;
         link.busy_done += served;
-        let class = link.class_mut(packet.class);
+        let class = link.class_mut(class);
         class.busy += served;
         class.sent_packets += 1;
-        class.delay_sum += (now - packet.arrival) as u128;
+        class.delay_sum += (now - arrival) as u128;
         link.sent_packets += 1;
-        link.sent_bytes += packet.size as u64;
+        link.sent_bytes += size as u64;
         if F::ANY && link.loss_threshold > 0 && link.loss_rng.random::<u64>() < link.loss_threshold {
             link.lost += 1;
-            let slot = self.slab.remove(packet.id);
+            let slot = self.slab.remove(id);
             if let Some(packet_log) = &mut self.packet_log {
                 packet_log.end(slot.log, Fate::Lost { at: now });
             }
@@ -2218,25 +2223,27 @@ impl<'s> Engine<'s> {
         }
         let delay = link.delay;
         if delay == 0 {
+            let packet = link.in_service;
             self.forward::<F>(packet);
-        } else if l == self.sink as usize && self.is_last_hop::<F>(packet.id) {
+        } else if l == self.sink as usize && self.is_last_hop::<F>(id) {
             // Delivered a propagation delay from now: every delivery comes from this link, in
             // the order of its transmission ends, so recording it now changes no order. (Its
             // slot goes at once: its hop is not moved on.)
             let at = now + delay;
             self.last_delivery = at;
             self.elided_events += 1;
-            self.deliver::<F>(packet, at);
+            self.deliver::<F>(id, size, at);
         } else {
             if F::PREFETCH && self.prefetching {
                 // The packet is forwarded or delivered when its propagation ends, several
                 // events from now: start loading its source's path and statistics.
-                let s = self.slab.get(packet.id).source as usize;
+                let s = self.slab.get(id).source as usize;
                 prefetch(&self.sources, s, 64);
                 prefetch(&self.flows, s, Accumulator::RECEIVED_BYTES);
             }
             let link = &mut self.links[l];
             let at = now + link.delay;
+            let packet = link.in_service;
             link.pipe.push_back((at, packet));
             if link.pipe.len() == 1 {
                 self.push_propagated::<F>(at, l);
@@ -2309,15 +2316,17 @@ impl<'s> Engine<'s> {
         if let Some(next) = next {
             self.arrive::<F>(next, packet);
         } else {
-            self.deliver::<F>(packet, self.now);
+            self.deliver::<F>(packet.id, packet.size, self.now);
         }
     }
 
-    /// `packet` reaches its destination at `now` (the current time, or a time after it when
-    /// delivered at its last transmission end, see [`Engine::sink`]).
+    /// Packet `id` (`size` bytes) reaches its destination at `now` (the current time, or a
+    /// time after it when delivered at its last transmission end, see [`Engine::sink`]). It
+    /// takes the packet's two fields it reads, not the packet: at the sink's transmission end
+    /// the packet is then never copied out of the link.
     #[inline(always)]
-    fn deliver<F: PathFeatures>(&mut self, packet: Packet, now: TimeNs) {
-        let slot = self.slab.remove(packet.id);
+    fn deliver<F: PathFeatures>(&mut self, id: u64, size: u32, now: TimeNs) {
+        let slot = self.slab.remove(id);
         let s = slot.source as usize;
         if F::ANY && slot.kind == TCP_ACK {
             let ack = self.sources[s]
@@ -2355,20 +2364,20 @@ impl<'s> Engine<'s> {
             self.bin_touched.push(s as u32);
         }
         source.bin_packets += 1;
-        source.bin_bytes += packet.size as u64;
+        source.bin_bytes += size as u64;
         if slot.measured {
             let delay = now - slot.entry;
             if F::PREFETCH && self.prefetching {
                 // SAFETY: `s` is a source's index (see `at`).
-                unsafe { at_mut(&mut self.flows, s) }.on_received_except_histogram(packet.size, now, delay);
+                unsafe { at_mut(&mut self.flows, s) }.on_received_except_histogram(size, now, delay);
                 self.defer_delay(s, delay);
             } else {
                 // SAFETY: `s` is a source's index (see `at`).
-                unsafe { at_mut(&mut self.flows, s) }.on_received(packet.size, now, delay);
+                unsafe { at_mut(&mut self.flows, s) }.on_received(size, now, delay);
             }
             if F::ANY && self.live_classes {
                 let c = self.class_slot(slot.class);
-                self.classes[c].1.on_received(packet.size, now, delay);
+                self.classes[c].1.on_received(size, now, delay);
             } else {
                 self.class_jitter_mut(slot.class).on_received(now, delay);
             }
