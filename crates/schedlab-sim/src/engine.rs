@@ -150,7 +150,9 @@ impl Slab {
     fn insert(&mut self, slot: Slot) -> Result<u64, ScenarioError> {
         let index = if self.free != NIL {
             let index = self.free;
-            let place = self.get(index as u64);
+            // (Checked: the free list's links are slot fields, so a slot freed twice — a bug
+            // — would be a panic here, not a read out of bounds through `get`.)
+            let place = &mut self.slots[index as usize];
             let next = place.hop;
             *place = slot;
             self.free = next;
