@@ -49,8 +49,8 @@ use std::collections::VecDeque;
 
 use schedlab_core::conditioning::ColourCounters;
 use schedlab_core::{
-    overdue, AnyScheduler, Backlog, Colour, Conditioner, DropReason, Dropped, LinkDropPolicy, Marking,
-    Packet, Rate, Scheduler, ServiceTime, TimeNs, Verdict,
+    overdue, AnyScheduler, Backlog, Colour, Conditioner, ConfigError, DropReason, Dropped, LinkDropPolicy,
+    Marking, Packet, Rate, Scheduler, ServiceTime, TimeNs, Verdict,
 };
 
 use rand::RngExt as _;
@@ -150,8 +150,9 @@ impl Slab {
     fn insert(&mut self, slot: Slot) -> Result<u64, ScenarioError> {
         let index = if self.free != NIL {
             let index = self.free;
-            // (Checked: the free list's links are slot fields, so a slot freed twice — a bug
-            // — would be a panic here, not a read out of bounds through `get`.)
+            // (Checked: every index `insert` hands out has passed this index or the `push`
+            // below, and `slots` never shrinks, so `get` cannot read out of bounds even if a
+            // bug freed a slot twice; a double free itself is not detected.)
             let place = &mut self.slots[index as usize];
             let next = place.hop;
             *place = slot;
@@ -173,7 +174,9 @@ impl Slab {
 
     /// The slot of packet `id`, without a bounds check: `id` is a packet in flight, named by
     /// [`Slab::insert`] (its low 32 bits an index of `slots`, which never shrinks; checked in
-    /// debug builds).
+    /// debug builds). Ids also come back through the links' schedulers (a dequeued or dropped
+    /// packet): this relies on the core's disciplines returning the descriptors they were
+    /// given, never one they made up (the hierarchy's tokens keep the real id).
     #[inline]
     fn get(&mut self, id: u64) -> &mut Slot {
         let index = (id & 0xffff_ffff) as usize;
@@ -546,10 +549,12 @@ impl TransitPool {
         }
     }
 
-    /// Entry `index`, without a bounds check: every index a private hop holds (`tail`,
-    /// `forward`, an entry's `next`) and the free list's are [`NIL`] or were returned by
-    /// [`TransitPool::take`], and `entries` never shrinks, so an index that is not [`NIL`] is
-    /// in range (checked in debug builds). A packet reads about eight entries on its way
+    /// Entry `index`, without a bounds check; `index` must not be [`NIL`] (the callers test
+    /// `tail` and the free list against it; `forward` is not [`NIL`] while its propagation
+    /// event is pending, the one event a private hop has then). Every index a private hop
+    /// holds (`tail`, `forward`, an entry's `next`) and the free list's are [`NIL`] or were
+    /// returned by [`TransitPool::take`], and `entries` never shrinks, so an index that is
+    /// not [`NIL`] is in range (checked in debug builds). A packet reads about eight entries on its way
     /// through a private hop; their bounds checks were a compare and a branch each.
     #[inline(always)]
     fn entry(&self, index: u32) -> &TransitEntry {
@@ -1249,28 +1254,67 @@ fn scheduler_backlog(scheduler: &AnyScheduler) -> Backlog {
     }
 }
 
+/// Every source has a path, and every link a source's path, echo path or ACK path names is
+/// one of the scenario's: the engine reads links by these indices without bounds checks
+/// ([`element`]). A scenario loaded from a file has passed this already (the loader rejects an
+/// empty path and an unknown link by name); a [`Scenario`] built in code is checked here, once
+/// a replication.
+fn check_link_indices(scenario: &Scenario) -> Result<(), ScenarioError> {
+    let links = scenario.links.len();
+    for (index, source) in scenario.sources.iter().enumerate() {
+        let named = |key: &str| format!("sources[{index}] ({}).{key}", source.name);
+        if source.path.is_empty() {
+            return Err(ConfigError::new(named("path"), "[]", "must name at least one link").into());
+        }
+        let ack_path = match source.transport.as_ref().map(|transport| &transport.ack_return) {
+            Some(AckReturn::Path(path)) => Some(("ack_path", path)),
+            _ => None,
+        };
+        let echo_path = match &source.echo {
+            Some(AckReturn::Path(path)) => Some(("ack_path", path)),
+            _ => None,
+        };
+        for (key, path) in [("path", &source.path)]
+            .into_iter()
+            .chain(ack_path)
+            .chain(echo_path)
+        {
+            if let Some(&unknown) = path.iter().find(|&&l| l >= links) {
+                return Err(ConfigError::new(
+                    named(key),
+                    format!("{path:?}"),
+                    format!("link index {unknown} is not one of the scenario's {links} links"),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `items[index]` without a bounds check, for the indices a packet carries through the
 /// engine's per-packet path: a source's index (the source clock's, or a slot's `source`) in
-/// `sources` and `flows`, a link's (from a source's path, an event's tag, `slot_link` or
-/// `sink`) in `links` and `hops`. The scenario's paths name links that exist and the tables
-/// never shrink, so these are in range; a packet's handlers read each table several times,
-/// and each bounds check was a compare and a branch (checked in debug builds).
+/// `sources` and `flows` (both one entry a source), a link's (from a source's path, an event's
+/// tag, `slot_link` or `sink`) in `links` and `hops` (both one entry a link). Paths name links
+/// that exist ([`check_link_indices`], run by [`Engine::new`]) and the tables never shrink, so
+/// these are in range; a packet's handlers read each table several times, and each bounds
+/// check was a compare and a branch (checked in debug builds).
 ///
 /// # Safety
 /// `index < items.len()`.
 #[inline(always)]
-unsafe fn at<T>(items: &[T], index: usize) -> &T {
+unsafe fn element<T>(items: &[T], index: usize) -> &T {
     debug_assert!(index < items.len(), "index {index} of {}", items.len());
     // SAFETY: the caller's contract.
     unsafe { items.get_unchecked(index) }
 }
 
-/// [`at`], mutable.
+/// [`element`], mutable.
 ///
 /// # Safety
 /// `index < items.len()`.
 #[inline(always)]
-unsafe fn at_mut<T>(items: &mut [T], index: usize) -> &mut T {
+unsafe fn element_mut<T>(items: &mut [T], index: usize) -> &mut T {
     debug_assert!(index < items.len(), "index {index} of {}", items.len());
     // SAFETY: the caller's contract.
     unsafe { items.get_unchecked_mut(index) }
@@ -1287,6 +1331,7 @@ const DEFERRED_DELAYS: usize = 8;
 
 impl<'s> Engine<'s> {
     fn new(scenario: &'s Scenario, replication: u32) -> Result<(Engine<'s>, Vec<u64>), ScenarioError> {
+        check_link_indices(scenario)?;
         let run = &scenario.run;
         let mut links = Vec::with_capacity(scenario.links.len());
         for (index, link) in scenario.links.iter().enumerate() {
@@ -1584,8 +1629,8 @@ impl<'s> Engine<'s> {
             self.arrivals.clear(index);
             return;
         }
-        // SAFETY: `index` is a source's index (see `at`).
-        let source = unsafe { at_mut(&mut self.sources, index) };
+        // SAFETY: `index` is a source's index (see `element`).
+        let source = unsafe { element_mut(&mut self.sources, index) };
         let Some(emission) = source.generator.next_packet() else {
             self.arrivals.clear(index);
             return;
@@ -1892,8 +1937,8 @@ impl<'s> Engine<'s> {
             }
             return self.tcp_send(index);
         }
-        // SAFETY: `index` is a source's index (see `at`).
-        let source = unsafe { at(&self.sources, index) };
+        // SAFETY: `index` is a source's index (see `element`).
+        let source = unsafe { element(&self.sources, index) };
         let emission = source.pending;
         let generated = source.generated;
         let class = emission.class.unwrap_or(source.class);
@@ -1916,15 +1961,15 @@ impl<'s> Engine<'s> {
         } else {
             self.schedule_source::<F>(index);
         }
-        // SAFETY: `first_link` is a link's index (see `at`).
-        if unsafe { at(&self.hops, first_link) }.private {
+        // SAFETY: `first_link` is a link's index (see `element`).
+        if unsafe { element(&self.hops, first_link) }.private {
             if F::PREFETCH && self.prefetching {
                 // The packet reaches its next link after its time on the private hop and its
                 // propagation, some events ahead: its scheduler may start loading the flow's
                 // state.
                 if let Some(next) = self.sources[index].path.hop(1) {
-                    // SAFETY: `next` is a link's index (see `at`).
-                    unsafe { at(&self.links, next) }
+                    // SAFETY: `next` is a link's index (see `element`).
+                    unsafe { element(&self.links, next) }
                         .scheduler
                         .prefetch_arrival(packet.flow);
                 }
@@ -1943,15 +1988,15 @@ impl<'s> Engine<'s> {
         let now = self.now;
         // The scheduler's link, free, would have put its decision after other arrivals
         // pending at this time (an event of its own; the hop holds no packet in service).
-        // SAFETY: `l` is a link's index (see `at`).
-        if unsafe { at(&self.hops, l) }.is_idle(now, &self.transit) && self.arrival_pending(now) {
+        // SAFETY: `l` is a link's index (see `element`).
+        if unsafe { element(&self.hops, l) }.is_idle(now, &self.transit) && self.arrival_pending(now) {
             self.elided_events += 1;
         }
-        // SAFETY: `l` is a link's index (see `at`).
-        let hop = unsafe { at_mut(&mut self.hops, l) };
-        // SAFETY: `l` is a link's index (see `at`).
+        // SAFETY: `l` is a link's index (see `element`).
+        let hop = unsafe { element_mut(&mut self.hops, l) };
+        // SAFETY: `l` is a link's index (see `element`).
         let (end, only) = hop.pass(packet, now, self.measuring, &mut self.transit, unsafe {
-            at_mut(&mut self.links, l)
+            element_mut(&mut self.links, l)
         });
         // Without propagation delay, the propagation event stands for the transmission end
         // (which forwarded the packet at once).
@@ -1990,8 +2035,8 @@ impl<'s> Engine<'s> {
             kind,
             class,
             marking: Marking {
-                // SAFETY: `index` is a source's index (see `at`).
-                dscp: unsafe { at(&self.sources, index) }.dscp,
+                // SAFETY: `index` is a source's index (see `element`).
+                dscp: unsafe { element(&self.sources, index) }.dscp,
                 colour: Colour::Green,
             },
             seq,
@@ -2000,8 +2045,8 @@ impl<'s> Engine<'s> {
         })?;
         self.packets += 1;
         if measured {
-            // SAFETY: `index` is a source's index (see `at`).
-            unsafe { at_mut(&mut self.flows, index) }.on_sent(size, shaping);
+            // SAFETY: `index` is a source's index (see `element`).
+            unsafe { element_mut(&mut self.flows, index) }.on_sent(size, shaping);
             if F::ANY && self.live_classes {
                 let c = self.class_slot(class);
                 self.classes[c].1.on_sent(size, shaping);
@@ -2009,8 +2054,8 @@ impl<'s> Engine<'s> {
         }
         Ok(Packet {
             id,
-            // SAFETY: `index` is a source's index (see `at`).
-            flow: unsafe { at(&self.sources, index) }.flow,
+            // SAFETY: `index` is a source's index (see `element`).
+            flow: unsafe { element(&self.sources, index) }.flow,
             class,
             size,
             arrival: now,
@@ -2026,8 +2071,8 @@ impl<'s> Engine<'s> {
         if F::ANY && self.links[l].admission && !self.admit(l, &mut packet) {
             return;
         }
-        // SAFETY: `l` is a link's index (see `at`).
-        let link = unsafe { at_mut(&mut self.links, l) };
+        // SAFETY: `l` is a link's index (see `element`).
+        let link = unsafe { element_mut(&mut self.links, l) };
         link.touch(now);
         self.drops.clear();
         scheduler_enqueue(&mut link.scheduler, packet, now, &mut self.drops);
@@ -2080,8 +2125,8 @@ impl<'s> Engine<'s> {
     #[inline(always)]
     fn maybe_decide<F: PathFeatures>(&mut self, l: usize) {
         let now = self.now;
-        // SAFETY: `l` is a link's index (see `at`).
-        let link = unsafe { at(&self.links, l) };
+        // SAFETY: `l` is a link's index (see `element`).
+        let link = unsafe { element(&self.links, l) };
         if link.busy || link.backlog.packets == 0 {
             return;
         }
@@ -2097,8 +2142,8 @@ impl<'s> Engine<'s> {
 
     #[inline(always)]
     fn decide<F: PathFeatures>(&mut self, l: usize, now: TimeNs) {
-        // SAFETY: `l` is a link's index (see `at`).
-        let link = unsafe { at_mut(&mut self.links, l) };
+        // SAFETY: `l` is a link's index (see `element`).
+        let link = unsafe { element_mut(&mut self.links, l) };
         link.decision_seq = NO_DECISION;
         link.touch(now);
         self.drops.clear();
@@ -2190,8 +2235,8 @@ impl<'s> Engine<'s> {
     #[inline(always)]
     fn transmission_end<F: PathFeatures>(&mut self, l: usize) {
         let now = self.now;
-        // SAFETY: `l` is a link's index (see `at`).
-        let link = unsafe { at_mut(&mut self.links, l) };
+        // SAFETY: `l` is a link's index (see `element`).
+        let link = unsafe { element_mut(&mut self.links, l) };
         // (The packet's fields, not a copy of it: a delivery here needs two of them; the
         // other paths copy it.)
         let (id, size, class, arrival) = {
@@ -2264,11 +2309,11 @@ impl<'s> Engine<'s> {
     /// Link `l`'s next propagation ends now: its packet moves on.
     #[inline(always)]
     fn propagated<F: PathFeatures>(&mut self, l: usize) {
-        // SAFETY: `l` is a link's index (see `at`).
-        let packet = if unsafe { at(&self.hops, l) }.private {
-            // SAFETY: `l` is a link's index (see `at`).
+        // SAFETY: `l` is a link's index (see `element`).
+        let packet = if unsafe { element(&self.hops, l) }.private {
+            // SAFETY: `l` is a link's index (see `element`).
             let (packet, next) =
-                unsafe { at_mut(&mut self.hops, l) }.forward_next(self.now, &mut self.transit);
+                unsafe { element_mut(&mut self.hops, l) }.forward_next(self.now, &mut self.transit);
             if let Some(next) = next {
                 self.push_propagated::<F>(next, l);
             }
@@ -2289,8 +2334,8 @@ impl<'s> Engine<'s> {
     fn is_last_hop<F: PathFeatures>(&mut self, id: u64) -> bool {
         let slot = self.slab.get(id);
         (!F::ANY || slot.kind <= TCP_DATA)
-            // SAFETY: `slot.source as usize` is a source's index (see `at`).
-            && slot.hop as usize + 1 == unsafe { at(&self.sources, slot.source as usize) }.path.len()
+            // SAFETY: `slot.source as usize` is a source's index (see `element`).
+            && slot.hop as usize + 1 == unsafe { element(&self.sources, slot.source as usize) }.path.len()
     }
 
     /// `packet` has crossed its current link: on to the next one, or delivered.
@@ -2299,8 +2344,8 @@ impl<'s> Engine<'s> {
         let slot = self.slab.get(packet.id);
         slot.hop += 1;
         let hop = slot.hop as usize;
-        // SAFETY: `slot.source as usize` is a source's index (see `at`).
-        let source = unsafe { at(&self.sources, slot.source as usize) };
+        // SAFETY: `slot.source as usize` is a source's index (see `element`).
+        let source = unsafe { element(&self.sources, slot.source as usize) };
         // Data first: one comparison on the common path.
         let next = if !F::ANY || slot.kind <= TCP_DATA {
             source.path.hop(hop)
@@ -2360,8 +2405,8 @@ impl<'s> Engine<'s> {
         if now >= self.bin_end {
             self.next_bin(now);
         }
-        // SAFETY: `s` is a source's index (see `at`).
-        let source = unsafe { at_mut(&mut self.sources, s) };
+        // SAFETY: `s` is a source's index (see `element`).
+        let source = unsafe { element_mut(&mut self.sources, s) };
         if source.bin_packets == 0 {
             self.bin_touched.push(s as u32);
         }
@@ -2370,12 +2415,12 @@ impl<'s> Engine<'s> {
         if slot.measured {
             let delay = now - slot.entry;
             if F::PREFETCH && self.prefetching {
-                // SAFETY: `s` is a source's index (see `at`).
-                unsafe { at_mut(&mut self.flows, s) }.on_received_except_histogram(size, now, delay);
+                // SAFETY: `s` is a source's index (see `element`).
+                unsafe { element_mut(&mut self.flows, s) }.on_received_except_histogram(size, now, delay);
                 self.defer_delay(s, delay);
             } else {
-                // SAFETY: `s` is a source's index (see `at`).
-                unsafe { at_mut(&mut self.flows, s) }.on_received(size, now, delay);
+                // SAFETY: `s` is a source's index (see `element`).
+                unsafe { element_mut(&mut self.flows, s) }.on_received(size, now, delay);
             }
             if F::ANY && self.live_classes {
                 let c = self.class_slot(slot.class);
@@ -2399,12 +2444,12 @@ impl<'s> Engine<'s> {
     /// waiting.
     #[inline(always)]
     fn defer_delay(&mut self, s: usize, delay: u64) {
-        // SAFETY: `s` is a source's index (see `at`).
-        unsafe { at(&self.flows, s) }.delay.prefetch(delay);
+        // SAFETY: `s` is a source's index (see `element`).
+        unsafe { element(&self.flows, s) }.delay.prefetch(delay);
         if self.deferred_delays.len() == DEFERRED_DELAYS {
             if let Some((oldest, value)) = self.deferred_delays.pop_front() {
-                // SAFETY: `oldest` is a source's index (see `at`).
-                unsafe { at_mut(&mut self.flows, oldest as usize) }
+                // SAFETY: `oldest` is a source's index (see `element`).
+                unsafe { element_mut(&mut self.flows, oldest as usize) }
                     .delay
                     .record(value);
             }
@@ -3005,6 +3050,48 @@ fn run_replication_shortcuts(
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    /// A [`Scenario`](crate::scenario::Scenario) built or changed in code, whose paths the
+    /// loader has not seen, is refused with an error naming the source and the key when a
+    /// path is empty or names a link that does not exist (the engine reads links by these
+    /// indices without bounds checks), and runs when they are right.
+    #[test]
+    fn a_scenario_built_in_code_with_a_bad_path_is_refused() {
+        let text = "[run]\nduration = \"10ms\"\nseed = 1\nbin = \"5ms\"\n\
+                    [[link]]\nname = \"l0\"\nrate = \"10Mbit\"\nscheduler = { kind = \"fifo\" }\n\
+                    [[source]]\nname = \"a\"\nflow = 0\npath = [\"l0\"]\n\
+                    arrivals = { model = \"poisson\", rate_pps = 1000 }\n\
+                    size = { dist = \"constant\", size = 500 }\n";
+        let loaded = crate::validate_scenario_text(text, Path::new(".")).unwrap();
+        assert!(super::run_replication(&loaded, 0).unwrap().packets > 0);
+        let refused = |change: &dyn Fn(&mut crate::scenario::Scenario)| {
+            let mut scenario = loaded.clone();
+            change(&mut scenario);
+            match super::run_replication(&scenario, 0) {
+                Ok(_) => panic!("the changed scenario ran"),
+                Err(error) => error.to_string(),
+            }
+        };
+        let empty = refused(&|scenario| scenario.sources[0].path.clear());
+        assert!(
+            empty.contains("sources[0] (a).path") && empty.contains("at least one link"),
+            "{empty}"
+        );
+        let no_links = refused(&|scenario| scenario.links.clear());
+        assert!(
+            no_links.contains("sources[0] (a).path") && no_links.contains("link index 0"),
+            "{no_links}"
+        );
+        let unknown = refused(&|scenario| scenario.sources[0].path.push(7));
+        assert!(
+            unknown.contains("[0, 7]") && unknown.contains("not one of the scenario's 1 links"),
+            "{unknown}"
+        );
+        let echo = refused(&|scenario| {
+            scenario.sources[0].echo = Some(crate::scenario::AckReturn::Path(vec![3]));
+        });
+        assert!(echo.contains("sources[0] (a).ack_path"), "{echo}");
+    }
 
     /// One `[[source]]` of the random test networks: flow `flow` over `path` (quoted link
     /// names, comma-separated), arrivals by `model` (0 Poisson, 1 CBR, otherwise on-off at
