@@ -37,7 +37,7 @@
 //! mean advance of the popped key per pop (the spacing of the heads near the cursor), unless
 //! it lies within a sixteenth to a half of it already, but never so narrow that its window
 //! covers less than four times the entries' spread; every calendar entry is then filed again
-//! (`TagCalendar::adapt_day`). At 1,024 backlogged flows of the core bench the heads are
+//! (`SharedTagCalendar::adapt_day`). At 1,024 backlogged flows of the core bench the heads are
 //! about 0.3 bytes per unit weight apart: with half-byte days a push found its bucket taken
 //! (and a pop left an entry behind in its bucket) 50–53 % of the time, a branch no predictor
 //! can learn; with sixteenth-byte days 28–31 % (the tags of integer sizes over weights 1–4 lie
@@ -83,7 +83,7 @@ pub const MAX_DAY_SHIFT: u32 = 127 - BUCKETS.trailing_zeros();
 /// `log2` of [`BUCKETS`]: a node's bucket field holds its calendar's member number above them.
 const BUCKET_BITS: u32 = BUCKETS.trailing_zeros();
 /// Calendars that may share one [`CalendarNodes`] table (member numbers below this; the
-/// bucket field of a node in none of them, [`NIL`], shifted by [`BUCKET_BITS`] is not one).
+/// bucket field of a node in none of them, `NIL`, shifted by `BUCKET_BITS` is not one).
 pub const MEMBERS: u32 = NIL >> BUCKET_BITS;
 /// Bitmap words.
 const WORDS: usize = BUCKETS / 64;
@@ -100,27 +100,38 @@ const NIL: u32 = u32::MAX;
 /// Pops (from the calendar or its overflow heap) between two choices of the day
 /// (see the module documentation).
 pub const ADAPT_PERIOD: u32 = 1024;
-/// The registry ids of the disciplines whose scheduler holds `TagCalendar`s, each with the
-/// number it holds, for estimates of their memory (`schedlab_sim::memory`): one for the
+/// The registry ids of the disciplines whose scheduler holds tag calendars, each with the
+/// number of calendars (bucket arrays) it holds and of node tables (a node per flow each), for
+/// estimates of their memory (`schedlab_sim::memory`): one calendar with its own nodes for the
 /// head-of-line tags of SCFQ, STFQ, Virtual Clock and WFQ (`TaggedQueues<_, TagCalendar>`),
-/// two for WF2Q+ (its eligible and ineligible sets; each reserves a node per flow, and its
-/// bucket array stays allocated when the set moves to its heap at many flows). A discipline
-/// that starts or stops using a calendar changes this list.
-pub const DISCIPLINES: [(&str, u64); 5] = [
-    ("scfq", 1),
-    ("stfq", 1),
-    ("virtual_clock", 1),
-    ("wfq", 1),
-    ("wf2q_plus", 2),
+/// two calendars sharing one node table for WF2Q+ (its eligible and ineligible sets, a flow in
+/// one at a time; the table reserves a node per flow, and the bucket arrays stay allocated
+/// when the sets move to their heaps at many flows). A discipline that starts or stops using
+/// a calendar changes this list.
+pub const DISCIPLINES: [(&str, u64, u64); 5] = [
+    ("scfq", 1, 1),
+    ("stfq", 1, 1),
+    ("virtual_clock", 1, 1),
+    ("wfq", 1, 1),
+    ("wf2q_plus", 2, 1),
 ];
 
-/// How many `TagCalendar`s a scheduler of discipline `id` holds ([`DISCIPLINES`]; 0 for the
-/// others).
+/// How many tag calendars (bucket arrays) a scheduler of discipline `id` holds
+/// ([`DISCIPLINES`]; 0 for the others).
 pub fn calendars_of(id: &str) -> u64 {
     DISCIPLINES
         .iter()
-        .find(|(user, _)| *user == id)
-        .map_or(0, |&(_, calendars)| calendars)
+        .find(|(user, ..)| *user == id)
+        .map_or(0, |&(_, calendars, _)| calendars)
+}
+
+/// How many calendar node tables (a node per id each) a scheduler of discipline `id` holds
+/// ([`DISCIPLINES`]; 0 for the others).
+pub fn node_tables_of(id: &str) -> u64 {
+    DISCIPLINES
+        .iter()
+        .find(|(user, ..)| *user == id)
+        .map_or(0, |&(.., node_tables)| node_tables)
 }
 
 /// One id's entry and links, one cache line (36 bytes unaligned, 48 at `u128` alignment,
@@ -256,12 +267,12 @@ pub struct SharedTagCalendar<const MEMBER: u32 = 0> {
     /// The bucket of the cursor's day.
     cursor_bucket: usize,
     /// The first non-empty bucket from the cursor's on (wrapping), while the calendar holds an
-    /// entry: kept up to date by [`TagCalendar::link`] and [`TagCalendar::unlink_least`], so that a
+    /// entry: kept up to date by [`SharedTagCalendar::link`] and [`SharedTagCalendar::unlink_least`], so that a
     /// pop and the prefetch look-ahead after it read it instead of scanning the bitmap each.
     first_bucket: usize,
     /// The calendar's least entry (the first of `first_bucket`) and its raw key, while the
-    /// calendar holds an entry: kept by [`TagCalendar::link`] and
-    /// [`TagCalendar::unlink_least`], so that a look at the least entry (WF2Q+: every
+    /// calendar holds an entry: kept by [`SharedTagCalendar::link`] and
+    /// [`SharedTagCalendar::unlink_least`], so that a look at the least entry (WF2Q+: every
     /// promotion's test against V, every choice) reads neither the bucket array nor the node,
     /// and a pop loads the next least node at its end, ahead of the next look.
     least_id: u32,
@@ -286,7 +297,7 @@ pub struct SharedTagCalendar<const MEMBER: u32 = 0> {
     /// Whether `window` is at most 2^64 raw units (days of at most 2^49): a key's distance
     /// from the cursor then fits in 64 bits, and its day offset is a 64-bit shift.
     narrow_window: bool,
-    /// Pops left before the next [`TagCalendar::adapt_day`].
+    /// Pops left before the next [`SharedTagCalendar::adapt_day`].
     pops_until_adapt: u32,
     /// The key last popped when the current period of [`ADAPT_PERIOD`] pops began (`None`
     /// before the first period: the keys' spacing is measured from the first pop on).
@@ -481,7 +492,7 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
     }
 
     /// Sets the day to `2^day_shift` raw units (at most [`MAX_DAY_SHIFT`]) and what follows
-    /// from it; the entries must then be filed again ([`TagCalendar::rebucket`]).
+    /// from it; the entries must then be filed again ([`SharedTagCalendar::rebucket`]).
     fn set_day_shift(&mut self, day_shift: u32) {
         let day_shift = day_shift.min(MAX_DAY_SHIFT);
         self.day_shift = day_shift;
@@ -641,7 +652,7 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
         self.least(nodes).map(|(id, _)| id)
     }
 
-    /// The least entry's key (see [`TagCalendar::peek_id`]).
+    /// The least entry's key (see [`SharedTagCalendar::peek_id`]).
     #[inline(always)]
     pub fn peek_key(&self, nodes: &CalendarNodes) -> Option<VirtualTime> {
         match self.least(nodes)? {
@@ -677,8 +688,8 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
         self.len += 1;
     }
 
-    /// [`TagCalendar::push_with`] for an id that has a node, with `others` entries besides it
-    /// (`len` is the caller's to count): inlined into [`TagCalendar::pop_then`], which files
+    /// [`SharedTagCalendar::push_with`] for an id that has a node, with `others` entries besides it
+    /// (`len` is the caller's to count): inlined into [`SharedTagCalendar::pop_then`], which files
     /// the popped id again on every service.
     #[inline(always)]
     fn file(
@@ -702,9 +713,9 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
         self.link(nodes, id, key, seq, aux, self.bucket_of(raw));
     }
 
-    /// [`TagCalendar::file`] for the id that [`TagCalendar::pop_then`] just took out of the
+    /// [`SharedTagCalendar::file`] for the id that [`SharedTagCalendar::pop_then`] just took out of the
     /// calendar, with a key not below the one taken out. The cursor is then the day of the key
-    /// taken out, which is the window [`TagCalendar::window_for`] would choose even if the
+    /// taken out, which is the window [`SharedTagCalendar::window_for`] would choose even if the
     /// calendar is now empty (the last pop's day covers the key), so only the window's end
     /// and the entry limit need checking, and the bucket is the cursor's plus the key's days
     /// above it.
@@ -866,7 +877,7 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
 
     /// Counts a pop (from the calendar or the overflow heap: with a day far too wide, most
     /// entries are in the heap); every [`ADAPT_PERIOD`] of them the day is chosen again
-    /// ([`TagCalendar::adapt_day`]).
+    /// ([`SharedTagCalendar::adapt_day`]).
     #[inline(always)]
     fn count_pop(&mut self, nodes: &mut CalendarNodes) {
         self.pops_until_adapt -= 1;
@@ -917,7 +928,7 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
     /// buckets of the new days from the cursor's day on, or in the overflow heap if it lies
     /// beyond the new window or its bucket is crowded. O(entries + bitmap words); no
     /// allocation (the overflow heap has room for every id, see
-    /// [`TagCalendar::reserve_ids`]).
+    /// [`SharedTagCalendar::reserve_ids`]).
     #[cold]
     #[inline(never)]
     fn rebucket(&mut self, nodes: &mut CalendarNodes, day_shift: u32) {
@@ -960,7 +971,7 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
         }
     }
 
-    /// [`TagCalendar::pop_then`] when the least entry is the overflow heap's top (if any).
+    /// [`SharedTagCalendar::pop_then`] when the least entry is the overflow heap's top (if any).
     #[inline(always)]
     fn pop_overflow_then(
         &mut self,
@@ -1093,7 +1104,7 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
         self.pop_above_floor(nodes, u128::MAX)
     }
 
-    /// [`TagCalendar::pop`] for an owner whose later keys may lie below the key popped, but
+    /// [`SharedTagCalendar::pop`] for an owner whose later keys may lie below the key popped, but
     /// seldom below `floor`: the cursor moves to the day of the lesser of the two (never
     /// back), so that later keys from `floor` on still go to the calendar instead of the
     /// overflow heap. WF2Q+'s eligible set: a flow that V has just reached often has a finish
@@ -1108,7 +1119,7 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
     }
 
     /// Removes and returns the least entry if its key is at most `limit` (as
-    /// [`TagCalendar::pop`]), else leaves the calendar as it is: one look at the least entry
+    /// [`SharedTagCalendar::pop`]), else leaves the calendar as it is: one look at the least entry
     /// for an owner that releases every entry up to a limit (WF2Q+'s ineligible flows, as V
     /// reaches their start tags). Always inlined: out of line it cost WF2Q+ 50 instructions a
     /// packet more than a `peek_key` and a `pop` (issue 14, session 10).
@@ -1140,7 +1151,7 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
         Some(entry)
     }
 
-    /// [`TagCalendar::pop_with_floor`] with a raw floor.
+    /// [`SharedTagCalendar::pop_with_floor`] with a raw floor.
     #[inline(always)]
     fn pop_above_floor(&mut self, nodes: &mut CalendarNodes, floor: u128) -> Option<Entry<VirtualTime>> {
         match self.least(nodes)? {
@@ -1306,7 +1317,7 @@ mod tests {
 
     #[test]
     fn the_calendar_users_are_registered_disciplines() {
-        for (id, _) in DISCIPLINES {
+        for (id, ..) in DISCIPLINES {
             assert!(
                 crate::registry::discipline_info(id).is_some(),
                 "{id} is not registered"
