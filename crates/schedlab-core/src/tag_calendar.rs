@@ -1611,4 +1611,87 @@ mod tests {
         }
         Ok(())
     }
+
+    proptest! {
+        /// Two calendars over one node table, each id in at most one of them at a time (as
+        /// WF2Q+'s sets): each follows its own sorted map, and neither sees the other's ids.
+        #[test]
+        fn calendars_sharing_a_node_table_follow_their_sorted_maps(
+            ops in proptest::collection::vec((0u32..24, 0u8..2, 0u8..4, 0u64..(BUCKETS as u64 * 4)), 1..300),
+        ) {
+            let mut nodes = CalendarNodes::new();
+            let mut first = SharedTagCalendar::<0>::new();
+            let mut second = SharedTagCalendar::<1>::new();
+            let mut models: [BTreeMap<(u128, u64), u32>; 2] = [BTreeMap::new(), BTreeMap::new()];
+            let mut by_id: BTreeMap<u32, (usize, (u128, u64))> = BTreeMap::new();
+            let mut last = [0u128; 2];
+            let mut seq = 0u64;
+            for (id, side, action, offset) in ops {
+                let side = side as usize;
+                match action {
+                    // Push `id` into `side` (out of wherever it was first).
+                    0 | 1 => {
+                        if let Some((was, key)) = by_id.remove(&id) {
+                            models[was].remove(&key);
+                            let removed = if was == 0 { first.remove(&mut nodes, id) } else { second.remove(&mut nodes, id) };
+                            prop_assert_eq!(removed.map(|e| (e.key.raw(), e.seq)), Some(key));
+                        }
+                        seq += 1;
+                        let raw = last[side] + ((offset as u128) << (DAY_SHIFT - 4));
+                        let key = VirtualTime::from_raw(raw);
+                        if side == 0 {
+                            first.push_with(&mut nodes, id, key, seq, id);
+                        } else {
+                            second.push_with(&mut nodes, id, key, seq, id);
+                        }
+                        models[side].insert((raw, seq), id);
+                        by_id.insert(id, (side, (raw, seq)));
+                    }
+                    // Pop `side`'s least.
+                    2 => {
+                        let popped = if side == 0 { first.pop(&mut nodes) } else { second.pop(&mut nodes) };
+                        let expected = models[side].pop_first();
+                        prop_assert_eq!(popped.map(|e| ((e.key.raw(), e.seq), e.id)), expected);
+                        if let Some(((key, _), id)) = expected {
+                            by_id.remove(&id);
+                            last[side] = key;
+                        }
+                    }
+                    // Move `side`'s least to the other calendar, a little later.
+                    _ => {
+                        let popped = if side == 0 { first.pop(&mut nodes) } else { second.pop(&mut nodes) };
+                        prop_assert_eq!(popped.map(|e| ((e.key.raw(), e.seq), e.id)), models[side].pop_first());
+                        if let Some(entry) = popped {
+                            last[side] = entry.key.raw();
+                            let other = 1 - side;
+                            let raw = entry.key.raw().max(last[other]) + ((offset as u128) << (DAY_SHIFT - 8));
+                            let key = VirtualTime::from_raw(raw);
+                            if other == 0 {
+                                first.push_with(&mut nodes, entry.id, key, entry.seq, entry.aux);
+                            } else {
+                                second.push_with(&mut nodes, entry.id, key, entry.seq, entry.aux);
+                            }
+                            models[other].insert((raw, entry.seq), entry.id);
+                            by_id.insert(entry.id, (other, (raw, entry.seq)));
+                        }
+                    }
+                }
+                first.check(&nodes);
+                second.check(&nodes);
+                prop_assert_eq!(first.len(), models[0].len());
+                prop_assert_eq!(second.len(), models[1].len());
+                prop_assert_eq!(first.peek(&nodes).map(|e| e.id), models[0].first_key_value().map(|(_, &id)| id));
+                prop_assert_eq!(second.peek(&nodes).map(|e| e.id), models[1].first_key_value().map(|(_, &id)| id));
+                for id in 0..24 {
+                    let expected = by_id.get(&id);
+                    let in_first = first.get(&nodes, id).map(|e| (e.key.raw(), e.seq));
+                    let in_second = second.get(&nodes, id).map(|e| (e.key.raw(), e.seq));
+                    prop_assert_eq!(in_first, expected.filter(|(side, _)| *side == 0).map(|&(_, key)| key));
+                    prop_assert_eq!(in_second, expected.filter(|(side, _)| *side == 1).map(|&(_, key)| key));
+                    prop_assert_eq!(first.contains(&nodes, id), in_first.is_some());
+                    prop_assert_eq!(second.contains(&nodes, id), in_second.is_some());
+                }
+            }
+        }
+    }
 }
