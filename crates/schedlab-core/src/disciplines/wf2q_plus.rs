@@ -185,8 +185,8 @@ impl<N: OffsetKey, const MEMBER: u32> FlowSet<N, MEMBER> {
         self.heap.reserve_ids(ids);
     }
 
-    /// Number of flows.
-    #[inline(always)]
+    /// Number of flows (tests).
+    #[cfg(test)]
     fn len(&self) -> usize {
         if self.in_heap {
             self.heap.live_len()
@@ -476,7 +476,12 @@ impl Wf2qPlus {
         let state = unsafe { flow_state(&mut self.flows, flow) };
         state.entry_seq = seq;
         let (start, finish) = (state.start, state.finish);
-        if start <= self.virtual_time {
+        // Back in `eligible` by its finish tag even if V has not reached its start tag yet,
+        // when V is likely to reach it before the flow comes to the top (`select` moves it to
+        // `ineligible` if not): when its tag increment L/w is at least S − V, the distance
+        // still to go (the tags served run about as far ahead of V as S, the finish tag just
+        // served, does now).
+        if start.saturating_sub(self.virtual_time) <= finish.saturating_sub(start) {
             self.eligible
                 .push_with(&mut self.calendar_nodes, flow, finish, seq, head);
         } else {
@@ -538,12 +543,57 @@ impl Wf2qPlus {
     #[inline(always)]
     fn select(&mut self) -> Option<FlowId> {
         self.promote_reached();
-        if self.eligible.len() == 0 {
-            let least_start = self.ineligible.peek_key(&self.calendar_nodes, &self.flows)?;
-            self.virtual_time = self.virtual_time.max(least_start);
-            self.promote_reached();
+        loop {
+            let Some(least) = self.eligible.peek_id(&self.calendar_nodes, &self.flows) else {
+                // No flow is eligible: V = max(V, min S).
+                let least_start = self.ineligible.peek_key(&self.calendar_nodes, &self.flows)?;
+                self.virtual_time = self.virtual_time.max(least_start);
+                self.promote_reached();
+                continue;
+            };
+            // SAFETY: `least` is an entry of `eligible`.
+            let state = unsafe { flow_state(&mut self.flows, least) };
+            if state.start <= self.virtual_time {
+                #[cfg(test)]
+                self.check_selection(least);
+                return Some(least);
+            }
+            self.defer(least);
         }
-        self.eligible.peek_id(&self.calendar_nodes, &self.flows)
+    }
+
+    /// The rule itself, by a scan of every flow (tests): `flow` has the least (F, sequence)
+    /// among the backlogged flows with S ≤ V, and no such flow waits in `ineligible`.
+    #[cfg(test)]
+    fn check_selection(&self, flow: FlowId) {
+        let eligible = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, state)| state.place.is_backlogged() && state.start <= self.virtual_time);
+        let least = eligible
+            .clone()
+            .min_by_key(|(_, state)| (state.finish, state.entry_seq))
+            .map(|(id, _)| id as FlowId);
+        assert_eq!(least, Some(flow), "the least finish tag among the eligible flows");
+        assert!(eligible.clone().all(|(_, state)| state.place == Place::Eligible));
+    }
+
+    /// Moves `flow`, `eligible`'s least, whose start tag V has not reached (a served flow filed
+    /// back in `eligible` by [`Wf2qPlus::file_served`]), to `ineligible`.
+    #[cold]
+    #[inline(never)]
+    fn defer(&mut self, flow: FlowId) {
+        let top = self
+            .eligible
+            .pop(&mut self.calendar_nodes, &self.flows, self.virtual_time)
+            .expect("the flow is eligible's least");
+        debug_assert_eq!(top.id, flow);
+        let state = &mut self.flows[flow as usize];
+        state.place = Place::Ineligible;
+        let start = state.start;
+        self.ineligible
+            .push_with(&mut self.calendar_nodes, flow, start, top.seq, top.aux);
     }
 
     /// Moves every flow of `ineligible` whose start tag V has reached to `eligible`, keyed by
@@ -908,7 +958,10 @@ mod tests {
             (s.flow(0).unwrap().start, s.flow(0).unwrap().finish),
             (v(300), v(600))
         );
-        assert_eq!(s.flow(0).unwrap().place, Place::Ineligible);
+        // Not eligible (S = 300 > V = 225): filed back by its finish tag all the same, as its
+        // L/w (300) is at least S − V (75); the next choice passes it over.
+        assert!(s.flow(0).unwrap().start > s.virtual_time());
+        assert_eq!(s.flow(0).unwrap().place, Place::Eligible);
         assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 1);
         assert_eq!(s.weight_sum(), 0);
         assert_eq!(s.virtual_time(), v(600));
