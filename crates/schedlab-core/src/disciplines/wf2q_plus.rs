@@ -21,7 +21,11 @@
 //!   set `eligible` keyed (F, head arrival sequence); ineligible sessions wait in
 //!   `ineligible` keyed by S (flows of equal S may leave it in any order: V reaches them
 //!   together, and each goes to `eligible` before the next choice) and move over as V passes
-//!   their S (`Wf2qPlus::promote_reached`). Each set is a `FlowSet`: a tag calendar while it
+//!   their S (`Wf2qPlus::promote_reached`). A served flow whose new `L/w` is at least
+//!   `S − V` goes back to `eligible` at once (V mostly reaches its S before it comes to the
+//!   top; if not, the choice moves it to `ineligible` first, `Wf2qPlus::defer`), so every flow
+//!   with S ≤ V is in `eligible` and the least there with S ≤ V is the one served. Each set is
+//!   a `FlowSet`: a tag calendar while it
 //!   holds fewer than 4,096 flows, a lazy heap from there until it is down to 2,048. The two
 //!   calendars share one node per flow (`Wf2qPlus::calendar_nodes`; a flow is in one set at a
 //!   time).
@@ -29,8 +33,8 @@
 //! Units and rounding: [`VirtualTime`] fixed point (2^-32 byte/weight); `L/w` and `L/Σw`
 //! rounded up.
 //!
-//! Invariants: every backlogged flow has exactly one live entry, in `eligible` (S ≤ V) or
-//! `ineligible` (S > V), and every lingering flow one in `lingering`, each in the set its
+//! Invariants: every backlogged flow has exactly one live entry, in `eligible` (S ≤ V, or a
+//! served flow filed back before V reached its S) or `ineligible` (S > V), and every lingering flow one in `lingering`, each in the set its
 //! `place` names and with the flow's `entry_seq` (the heaps delete lazily: other entries of a
 //! flow are stale and skipped, see [`crate::indexed_heap::LazyVirtualTimeHeap`]; the
 //! calendars hold live entries only);
@@ -84,7 +88,9 @@ pub enum Place {
     Idle,
     /// No packets, still counted in Σweight until V reaches its finish tag.
     Lingering,
-    /// Backlogged and eligible (S ≤ V).
+    /// Backlogged, in the eligible set: S ≤ V, or a flow filed back there when served, before
+    /// V reached its new S (the choice moves it to [`Place::Ineligible`] if it comes to the
+    /// top of the set first).
     Eligible,
     /// Backlogged, waiting for V to reach S.
     Ineligible,
