@@ -37,7 +37,7 @@
 //! mean advance of the popped key per pop (the spacing of the heads near the cursor), unless
 //! it lies within a sixteenth to a half of it already, but never so narrow that its window
 //! covers less than four times the entries' spread; every calendar entry is then filed again
-//! (`TagCalendar::adapt_day`). At 1,024 backlogged flows of the core bench the heads are
+//! (`SharedTagCalendar::adapt_day`). At 1,024 backlogged flows of the core bench the heads are
 //! about 0.3 bytes per unit weight apart: with half-byte days a push found its bucket taken
 //! (and a pop left an entry behind in its bucket) 50–53 % of the time, a branch no predictor
 //! can learn; with sixteenth-byte days 28–31 % (the tags of integer sizes over weights 1–4 lie
@@ -80,6 +80,11 @@ pub const CALENDAR_MAX_ENTRIES: usize = 4096;
 pub const BUCKET_WALK_LIMIT: usize = 8;
 /// The widest day: 2^112 raw units ([`BUCKETS`] of them still fit in a raw key).
 pub const MAX_DAY_SHIFT: u32 = 127 - BUCKETS.trailing_zeros();
+/// `log2` of [`BUCKETS`]: a node's bucket field holds its calendar's member number above them.
+const BUCKET_BITS: u32 = BUCKETS.trailing_zeros();
+/// Calendars that may share one [`CalendarNodes`] table (member numbers below this; the
+/// bucket field of a node in none of them, `NIL`, shifted by `BUCKET_BITS` is not one).
+pub const MEMBERS: u32 = NIL >> BUCKET_BITS;
 /// Bitmap words.
 const WORDS: usize = BUCKETS / 64;
 /// Summary words (bit `w` of word `w / 64`: bitmap word `w` is not zero).
@@ -95,27 +100,38 @@ const NIL: u32 = u32::MAX;
 /// Pops (from the calendar or its overflow heap) between two choices of the day
 /// (see the module documentation).
 pub const ADAPT_PERIOD: u32 = 1024;
-/// The registry ids of the disciplines whose scheduler holds `TagCalendar`s, each with the
-/// number it holds, for estimates of their memory (`schedlab_sim::memory`): one for the
+/// The registry ids of the disciplines whose scheduler holds tag calendars, each with the
+/// number of calendars (bucket arrays) it holds and of node tables (a node per flow each), for
+/// estimates of their memory (`schedlab_sim::memory`): one calendar with its own nodes for the
 /// head-of-line tags of SCFQ, STFQ, Virtual Clock and WFQ (`TaggedQueues<_, TagCalendar>`),
-/// two for WF2Q+ (its eligible and ineligible sets; each reserves a node per flow, and its
-/// bucket array stays allocated when the set moves to its heap at many flows). A discipline
-/// that starts or stops using a calendar changes this list.
-pub const DISCIPLINES: [(&str, u64); 5] = [
-    ("scfq", 1),
-    ("stfq", 1),
-    ("virtual_clock", 1),
-    ("wfq", 1),
-    ("wf2q_plus", 2),
+/// two calendars sharing one node table for WF2Q+ (its eligible and ineligible sets, a flow in
+/// one at a time; the table reserves a node per flow, and the bucket arrays stay allocated
+/// when the sets move to their heaps at many flows). A discipline that starts or stops using
+/// a calendar changes this list.
+pub const DISCIPLINES: [(&str, u64, u64); 5] = [
+    ("scfq", 1, 1),
+    ("stfq", 1, 1),
+    ("virtual_clock", 1, 1),
+    ("wfq", 1, 1),
+    ("wf2q_plus", 2, 1),
 ];
 
-/// How many `TagCalendar`s a scheduler of discipline `id` holds ([`DISCIPLINES`]; 0 for the
-/// others).
+/// How many tag calendars (bucket arrays) a scheduler of discipline `id` holds
+/// ([`DISCIPLINES`]; 0 for the others).
 pub fn calendars_of(id: &str) -> u64 {
     DISCIPLINES
         .iter()
-        .find(|(user, _)| *user == id)
-        .map_or(0, |&(_, calendars)| calendars)
+        .find(|(user, ..)| *user == id)
+        .map_or(0, |&(_, calendars, _)| calendars)
+}
+
+/// How many calendar node tables (a node per id each) a scheduler of discipline `id` holds
+/// ([`DISCIPLINES`]; 0 for the others).
+pub fn node_tables_of(id: &str) -> u64 {
+    DISCIPLINES
+        .iter()
+        .find(|(user, ..)| *user == id)
+        .map_or(0, |&(.., node_tables)| node_tables)
 }
 
 /// One id's entry and links, one cache line (36 bytes unaligned, 48 at `u128` alignment,
@@ -126,7 +142,8 @@ struct Node {
     key: u128,
     seq: u64,
     aux: u32,
-    /// The bucket holding the id, or [`NIL`] (not in the calendar).
+    /// The bucket holding the id, plus the member number of its calendar (among those sharing
+    /// the node table) times [`BUCKETS`]; [`NIL`] while the id is in no calendar of the table.
     bucket: u32,
     /// The next id of the bucket (a singly linked list: a pop takes the first, and the rare
     /// removal of another walks from the first to its predecessor).
@@ -156,23 +173,6 @@ fn precedes(key: u128, seq: u64, other_key: u128, other_seq: u64) -> bool {
     ((key as u64 as u128) << 64 | seq as u128) < ((other_key as u64 as u128) << 64 | other_seq as u128)
 }
 
-/// The node of `id` in `nodes` (a [`TagCalendar`]'s), without a bounds check: see
-/// [`TagCalendar::node`] for the invariant that `id` has one.
-#[inline(always)]
-fn node_of(nodes: &[Node], id: u32) -> &Node {
-    debug_assert!((id as usize) < nodes.len(), "id {id} has no node");
-    // SAFETY: `id` has a node (the invariant of `TagCalendar::node`, checked in debug builds).
-    unsafe { nodes.get_unchecked(id as usize) }
-}
-
-/// [`node_of`], mutable.
-#[inline(always)]
-fn node_of_mut(nodes: &mut [Node], id: u32) -> &mut Node {
-    debug_assert!((id as usize) < nodes.len(), "id {id} has no node");
-    // SAFETY: as in `node_of`.
-    unsafe { nodes.get_unchecked_mut(id as usize) }
-}
-
 /// The bucket array and its bitmap (fixed sizes, so that masked indices need no bounds check).
 #[derive(Clone, Debug)]
 struct Buckets {
@@ -196,10 +196,69 @@ impl Buckets {
 }
 
 /// A priority queue of ids by `(key, seq)`: a calendar for the keys near the cursor and a heap
-/// for the others (see the module documentation).
-#[derive(Clone, Debug)]
+/// for the others (see the module documentation), with its own node per id.
+#[derive(Clone, Debug, Default)]
 pub struct TagCalendar {
+    nodes: CalendarNodes,
+    calendar: SharedTagCalendar,
+}
+
+/// The nodes of the [`SharedTagCalendar`]s of one owner, one per id ([`NODE_BYTES`] each): an
+/// id in one of them at a time needs one node, not one in each (WF2Q+'s eligible and
+/// ineligible sets: a flow moving from one to the other writes the node line the pop has just
+/// read). Each node names the calendar holding its id (its member number), if any.
+#[derive(Clone, Debug, Default)]
+pub struct CalendarNodes {
     nodes: Vec<Node>,
+}
+
+impl CalendarNodes {
+    /// An empty table.
+    pub fn new() -> CalendarNodes {
+        CalendarNodes::default()
+    }
+
+    /// Makes room for ids below `ids`, so that later pushes of such ids do not allocate.
+    #[inline]
+    pub fn reserve_ids(&mut self, ids: usize) {
+        if self.nodes.len() < ids {
+            self.nodes.resize(ids, Node::default());
+        }
+    }
+
+    /// Bytes the table holds on the heap ([`NODE_BYTES`] per id of its capacity).
+    pub fn allocated_bytes(&self) -> usize {
+        self.nodes.capacity() * NODE_BYTES
+    }
+
+    /// The node of `id`, without a bounds check. Invariant: every id that has or had an
+    /// entry in a calendar of this table (or in its overflow heap) has a node, since
+    /// [`SharedTagCalendar::push_with`] grows the table before filing it and nodes are never
+    /// removed; so do the ids in the bucket lists and in the nodes' links, which only
+    /// [`SharedTagCalendar::link`] writes.
+    #[inline(always)]
+    fn node(&self, id: u32) -> &Node {
+        debug_assert!((id as usize) < self.nodes.len(), "id {id} has no node");
+        // SAFETY: `id` has a node (the invariant above, checked in debug builds).
+        unsafe { self.nodes.get_unchecked(id as usize) }
+    }
+
+    /// [`CalendarNodes::node`], mutable.
+    #[inline(always)]
+    fn node_mut(&mut self, id: u32) -> &mut Node {
+        debug_assert!((id as usize) < self.nodes.len(), "id {id} has no node");
+        // SAFETY: as in `node`.
+        unsafe { self.nodes.get_unchecked_mut(id as usize) }
+    }
+}
+
+/// [`TagCalendar`] without its nodes: its owner keeps them in a [`CalendarNodes`] table, which
+/// it may share with other calendars as long as each id is in at most one of them at a time,
+/// and passes the table to every operation. `MEMBER` (below [`MEMBERS`]) tells the calendars
+/// sharing a table apart: it is stored in the bits of a node's bucket field above the bucket
+/// (a constant, so that linking a node costs no more than with a table of its own).
+#[derive(Clone, Debug)]
+pub struct SharedTagCalendar<const MEMBER: u32 = 0> {
     /// The buckets, allocated on the first push.
     buckets: Option<Box<Buckets>>,
     summary: [u64; SUMMARY_WORDS],
@@ -208,12 +267,12 @@ pub struct TagCalendar {
     /// The bucket of the cursor's day.
     cursor_bucket: usize,
     /// The first non-empty bucket from the cursor's on (wrapping), while the calendar holds an
-    /// entry: kept up to date by [`TagCalendar::link`] and [`TagCalendar::unlink_least`], so that a
+    /// entry: kept up to date by [`SharedTagCalendar::link`] and [`SharedTagCalendar::unlink_least`], so that a
     /// pop and the prefetch look-ahead after it read it instead of scanning the bitmap each.
     first_bucket: usize,
     /// The calendar's least entry (the first of `first_bucket`) and its raw key, while the
-    /// calendar holds an entry: kept by [`TagCalendar::link`] and
-    /// [`TagCalendar::unlink_least`], so that a look at the least entry (WF2Q+: every
+    /// calendar holds an entry: kept by [`SharedTagCalendar::link`] and
+    /// [`SharedTagCalendar::unlink_least`], so that a look at the least entry (WF2Q+: every
     /// promotion's test against V, every choice) reads neither the bucket array nor the node,
     /// and a pop loads the next least node at its end, ahead of the next look.
     least_id: u32,
@@ -238,17 +297,11 @@ pub struct TagCalendar {
     /// Whether `window` is at most 2^64 raw units (days of at most 2^49): a key's distance
     /// from the cursor then fits in 64 bits, and its day offset is a 64-bit shift.
     narrow_window: bool,
-    /// Pops left before the next [`TagCalendar::adapt_day`].
+    /// Pops left before the next [`SharedTagCalendar::adapt_day`].
     pops_until_adapt: u32,
     /// The key last popped when the current period of [`ADAPT_PERIOD`] pops began (`None`
     /// before the first period: the keys' spacing is measured from the first pop on).
     period_start: Option<u128>,
-}
-
-impl Default for TagCalendar {
-    fn default() -> TagCalendar {
-        TagCalendar::with_day_shift(DAY_SHIFT)
-    }
 }
 
 impl TagCalendar {
@@ -257,12 +310,165 @@ impl TagCalendar {
         TagCalendar::default()
     }
 
+    /// An empty calendar whose day is `2^day_shift` raw units (see
+    /// [`SharedTagCalendar::with_day_shift`]).
+    pub fn with_day_shift(day_shift: u32) -> TagCalendar {
+        TagCalendar {
+            nodes: CalendarNodes::new(),
+            calendar: SharedTagCalendar::with_day_shift(day_shift),
+        }
+    }
+
+    /// The current day, as `log2` of its width in raw units.
+    pub fn day_shift(&self) -> u32 {
+        self.calendar.day_shift()
+    }
+
+    /// Number of entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.calendar.len()
+    }
+
+    /// Whether there is no entry.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.calendar.is_empty()
+    }
+
+    /// Whether `id` has an entry.
+    #[inline]
+    pub fn contains(&self, id: u32) -> bool {
+        self.calendar.contains(&self.nodes, id)
+    }
+
+    /// The entry of `id`, if any.
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<Entry<VirtualTime>> {
+        self.calendar.get(&self.nodes, id)
+    }
+
+    /// The least entry.
+    #[inline]
+    pub fn peek(&self) -> Option<Entry<VirtualTime>> {
+        self.calendar.peek(&self.nodes)
+    }
+
+    /// The least entry's id (see [`SharedTagCalendar::peek_id`]).
+    #[inline(always)]
+    pub fn peek_id(&self) -> Option<u32> {
+        self.calendar.peek_id(&self.nodes)
+    }
+
+    /// The least entry's key (see [`SharedTagCalendar::peek_id`]).
+    #[inline(always)]
+    pub fn peek_key(&self) -> Option<VirtualTime> {
+        self.calendar.peek_key(&self.nodes)
+    }
+
+    /// Bytes this calendar holds on the heap outside its overflow heap: the bucket array (once
+    /// allocated, [`BUCKET_ARRAY_BYTES`]) and its nodes' capacity ([`NODE_BYTES`] each).
+    pub fn allocated_bytes(&self) -> usize {
+        self.calendar.allocated_bytes() + self.nodes.allocated_bytes()
+    }
+
+    /// Makes room for ids below `ids`, so that later pushes of such ids do not allocate.
+    pub fn reserve_ids(&mut self, ids: usize) {
+        self.nodes.reserve_ids(ids);
+        self.calendar.reserve_ids(ids);
+    }
+
+    /// Adds `id` (which must have no entry) with `key`, `seq` and `aux` (see
+    /// [`SharedTagCalendar::push_with`]).
+    #[inline(always)]
+    pub fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        self.calendar.push_with(&mut self.nodes, id, key, seq, aux);
+    }
+
+    /// Takes the least entry out, then files its id again with the `(key, seq, aux)` that
+    /// `next` returns for it (see [`SharedTagCalendar::pop_then`]); returns that entry.
+    #[inline]
+    pub fn pop_then(
+        &mut self,
+        next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
+    ) -> Option<Entry<VirtualTime>> {
+        self.calendar.pop_then(&mut self.nodes, next)
+    }
+
+    /// Sets the [`Entry::aux`] of `id` (which must have an entry); the order is unchanged.
+    #[inline]
+    pub fn set_aux(&mut self, id: u32, aux: u32) {
+        self.calendar.set_aux(&mut self.nodes, id, aux);
+    }
+
+    /// Removes `id`'s entry, if any, and returns it.
+    #[inline]
+    pub fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
+        self.calendar.remove(&mut self.nodes, id)
+    }
+
+    /// Removes and returns the least entry (see [`SharedTagCalendar::pop`]).
+    #[inline]
+    pub fn pop(&mut self) -> Option<Entry<VirtualTime>> {
+        self.calendar.pop(&mut self.nodes)
+    }
+
+    /// Removes and returns the least entry; later keys are expected from `floor` on (see
+    /// [`SharedTagCalendar::pop_with_floor`]).
+    #[inline]
+    pub fn pop_with_floor(&mut self, floor: VirtualTime) -> Option<Entry<VirtualTime>> {
+        self.calendar.pop_with_floor(&mut self.nodes, floor)
+    }
+
+    /// Removes and returns the least entry if its key is at most `limit` (see
+    /// [`SharedTagCalendar::pop_at_most`]).
+    #[inline(always)]
+    pub fn pop_at_most(&mut self, limit: VirtualTime) -> Option<Entry<VirtualTime>> {
+        self.calendar.pop_at_most(&mut self.nodes, limit)
+    }
+
+    /// The entries worth prefetching for (see [`SharedTagCalendar::upcoming`]).
+    #[inline(always)]
+    pub fn upcoming(&self) -> [Option<(u32, u32)>; 2] {
+        self.calendar.upcoming(&self.nodes)
+    }
+
+    /// A new day of `2^day_shift` raw units, every entry filed again (tests).
+    #[cfg(test)]
+    fn rebucket(&mut self, day_shift: u32) {
+        self.calendar.rebucket(&mut self.nodes, day_shift);
+    }
+
+    /// Checks the lists, the bitmaps and the window (tests).
+    #[cfg(test)]
+    fn check(&self) {
+        self.calendar.check(&self.nodes);
+    }
+}
+
+impl<const MEMBER: u32> Default for SharedTagCalendar<MEMBER> {
+    fn default() -> SharedTagCalendar<MEMBER> {
+        SharedTagCalendar::with_day_shift(DAY_SHIFT)
+    }
+}
+
+impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
+    /// The bits of a node's bucket field that name this calendar.
+    const MEMBER_BITS: u32 = {
+        assert!(MEMBER < MEMBERS, "a member number below MEMBERS");
+        MEMBER << BUCKET_BITS
+    };
+
+    /// An empty calendar whose first days are half a unit ([`DAY_SHIFT`]).
+    pub fn new() -> SharedTagCalendar<MEMBER> {
+        SharedTagCalendar::default()
+    }
+
     /// An empty calendar whose day is `2^day_shift` raw units (at most [`MAX_DAY_SHIFT`]): the
     /// owner chooses it so that its keys spread over a few thousand days (the order is exact
     /// with any width; only the cost changes).
-    pub fn with_day_shift(day_shift: u32) -> TagCalendar {
-        let mut calendar = TagCalendar {
-            nodes: Vec::new(),
+    pub fn with_day_shift(day_shift: u32) -> SharedTagCalendar<MEMBER> {
+        let mut calendar = SharedTagCalendar {
             buckets: None,
             summary: [0; SUMMARY_WORDS],
             cursor: 0,
@@ -286,7 +492,7 @@ impl TagCalendar {
     }
 
     /// Sets the day to `2^day_shift` raw units (at most [`MAX_DAY_SHIFT`]) and what follows
-    /// from it; the entries must then be filed again ([`TagCalendar::rebucket`]).
+    /// from it; the entries must then be filed again ([`SharedTagCalendar::rebucket`]).
     fn set_day_shift(&mut self, day_shift: u32) {
         let day_shift = day_shift.min(MAX_DAY_SHIFT);
         self.day_shift = day_shift;
@@ -298,21 +504,6 @@ impl TagCalendar {
     /// The current day, as `log2` of its width in raw units.
     pub fn day_shift(&self) -> u32 {
         self.day_shift
-    }
-
-    /// The node of `id`, without a bounds check. Invariant: every id that has or had an
-    /// entry (in the calendar or in the overflow heap) has a node, since [`TagCalendar::push_with`]
-    /// grows `nodes` before filing it and nodes are never removed; so do the ids in the bucket
-    /// lists and in the nodes' links, which only [`TagCalendar::file`] writes.
-    #[inline(always)]
-    fn node(&self, id: u32) -> &Node {
-        node_of(&self.nodes, id)
-    }
-
-    /// [`TagCalendar::node`], mutable.
-    #[inline(always)]
-    fn node_mut(&mut self, id: u32) -> &mut Node {
-        node_of_mut(&mut self.nodes, id)
     }
 
     /// The position of `bucket` in the calendar's order: its distance from the cursor's
@@ -348,20 +539,24 @@ impl TagCalendar {
 
     /// Whether `id` has an entry.
     #[inline]
-    pub fn contains(&self, id: u32) -> bool {
-        self.in_calendar(id) || self.overflow.contains(id)
+    pub fn contains(&self, nodes: &CalendarNodes, id: u32) -> bool {
+        self.in_calendar(nodes, id) || self.overflow.contains(id)
     }
 
     /// Whether `id` is in the calendar (the nodes are not read while the calendar is empty,
     /// as it is from [`CALENDAR_MAX_ENTRIES`] entries on: at many flows they are not cached).
     #[inline(always)]
-    fn in_calendar(&self, id: u32) -> bool {
-        self.calendar_len > 0 && self.nodes.get(id as usize).is_some_and(|node| node.bucket != NIL)
+    fn in_calendar(&self, nodes: &CalendarNodes, id: u32) -> bool {
+        self.calendar_len > 0
+            && nodes
+                .nodes
+                .get(id as usize)
+                .is_some_and(|node| node.bucket >> BUCKET_BITS == MEMBER)
     }
 
     #[inline(always)]
-    fn entry(&self, id: u32) -> Entry<VirtualTime> {
-        let node = self.node(id);
+    fn entry(&self, nodes: &CalendarNodes, id: u32) -> Entry<VirtualTime> {
+        let node = nodes.node(id);
         Entry {
             key: VirtualTime::from_raw(node.key),
             seq: node.seq,
@@ -372,9 +567,9 @@ impl TagCalendar {
 
     /// The entry of `id`, if any.
     #[inline]
-    pub fn get(&self, id: u32) -> Option<Entry<VirtualTime>> {
-        if self.in_calendar(id) {
-            Some(self.entry(id))
+    pub fn get(&self, nodes: &CalendarNodes, id: u32) -> Option<Entry<VirtualTime>> {
+        if self.in_calendar(nodes, id) {
+            Some(self.entry(nodes, id))
         } else {
             self.overflow.get(id)
         }
@@ -422,7 +617,7 @@ impl TagCalendar {
 
     /// The least entry's id, and whether it is in the calendar.
     #[inline(always)]
-    fn least(&self) -> Option<(u32, bool)> {
+    fn least(&self, nodes: &CalendarNodes) -> Option<(u32, bool)> {
         let first = self.calendar_first();
         if self.len == self.calendar_len {
             // The overflow heap is empty.
@@ -431,7 +626,7 @@ impl TagCalendar {
         let top = self.overflow.peek().expect("the overflow heap is not empty");
         match first {
             Some(id) => {
-                let node = self.node(id);
+                let node = nodes.node(id);
                 if precedes(top.key.raw(), top.seq, node.key, node.seq) {
                     Some((top.id, false))
                 } else {
@@ -444,60 +639,68 @@ impl TagCalendar {
 
     /// The least entry.
     #[inline]
-    pub fn peek(&self) -> Option<Entry<VirtualTime>> {
-        match self.least()? {
-            (id, true) => Some(self.entry(id)),
+    pub fn peek(&self, nodes: &CalendarNodes) -> Option<Entry<VirtualTime>> {
+        match self.least(nodes)? {
+            (id, true) => Some(self.entry(nodes, id)),
             (_, false) => self.overflow.peek(),
         }
     }
 
     /// The least entry's id (inlined: an owner that reads the top several times a packet).
     #[inline(always)]
-    pub fn peek_id(&self) -> Option<u32> {
-        self.least().map(|(id, _)| id)
+    pub fn peek_id(&self, nodes: &CalendarNodes) -> Option<u32> {
+        self.least(nodes).map(|(id, _)| id)
     }
 
-    /// The least entry's key (see [`TagCalendar::peek_id`]).
+    /// The least entry's key (see [`SharedTagCalendar::peek_id`]).
     #[inline(always)]
-    pub fn peek_key(&self) -> Option<VirtualTime> {
-        match self.least()? {
+    pub fn peek_key(&self, nodes: &CalendarNodes) -> Option<VirtualTime> {
+        match self.least(nodes)? {
             (_, true) => Some(VirtualTime::from_raw(self.least_key)),
             (_, false) => self.overflow.peek().map(|top| top.key),
         }
     }
 
-    /// Bytes this calendar holds on the heap outside its overflow heap: the bucket array (once
-    /// allocated, [`BUCKET_ARRAY_BYTES`]) and its nodes' capacity ([`NODE_BYTES`] each).
+    /// Bytes this calendar holds on the heap outside its overflow heap and its node table: the
+    /// bucket array (once allocated, [`BUCKET_ARRAY_BYTES`]).
     pub fn allocated_bytes(&self) -> usize {
-        self.buckets.as_deref().map_or(0, std::mem::size_of_val) + self.nodes.capacity() * NODE_BYTES
+        self.buckets.as_deref().map_or(0, std::mem::size_of_val)
     }
 
-    /// Makes room for ids below `ids`, so that later pushes of such ids do not allocate.
+    /// Makes room for ids below `ids` in the overflow heap (the owner reserves them in the node
+    /// table: [`CalendarNodes::reserve_ids`]), so that later pushes of such ids do not allocate.
     pub fn reserve_ids(&mut self, ids: usize) {
-        if self.nodes.len() < ids {
-            self.nodes.resize(ids, Node::default());
-        }
         self.overflow.reserve_ids(ids);
     }
 
     /// Adds `id` (which must have no entry) with `key`, `seq` and `aux`. Always inlined:
     /// WF2Q+ pushes twice a packet, and a call there saved and restored registers each time.
     #[inline(always)]
-    pub fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
-        let index = id as usize;
-        if index >= self.nodes.len() {
-            self.nodes.resize(index + 1, Node::default());
-        }
-        debug_assert!(!self.contains(id), "id {id} already has an entry");
-        self.file(id, key, seq, aux, self.len);
+    pub fn push_with(&mut self, nodes: &mut CalendarNodes, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+        nodes.reserve_ids(id as usize + 1);
+        debug_assert!(!self.contains(nodes, id), "id {id} already has an entry");
+        debug_assert_eq!(
+            nodes.node(id).bucket,
+            NIL,
+            "id {id} is in a calendar of its table"
+        );
+        self.file(nodes, id, key, seq, aux, self.len);
         self.len += 1;
     }
 
-    /// [`TagCalendar::push_with`] for an id that has a node, with `others` entries besides it
-    /// (`len` is the caller's to count): inlined into [`TagCalendar::pop_then`], which files
+    /// [`SharedTagCalendar::push_with`] for an id that has a node, with `others` entries besides it
+    /// (`len` is the caller's to count): inlined into [`SharedTagCalendar::pop_then`], which files
     /// the popped id again on every service.
     #[inline(always)]
-    fn file(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32, others: usize) {
+    fn file(
+        &mut self,
+        nodes: &mut CalendarNodes,
+        id: u32,
+        key: VirtualTime,
+        seq: u64,
+        aux: u32,
+        others: usize,
+    ) {
         let raw = key.raw();
         let Some(cursor) = self.window_for(raw, others) else {
             self.overflow.push_with(id, key, seq, aux);
@@ -507,17 +710,17 @@ impl TagCalendar {
             self.cursor = cursor;
             self.cursor_bucket = self.bucket_of(cursor);
         }
-        self.link(id, key, seq, aux, self.bucket_of(raw));
+        self.link(nodes, id, key, seq, aux, self.bucket_of(raw));
     }
 
-    /// [`TagCalendar::file`] for the id that [`TagCalendar::pop_then`] just took out of the
+    /// [`SharedTagCalendar::file`] for the id that [`SharedTagCalendar::pop_then`] just took out of the
     /// calendar, with a key not below the one taken out. The cursor is then the day of the key
-    /// taken out, which is the window [`TagCalendar::window_for`] would choose even if the
+    /// taken out, which is the window [`SharedTagCalendar::window_for`] would choose even if the
     /// calendar is now empty (the last pop's day covers the key), so only the window's end
     /// and the entry limit need checking, and the bucket is the cursor's plus the key's days
     /// above it.
     #[inline(always)]
-    fn refile(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
+    fn refile(&mut self, nodes: &mut CalendarNodes, id: u32, key: VirtualTime, seq: u64, aux: u32) {
         let raw = key.raw();
         debug_assert_eq!(self.cursor, self.last_popped & self.day_mask);
         debug_assert!(raw >= self.last_popped, "a key below the one taken out");
@@ -534,14 +737,22 @@ impl TagCalendar {
         };
         let bucket = self.cursor_bucket.wrapping_add(days) & (BUCKETS - 1);
         debug_assert_eq!(bucket, self.bucket_of(raw));
-        self.link(id, key, seq, aux, bucket);
+        self.link(nodes, id, key, seq, aux, bucket);
     }
 
     /// Links `id` with `key` (in the window) into `bucket`, its day's, in `(key, seq)` order,
     /// or files it in the overflow heap if that would pass more than [`BUCKET_WALK_LIMIT`]
     /// entries.
     #[inline(always)]
-    fn link(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32, bucket: usize) {
+    fn link(
+        &mut self,
+        nodes: &mut CalendarNodes,
+        id: u32,
+        key: VirtualTime,
+        seq: u64,
+        aux: u32,
+        bucket: usize,
+    ) {
         let raw = key.raw();
         let table = self.buckets.get_or_insert_with(Buckets::new);
         // The list stays sorted: the new entry goes before the first entry it precedes. A
@@ -549,7 +760,7 @@ impl TagCalendar {
         let (mut prev, mut at) = (NIL, table.heads[bucket]);
         let mut walked = 0;
         while at != NIL {
-            let node = node_of(&self.nodes, at);
+            let node = nodes.node(at);
             if precedes(raw, seq, node.key, node.seq) {
                 break;
             }
@@ -560,15 +771,15 @@ impl TagCalendar {
             }
             (prev, at) = (at, node.next);
         }
-        *node_of_mut(&mut self.nodes, id) = Node {
+        *nodes.node_mut(id) = Node {
             key: raw,
             seq,
             aux,
-            bucket: bucket as u32,
+            bucket: bucket as u32 | Self::MEMBER_BITS,
             next: at,
         };
         if prev != NIL {
-            node_of_mut(&mut self.nodes, prev).next = id;
+            nodes.node_mut(prev).next = id;
         } else {
             table.heads[bucket] = id;
             table.words[bucket / 64] |= 1 << (bucket % 64);
@@ -641,23 +852,24 @@ impl TagCalendar {
     #[inline]
     pub fn pop_then(
         &mut self,
+        nodes: &mut CalendarNodes,
         next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
     ) -> Option<Entry<VirtualTime>> {
         // Between two operations: the day may change here (every entry filed again).
-        self.count_pop();
+        self.count_pop(nodes);
         if self.calendar_len == 0 {
             // The heap alone (always from `CALENDAR_MAX_ENTRIES` entries on): no bucket to look at.
-            return self.pop_overflow_then(next);
+            return self.pop_overflow_then(nodes, next);
         }
-        let (id, in_calendar) = self.least()?;
+        let (id, in_calendar) = self.least(nodes)?;
         if !in_calendar {
-            return self.pop_overflow_then(next);
+            return self.pop_overflow_then(nodes, next);
         }
-        let top = self.entry(id);
-        let bucket = self.unlink_least(id);
+        let top = self.entry(nodes, id);
+        let bucket = self.unlink_least(nodes, id);
         self.advance_to(top.key.raw(), bucket);
         match next(&top) {
-            Some((key, seq, aux)) => self.refile(id, key, seq, aux),
+            Some((key, seq, aux)) => self.refile(nodes, id, key, seq, aux),
             None => self.len -= 1,
         }
         Some(top)
@@ -665,12 +877,12 @@ impl TagCalendar {
 
     /// Counts a pop (from the calendar or the overflow heap: with a day far too wide, most
     /// entries are in the heap); every [`ADAPT_PERIOD`] of them the day is chosen again
-    /// ([`TagCalendar::adapt_day`]).
+    /// ([`SharedTagCalendar::adapt_day`]).
     #[inline(always)]
-    fn count_pop(&mut self) {
+    fn count_pop(&mut self, nodes: &mut CalendarNodes) {
         self.pops_until_adapt -= 1;
         if self.pops_until_adapt == 0 {
-            self.adapt_day();
+            self.adapt_day(nodes);
         }
     }
 
@@ -686,7 +898,7 @@ impl TagCalendar {
     /// be filed again.
     #[cold]
     #[inline(never)]
-    fn adapt_day(&mut self) {
+    fn adapt_day(&mut self, nodes: &mut CalendarNodes) {
         self.pops_until_adapt = ADAPT_PERIOD;
         let start = self.period_start.replace(self.last_popped);
         let Some(advance) = start.and_then(|start| self.last_popped.checked_sub(start)) else {
@@ -708,7 +920,7 @@ impl TagCalendar {
         let covering = (u128::BITS - spread.leading_zeros()).saturating_sub(BUCKETS.trailing_zeros());
         let day_shift = log_spacing.saturating_sub(2).max(covering).min(MAX_DAY_SHIFT);
         if day_shift != self.day_shift {
-            self.rebucket(day_shift);
+            self.rebucket(nodes, day_shift);
         }
     }
 
@@ -716,10 +928,10 @@ impl TagCalendar {
     /// buckets of the new days from the cursor's day on, or in the overflow heap if it lies
     /// beyond the new window or its bucket is crowded. O(entries + bitmap words); no
     /// allocation (the overflow heap has room for every id, see
-    /// [`TagCalendar::reserve_ids`]).
+    /// [`SharedTagCalendar::reserve_ids`]).
     #[cold]
     #[inline(never)]
-    fn rebucket(&mut self, day_shift: u32) {
+    fn rebucket(&mut self, nodes: &mut CalendarNodes, day_shift: u32) {
         // Chain every calendar entry through `next`, emptying the buckets.
         let mut chain = NIL;
         if let Some(table) = self.buckets.as_deref_mut().filter(|_| self.calendar_len > 0) {
@@ -730,10 +942,10 @@ impl TagCalendar {
                     bits &= bits - 1;
                     let head = std::mem::replace(&mut table.heads[bucket], NIL);
                     let mut tail = head;
-                    while node_of(&self.nodes, tail).next != NIL {
-                        tail = node_of(&self.nodes, tail).next;
+                    while nodes.node(tail).next != NIL {
+                        tail = nodes.node(tail).next;
                     }
-                    node_of_mut(&mut self.nodes, tail).next = chain;
+                    nodes.node_mut(tail).next = chain;
                     chain = head;
                 }
             }
@@ -747,22 +959,23 @@ impl TagCalendar {
         self.cursor = cursor & self.day_mask;
         self.cursor_bucket = self.bucket_of(self.cursor);
         while chain != NIL {
-            let (id, node) = (chain, *node_of(&self.nodes, chain));
+            let (id, node) = (chain, *nodes.node(chain));
             chain = node.next;
-            node_of_mut(&mut self.nodes, id).bucket = NIL;
+            nodes.node_mut(id).bucket = NIL;
             let key = VirtualTime::from_raw(node.key);
             if self.covers(self.cursor, node.key) {
-                self.link(id, key, node.seq, node.aux, self.bucket_of(node.key));
+                self.link(nodes, id, key, node.seq, node.aux, self.bucket_of(node.key));
             } else {
                 self.overflow.push_with(id, key, node.seq, node.aux);
             }
         }
     }
 
-    /// [`TagCalendar::pop_then`] when the least entry is the overflow heap's top (if any).
+    /// [`SharedTagCalendar::pop_then`] when the least entry is the overflow heap's top (if any).
     #[inline(always)]
     fn pop_overflow_then(
         &mut self,
+        nodes: &mut CalendarNodes,
         next: impl FnOnce(&Entry<VirtualTime>) -> Option<(VirtualTime, u64, u32)>,
     ) -> Option<Entry<VirtualTime>> {
         let top = self.overflow.peek()?;
@@ -773,7 +986,7 @@ impl TagCalendar {
             }
             Some((key, seq, aux)) => {
                 self.overflow.pop();
-                self.file(top.id, key, seq, aux, self.len - 1);
+                self.file(nodes, top.id, key, seq, aux, self.len - 1);
             }
             None => {
                 self.overflow.pop();
@@ -786,17 +999,17 @@ impl TagCalendar {
     /// Unlinks `id` (in the calendar) from its bucket, which it returns: the first entry of
     /// its bucket at once, another after a walk to its predecessor.
     #[inline]
-    fn unlink(&mut self, id: u32) -> usize {
-        let Node { bucket, next, .. } = *self.node(id);
+    fn unlink(&mut self, nodes: &mut CalendarNodes, id: u32) -> usize {
+        let Node { bucket, next, .. } = *nodes.node(id);
         let bucket = bucket as usize % BUCKETS;
         let first = self.table().heads[bucket];
         if first == id && bucket == self.first_bucket {
-            return self.unlink_least(id);
+            return self.unlink_least(nodes, id);
         }
-        self.node_mut(id).bucket = NIL;
+        nodes.node_mut(id).bucket = NIL;
         self.calendar_len -= 1;
         if first != id {
-            self.unlink_behind(first, id, next);
+            self.unlink_behind(nodes, first, id, next);
         } else {
             self.unlink_head(bucket, next);
         }
@@ -807,12 +1020,12 @@ impl TagCalendar {
     /// bucket, so neither its bucket nor the bucket's first entry need reading), and returns
     /// its bucket.
     #[inline(always)]
-    fn unlink_least(&mut self, id: u32) -> usize {
+    fn unlink_least(&mut self, nodes: &mut CalendarNodes, id: u32) -> usize {
         let bucket = self.first_bucket;
-        debug_assert_eq!(self.node(id).bucket as usize, bucket);
+        debug_assert_eq!(nodes.node(id).bucket as usize % BUCKETS, bucket);
         debug_assert_eq!(self.table().heads[bucket], id);
-        let next = self.node(id).next;
-        self.node_mut(id).bucket = NIL;
+        let next = nodes.node(id).next;
+        nodes.node_mut(id).bucket = NIL;
         self.calendar_len -= 1;
         self.unlink_head(bucket, next);
         // No bucket before this one from the cursor's on holds an entry, so the first found in
@@ -824,7 +1037,7 @@ impl TagCalendar {
                 .or_else(|| self.bucket_from(0))
                 .expect("a calendar with entries has a non-empty bucket");
             self.least_id = self.table().heads[self.first_bucket % BUCKETS];
-            self.least_key = self.node(self.least_id).key;
+            self.least_key = nodes.node(self.least_id).key;
         }
         bucket
     }
@@ -851,20 +1064,20 @@ impl TagCalendar {
     /// `id`, not first): the removal of an entry other than the least (push-outs).
     #[cold]
     #[inline(never)]
-    fn unlink_behind(&mut self, first: u32, id: u32, next: u32) {
+    fn unlink_behind(&mut self, nodes: &mut CalendarNodes, first: u32, id: u32, next: u32) {
         let mut at = first;
-        while self.node(at).next != id {
-            at = self.node(at).next;
+        while nodes.node(at).next != id {
+            at = nodes.node(at).next;
             debug_assert_ne!(at, NIL, "id {id} is not in its bucket");
         }
-        self.node_mut(at).next = next;
+        nodes.node_mut(at).next = next;
     }
 
     /// Sets the [`Entry::aux`] of `id` (which must have an entry); the order is unchanged.
     #[inline]
-    pub fn set_aux(&mut self, id: u32, aux: u32) {
-        if self.in_calendar(id) {
-            self.node_mut(id).aux = aux;
+    pub fn set_aux(&mut self, nodes: &mut CalendarNodes, id: u32, aux: u32) {
+        if self.in_calendar(nodes, id) {
+            nodes.node_mut(id).aux = aux;
         } else {
             self.overflow.set_aux(id, aux);
         }
@@ -872,14 +1085,14 @@ impl TagCalendar {
 
     /// Removes `id`'s entry, if any, and returns it.
     #[inline]
-    pub fn remove(&mut self, id: u32) -> Option<Entry<VirtualTime>> {
-        if !self.in_calendar(id) {
+    pub fn remove(&mut self, nodes: &mut CalendarNodes, id: u32) -> Option<Entry<VirtualTime>> {
+        if !self.in_calendar(nodes, id) {
             let entry = self.overflow.remove(id)?;
             self.len -= 1;
             return Some(entry);
         }
-        let entry = self.entry(id);
-        self.unlink(id);
+        let entry = self.entry(nodes, id);
+        self.unlink(nodes, id);
         self.len -= 1;
         Some(entry)
     }
@@ -887,28 +1100,36 @@ impl TagCalendar {
     /// Removes and returns the least entry; the cursor moves to its day if the calendar held
     /// it.
     #[inline]
-    pub fn pop(&mut self) -> Option<Entry<VirtualTime>> {
-        self.pop_above_floor(u128::MAX)
+    pub fn pop(&mut self, nodes: &mut CalendarNodes) -> Option<Entry<VirtualTime>> {
+        self.pop_above_floor(nodes, u128::MAX)
     }
 
-    /// [`TagCalendar::pop`] for an owner whose later keys may lie below the key popped, but
+    /// [`SharedTagCalendar::pop`] for an owner whose later keys may lie below the key popped, but
     /// seldom below `floor`: the cursor moves to the day of the lesser of the two (never
     /// back), so that later keys from `floor` on still go to the calendar instead of the
     /// overflow heap. WF2Q+'s eligible set: a flow that V has just reached often has a finish
     /// tag below the last one served, but hardly ever below V.
     #[inline]
-    pub fn pop_with_floor(&mut self, floor: VirtualTime) -> Option<Entry<VirtualTime>> {
-        self.pop_above_floor(floor.raw())
+    pub fn pop_with_floor(
+        &mut self,
+        nodes: &mut CalendarNodes,
+        floor: VirtualTime,
+    ) -> Option<Entry<VirtualTime>> {
+        self.pop_above_floor(nodes, floor.raw())
     }
 
     /// Removes and returns the least entry if its key is at most `limit` (as
-    /// [`TagCalendar::pop`]), else leaves the calendar as it is: one look at the least entry
+    /// [`SharedTagCalendar::pop`]), else leaves the calendar as it is: one look at the least entry
     /// for an owner that releases every entry up to a limit (WF2Q+'s ineligible flows, as V
     /// reaches their start tags). Always inlined: out of line it cost WF2Q+ 50 instructions a
     /// packet more than a `peek_key` and a `pop` (issue 14, session 10).
     #[inline(always)]
-    pub fn pop_at_most(&mut self, limit: VirtualTime) -> Option<Entry<VirtualTime>> {
-        let (id, in_calendar) = self.least()?;
+    pub fn pop_at_most(
+        &mut self,
+        nodes: &mut CalendarNodes,
+        limit: VirtualTime,
+    ) -> Option<Entry<VirtualTime>> {
+        let (id, in_calendar) = self.least(nodes)?;
         if !in_calendar {
             if self.overflow.peek()?.key > limit {
                 return None;
@@ -916,41 +1137,41 @@ impl TagCalendar {
             let entry = self.overflow.pop()?;
             self.len -= 1;
             self.last_popped = entry.key.raw();
-            self.count_pop();
+            self.count_pop(nodes);
             return Some(entry);
         }
         if self.least_key > limit.raw() {
             return None;
         }
-        let entry = self.entry(id);
-        let bucket = self.unlink_least(id);
+        let entry = self.entry(nodes, id);
+        let bucket = self.unlink_least(nodes, id);
         self.len -= 1;
         self.advance_to(entry.key.raw(), bucket);
-        self.count_pop();
+        self.count_pop(nodes);
         Some(entry)
     }
 
-    /// [`TagCalendar::pop_with_floor`] with a raw floor.
+    /// [`SharedTagCalendar::pop_with_floor`] with a raw floor.
     #[inline(always)]
-    fn pop_above_floor(&mut self, floor: u128) -> Option<Entry<VirtualTime>> {
-        match self.least()? {
+    fn pop_above_floor(&mut self, nodes: &mut CalendarNodes, floor: u128) -> Option<Entry<VirtualTime>> {
+        match self.least(nodes)? {
             (id, true) => {
-                let entry = self.entry(id);
-                let bucket = self.unlink_least(id);
+                let entry = self.entry(nodes, id);
+                let bucket = self.unlink_least(nodes, id);
                 self.len -= 1;
                 if floor < entry.key.raw() {
                     self.advance_to_floor(entry.key.raw(), floor);
                 } else {
                     self.advance_to(entry.key.raw(), bucket);
                 }
-                self.count_pop();
+                self.count_pop(nodes);
                 Some(entry)
             }
             (_, false) => {
                 let entry = self.overflow.pop()?;
                 self.len -= 1;
                 self.last_popped = entry.key.raw();
-                self.count_pop();
+                self.count_pop(nodes);
                 Some(entry)
             }
         }
@@ -960,7 +1181,7 @@ impl TagCalendar {
     /// entries on, while the overflow heap is empty) of the one after it; none below
     /// [`PREFETCH_ENTRIES`] entries. A prefetch hint only.
     #[inline(always)]
-    pub fn upcoming(&self) -> [Option<(u32, u32)>; 2] {
+    pub fn upcoming(&self, nodes: &CalendarNodes) -> [Option<(u32, u32)>; 2] {
         if self.calendar_len == 0 {
             return self.overflow.upcoming();
         }
@@ -968,21 +1189,21 @@ impl TagCalendar {
         if len < PREFETCH_ENTRIES {
             return [None, None];
         }
-        let Some((id, in_calendar)) = self.least() else {
+        let Some((id, in_calendar)) = self.least(nodes) else {
             return [None, None];
         };
-        let id_aux = |id: u32| (id, self.entry(id).aux);
+        let id_aux = |id: u32| (id, self.entry(nodes, id).aux);
         if !in_calendar {
             return [self.overflow.peek_id_aux(), None];
         }
         if len < PREFETCH_AHEAD_ENTRIES || len != self.calendar_len {
             return [Some(id_aux(id)), None];
         }
-        let node = self.node(id);
+        let node = nodes.node(id);
         let after = if node.next != NIL {
             Some(node.next)
         } else {
-            let bucket = node.bucket as usize;
+            let bucket = node.bucket as usize % BUCKETS;
             self.bucket_from(bucket + 1)
                 .or_else(|| self.bucket_from(0).filter(|&other| other != bucket))
                 .map(|other| self.table().heads[other])
@@ -992,7 +1213,7 @@ impl TagCalendar {
 
     /// Checks the lists, the bitmaps and the window (tests).
     #[cfg(test)]
-    fn check(&self) {
+    fn check(&self, nodes: &CalendarNodes) {
         assert_eq!(self.len, self.calendar_len + self.overflow.len());
         let mut seen = 0;
         let Some(table) = self.buckets.as_deref() else {
@@ -1010,13 +1231,13 @@ impl TagCalendar {
             assert_ne!(table.heads[bucket], NIL, "bitmap of bucket {bucket}");
             let (mut prev, mut at) = (NIL, table.heads[bucket]);
             while at != NIL {
-                let node = &self.nodes[at as usize];
-                assert_eq!(node.bucket as usize, bucket);
+                let node = &nodes.nodes[at as usize];
+                assert_eq!(node.bucket, bucket as u32 | Self::MEMBER_BITS);
                 let day = self.day_of(node.key);
                 assert!(self.covers(self.cursor, node.key), "day {day} outside the window");
                 assert_eq!(day as usize & (BUCKETS - 1), bucket);
                 if prev != NIL {
-                    let before = &self.nodes[prev as usize];
+                    let before = &nodes.nodes[prev as usize];
                     assert!(
                         precedes(before.key, before.seq, node.key, node.seq),
                         "sorted bucket"
@@ -1039,7 +1260,7 @@ impl TagCalendar {
             );
             assert_eq!(self.least_id, table.heads[self.first_bucket], "the least id");
             assert_eq!(
-                self.least_key, self.nodes[self.least_id as usize].key,
+                self.least_key, nodes.nodes[self.least_id as usize].key,
                 "the least key"
             );
         }
@@ -1050,9 +1271,13 @@ impl TagCalendar {
             );
         }
         assert_eq!(seen, self.calendar_len);
-        assert_eq!(self.nodes.iter().filter(|node| node.bucket != NIL).count(), seen);
-        for id in 0..self.nodes.len() as u32 {
-            assert!(!(self.nodes[id as usize].bucket != NIL && self.overflow.contains(id)));
+        let members = nodes
+            .nodes
+            .iter()
+            .filter(|node| node.bucket >> BUCKET_BITS == MEMBER);
+        assert_eq!(members.count(), seen);
+        for id in 0..nodes.nodes.len() as u32 {
+            assert!(!(self.in_calendar(nodes, id) && self.overflow.contains(id)));
         }
     }
 }
@@ -1092,7 +1317,7 @@ mod tests {
 
     #[test]
     fn the_calendar_users_are_registered_disciplines() {
-        for (id, _) in DISCIPLINES {
+        for (id, ..) in DISCIPLINES {
             assert!(
                 crate::registry::discipline_info(id).is_some(),
                 "{id} is not registered"
@@ -1111,7 +1336,7 @@ mod tests {
         assert_eq!(NODE_BYTES, 64);
         assert_eq!(
             calendar.allocated_bytes(),
-            BUCKET_ARRAY_BYTES + calendar.nodes.capacity() * NODE_BYTES
+            BUCKET_ARRAY_BYTES + calendar.nodes.nodes.capacity() * NODE_BYTES
         );
     }
 
@@ -1126,8 +1351,11 @@ mod tests {
             calendar.push_with(id, VirtualTime::from_raw(id as u128), id as u64, 0);
         }
         calendar.check();
-        assert_eq!(calendar.calendar_len, BUCKET_WALK_LIMIT + 1);
-        assert_eq!(calendar.overflow.len(), pushes as usize - BUCKET_WALK_LIMIT - 1);
+        assert_eq!(calendar.calendar.calendar_len, BUCKET_WALK_LIMIT + 1);
+        assert_eq!(
+            calendar.calendar.overflow.len(),
+            pushes as usize - BUCKET_WALK_LIMIT - 1
+        );
         let order: Vec<u32> = std::iter::from_fn(|| calendar.pop().map(|e| e.id)).collect();
         assert_eq!(order, (0..pushes).collect::<Vec<_>>());
     }
@@ -1146,7 +1374,9 @@ mod tests {
             seq += 1;
         }
         calendar.check();
-        assert!(calendar.calendar_len == CALENDAR_MAX_ENTRIES && calendar.overflow.len() == 904);
+        assert!(
+            calendar.calendar.calendar_len == CALENDAR_MAX_ENTRIES && calendar.calendar.overflow.len() == 904
+        );
         let mut last = (0, 0);
         for _ in 0..3 * flows {
             seq += 1;
@@ -1380,5 +1610,88 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    proptest! {
+        /// Two calendars over one node table, each id in at most one of them at a time (as
+        /// WF2Q+'s sets): each follows its own sorted map, and neither sees the other's ids.
+        #[test]
+        fn calendars_sharing_a_node_table_follow_their_sorted_maps(
+            ops in proptest::collection::vec((0u32..24, 0u8..2, 0u8..4, 0u64..(BUCKETS as u64 * 4)), 1..300),
+        ) {
+            let mut nodes = CalendarNodes::new();
+            let mut first = SharedTagCalendar::<0>::new();
+            let mut second = SharedTagCalendar::<1>::new();
+            let mut models: [BTreeMap<(u128, u64), u32>; 2] = [BTreeMap::new(), BTreeMap::new()];
+            let mut by_id: BTreeMap<u32, (usize, (u128, u64))> = BTreeMap::new();
+            let mut last = [0u128; 2];
+            let mut seq = 0u64;
+            for (id, side, action, offset) in ops {
+                let side = side as usize;
+                match action {
+                    // Push `id` into `side` (out of wherever it was first).
+                    0 | 1 => {
+                        if let Some((was, key)) = by_id.remove(&id) {
+                            models[was].remove(&key);
+                            let removed = if was == 0 { first.remove(&mut nodes, id) } else { second.remove(&mut nodes, id) };
+                            prop_assert_eq!(removed.map(|e| (e.key.raw(), e.seq)), Some(key));
+                        }
+                        seq += 1;
+                        let raw = last[side] + ((offset as u128) << (DAY_SHIFT - 4));
+                        let key = VirtualTime::from_raw(raw);
+                        if side == 0 {
+                            first.push_with(&mut nodes, id, key, seq, id);
+                        } else {
+                            second.push_with(&mut nodes, id, key, seq, id);
+                        }
+                        models[side].insert((raw, seq), id);
+                        by_id.insert(id, (side, (raw, seq)));
+                    }
+                    // Pop `side`'s least.
+                    2 => {
+                        let popped = if side == 0 { first.pop(&mut nodes) } else { second.pop(&mut nodes) };
+                        let expected = models[side].pop_first();
+                        prop_assert_eq!(popped.map(|e| ((e.key.raw(), e.seq), e.id)), expected);
+                        if let Some(((key, _), id)) = expected {
+                            by_id.remove(&id);
+                            last[side] = key;
+                        }
+                    }
+                    // Move `side`'s least to the other calendar, a little later.
+                    _ => {
+                        let popped = if side == 0 { first.pop(&mut nodes) } else { second.pop(&mut nodes) };
+                        prop_assert_eq!(popped.map(|e| ((e.key.raw(), e.seq), e.id)), models[side].pop_first());
+                        if let Some(entry) = popped {
+                            last[side] = entry.key.raw();
+                            let other = 1 - side;
+                            let raw = entry.key.raw().max(last[other]) + ((offset as u128) << (DAY_SHIFT - 8));
+                            let key = VirtualTime::from_raw(raw);
+                            if other == 0 {
+                                first.push_with(&mut nodes, entry.id, key, entry.seq, entry.aux);
+                            } else {
+                                second.push_with(&mut nodes, entry.id, key, entry.seq, entry.aux);
+                            }
+                            models[other].insert((raw, entry.seq), entry.id);
+                            by_id.insert(entry.id, (other, (raw, entry.seq)));
+                        }
+                    }
+                }
+                first.check(&nodes);
+                second.check(&nodes);
+                prop_assert_eq!(first.len(), models[0].len());
+                prop_assert_eq!(second.len(), models[1].len());
+                prop_assert_eq!(first.peek(&nodes).map(|e| e.id), models[0].first_key_value().map(|(_, &id)| id));
+                prop_assert_eq!(second.peek(&nodes).map(|e| e.id), models[1].first_key_value().map(|(_, &id)| id));
+                for id in 0..24 {
+                    let expected = by_id.get(&id);
+                    let in_first = first.get(&nodes, id).map(|e| (e.key.raw(), e.seq));
+                    let in_second = second.get(&nodes, id).map(|e| (e.key.raw(), e.seq));
+                    prop_assert_eq!(in_first, expected.filter(|(side, _)| *side == 0).map(|&(_, key)| key));
+                    prop_assert_eq!(in_second, expected.filter(|(side, _)| *side == 1).map(|&(_, key)| key));
+                    prop_assert_eq!(first.contains(&nodes, id), in_first.is_some());
+                    prop_assert_eq!(second.contains(&nodes, id), in_second.is_some());
+                }
+            }
+        }
     }
 }

@@ -16,7 +16,8 @@
 //! | each link's time series | [`LINK_BIN_BYTES`] per link, bin and replication |
 //! | reading the summary back (terminal table, report) | [`FLOW_READ_BYTES`] per flow |
 //! | the engine's source clock (one replication's at a time): 24–48 bytes per flow below 32 flows, 48–65 from there on | [`source_clock_bytes`] |
-//! | each tag calendar of a scheduler: one of WFQ, SCFQ, STFQ or Virtual Clock, two of WF2Q+ ([`schedlab_core::tag_calendar::DISCIPLINES`]; its bucket array is allocated on the scheduler's first packet, at a link or a hierarchy node; one replication's schedulers at a time) | [`BUCKET_ARRAY_BYTES`] plus [`NODE_BYTES`] per flow (per class at a node with classes) |
+//! | each tag calendar of a scheduler: one of WFQ, SCFQ, STFQ or Virtual Clock, two of WF2Q+ ([`schedlab_core::tag_calendar::DISCIPLINES`]; its bucket array is allocated on the scheduler's first packet, at a link or a hierarchy node; one replication's schedulers at a time) | [`BUCKET_ARRAY_BYTES`] |
+//! | each node table of those calendars: one per scheduler (WF2Q+'s two calendars share one) | [`NODE_BYTES`] per flow (per class at a node with classes) |
 //!
 //! `summary.json` and the CSV tables are written a row at a time and cost nothing per flow.
 //! Not estimated: packets waiting in queues (bounded by the links' buffers; a link without a
@@ -55,16 +56,17 @@ pub fn source_clock_bytes(flows: u64) -> u64 {
 
 /// Bytes of the tag calendars of the scheduler table `table` (a link's `scheduler`, or a
 /// class of a hierarchy node), whose flows are `flows` ids: each calendar's bucket array and
-/// a node per id (the scenario's flows at a leaf, the classes at a node with `classes`).
+/// each node table's node per id (the scenario's flows at a leaf, the classes at a node with
+/// `classes`).
 fn tag_calendar_bytes(table: &toml::Table, flows: u64) -> u64 {
     let classes = table.get("classes").and_then(toml::Value::as_array);
-    let calendars = table
-        .get("kind")
-        .and_then(toml::Value::as_str)
-        .map_or(0, schedlab_core::tag_calendar::calendars_of);
+    let kind = table.get("kind").and_then(toml::Value::as_str);
+    let calendars = kind.map_or(0, schedlab_core::tag_calendar::calendars_of);
+    let node_tables = kind.map_or(0, schedlab_core::tag_calendar::node_tables_of);
     let ids = classes.map_or(flows, |classes| classes.len() as u64);
     let own = calendars
-        .saturating_mul((BUCKET_ARRAY_BYTES as u64).saturating_add(ids.saturating_mul(NODE_BYTES as u64)));
+        .saturating_mul(BUCKET_ARRAY_BYTES as u64)
+        .saturating_add(node_tables.saturating_mul(ids.saturating_mul(NODE_BYTES as u64)));
     let nested = classes.map_or(0, |classes| {
         classes
             .iter()
@@ -182,7 +184,7 @@ mod tests {
     fn each_tag_calendar_counts_its_bucket_array_and_nodes() {
         let plain = estimate(&scenario(100, 2, "10s", "1s"));
         let per_calendar = (BUCKET_ARRAY_BYTES + 100 * NODE_BYTES) as u64;
-        for (kind, calendars) in schedlab_core::tag_calendar::DISCIPLINES {
+        for (kind, calendars, node_tables) in schedlab_core::tag_calendar::DISCIPLINES {
             let e = estimate(&scenario_with(
                 100,
                 2,
@@ -192,7 +194,9 @@ mod tests {
             ));
             assert_eq!(
                 e.fixed_bytes,
-                plain.fixed_bytes + calendars * per_calendar,
+                plain.fixed_bytes
+                    + calendars * BUCKET_ARRAY_BYTES as u64
+                    + node_tables * 100 * NODE_BYTES as u64,
                 "{kind}"
             );
             assert_eq!(e.per_replication_bytes, plain.per_replication_bytes, "{kind}");
