@@ -59,29 +59,56 @@ impl<X> DeficitFlow<X> {
 }
 
 /// A list of flows visited in turn: DRR's ActiveList.
+///
+/// A ring of flow ids whose length is a power of two (0 before the first push), so that a
+/// position is the free-running head plus an offset, masked: the head is one load, a rotation
+/// one load and one store, with no wrap-around test (a `VecDeque` compares and subtracts its
+/// capacity at each step). The ring doubles when full (at most once per flow, out of line).
 #[derive(Clone, Debug, Default)]
 pub struct ActiveList {
-    flows: VecDeque<FlowId>,
+    /// The flows, from `head` (masked) on, `len` of them; `ring.len()` is 0 or a power of two
+    /// at least `len`.
+    ring: Vec<FlowId>,
+    /// Position of the head; wraps around freely (positions are taken modulo `ring.len()`).
+    head: usize,
+    /// Flows on the list.
+    len: usize,
     /// The head's visit has begun (its quantum was added).
     visiting: bool,
 }
 
 impl ActiveList {
+    /// The flow at ring position `position` (taken modulo the ring's length).
+    #[inline(always)]
+    fn at(&mut self, position: usize) -> &mut FlowId {
+        debug_assert!(self.ring.len().is_power_of_two());
+        let index = position & (self.ring.len() - 1);
+        // SAFETY: the ring is not empty (callers hold a flow, so `ring.len() >= len >= 1`, or
+        // just grew it) and its length is a power of two, so `index < ring.len()`.
+        unsafe { self.ring.get_unchecked_mut(index) }
+    }
+
     /// The flow visited next.
     #[inline]
     pub fn front(&self) -> Option<FlowId> {
-        self.flows.front().copied()
+        if self.len == 0 {
+            return None;
+        }
+        let index = self.head & (self.ring.len() - 1);
+        // SAFETY: `len >= 1`, so the ring is not empty and, its length being a power of two,
+        // `index < ring.len()`.
+        Some(unsafe { *self.ring.get_unchecked(index) })
     }
 
     /// Flows on the list.
     pub fn len(&self) -> usize {
-        self.flows.len()
+        self.len
     }
 
     /// Whether no flow is on the list.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.flows.is_empty()
+        self.len == 0
     }
 
     /// Whether the head's visit has begun.
@@ -93,14 +120,35 @@ impl ActiveList {
     /// Appends `flow` (the caller keeps its `active` flag).
     #[inline]
     pub fn push(&mut self, flow: FlowId) {
-        self.flows.push_back(flow);
+        if self.len == self.ring.len() {
+            self.grow();
+        }
+        *self.at(self.head.wrapping_add(self.len)) = flow;
+        self.len += 1;
     }
 
-    /// Ends the head's visit and moves it to the tail (pop + push reuses the deque's capacity).
+    /// Doubles the ring (at least 8 places), its flows in order from position 0.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let capacity = (self.ring.len() * 2).max(8);
+        let mut ring = Vec::with_capacity(capacity);
+        for offset in 0..self.len {
+            ring.push(*self.at(self.head.wrapping_add(offset)));
+        }
+        ring.resize(capacity, 0);
+        self.ring = ring;
+        self.head = 0;
+    }
+
+    /// Ends the head's visit and moves it to the tail (the tail's place is the head's when the
+    /// ring is full: then only the head position moves).
     #[inline]
     pub fn rotate(&mut self) {
-        if let Some(flow) = self.flows.pop_front() {
-            self.flows.push_back(flow);
+        if self.len != 0 {
+            let flow = *self.at(self.head);
+            *self.at(self.head.wrapping_add(self.len)) = flow;
+            self.head = self.head.wrapping_add(1);
         }
         self.visiting = false;
     }
@@ -108,7 +156,10 @@ impl ActiveList {
     /// Ends the head's visit and removes it.
     #[inline]
     pub fn remove_head(&mut self) {
-        self.flows.pop_front();
+        if self.len != 0 {
+            self.head = self.head.wrapping_add(1);
+            self.len -= 1;
+        }
         self.visiting = false;
     }
 }
@@ -424,6 +475,46 @@ mod tests {
         rounds.visit(&mut last_visit[3], true);
         assert_eq!(rounds.total(), 3);
         assert_eq!(last_visit, [0, 2, 1, 3]);
+    }
+
+    proptest::proptest! {
+        /// The ring against a `VecDeque` model: pushes (growing the ring with the head at any
+        /// position), rotations and removals, with the head, the length and the visit flag
+        /// after each operation.
+        #[test]
+        fn active_list_as_a_deque(ops in proptest::collection::vec((0u8..4, 0u32..1000), 0..400)) {
+            let mut list = ActiveList::default();
+            let mut model: VecDeque<FlowId> = VecDeque::new();
+            for (op, flow) in ops {
+                match op {
+                    0 | 1 => model.push_back(flow),
+                    2 => {
+                        if let Some(head) = model.pop_front() {
+                            model.push_back(head);
+                        }
+                    }
+                    _ => {
+                        model.pop_front();
+                    }
+                }
+                match op {
+                    0 | 1 => list.push(flow),
+                    2 => list.rotate(),
+                    _ => list.remove_head(),
+                }
+                proptest::prop_assert_eq!(list.front(), model.front().copied());
+                proptest::prop_assert_eq!(list.len(), model.len());
+                proptest::prop_assert_eq!(list.is_empty(), model.is_empty());
+                if op >= 2 {
+                    proptest::prop_assert!(!list.visiting());
+                }
+            }
+            // Every flow in order, by rotating once round the list.
+            for &flow in &model {
+                proptest::prop_assert_eq!(list.front(), Some(flow));
+                list.rotate();
+            }
+        }
     }
 
     #[test]
