@@ -5,9 +5,10 @@
 //!   (Quantum_i, DeficitCounter_i, whether it is on an active list, and the discipline's own
 //!   fields), created from the flow's parameters on its first packet — the one place where
 //!   "first seen" is recorded. Buffer stealing weighs queue lengths by the discipline's share.
-//! * [`ActiveList`]: flow ids, head visited next, and whether the head's visit has begun (its
-//!   quantum added). [`DeficitFlows::step`] is one step of figure 3 for the head of a list;
-//!   [`DeficitFlows::select`] loops it, rotating flows whose head packet does not fit.
+//! * [`ActiveList`]: flow ids in a power-of-two ring, head visited next, and whether the
+//!   head's visit has begun (its quantum added). [`DeficitFlows::step`] is one step of
+//!   figure 3 for the head of a list; [`DeficitFlows::select`] loops it, rotating flows whose
+//!   head packet does not fit.
 //! * [`RoundCounter`]: Zhang's §5.1.2 TotalRounds (DRR+ and DRR++).
 //! * [`PriorityTokens`]: one token per queued packet of the flows served by priority, in
 //!   arrival order (DRR+, original DRR++); a push-out takes the flow's last token.
@@ -291,7 +292,12 @@ impl<P, X: Default> DeficitFlows<P, X> {
     /// The head `flow` of `list` leaves it: deficit 0, inactive.
     #[inline(always)]
     pub fn leave(&mut self, flow: FlowId, list: &mut ActiveList) {
-        let state = self.state(flow);
+        Self::leave_with(self.state(flow), list);
+    }
+
+    /// [`DeficitFlows::leave`] of the flow whose state is `state`.
+    #[inline(always)]
+    fn leave_with(state: &mut DeficitFlow<X>, list: &mut ActiveList) {
         state.deficit = 0;
         state.active = false;
         list.remove_head();
@@ -373,9 +379,7 @@ impl<P, X: Default> DeficitFlows<P, X> {
         // charge would have left does not matter), else the packet is charged.
         let state = self.state(flow);
         if emptied {
-            state.deficit = 0;
-            state.active = false;
-            list.remove_head();
+            Self::leave_with(state, list);
         } else {
             state.deficit -= packet.size as i64;
         }
