@@ -8,7 +8,8 @@
 //! * [`ActiveList`]: flow ids in a power-of-two ring, head visited next, and whether the
 //!   head's visit has begun (its quantum added). [`DeficitFlows::step`] is one step of
 //!   figure 3 for the head of a list; [`DeficitFlows::select`] loops it, rotating flows whose
-//!   head packet does not fit.
+//!   head packet does not fit; [`DeficitFlows::select_send`] also sends the selected flow's
+//!   head packet, in one pass (DRR's dequeue).
 //! * [`RoundCounter`]: Zhang's §5.1.2 TotalRounds (DRR+ and DRR++).
 //! * [`PriorityTokens`]: one token per queued packet of the flows served by priority, in
 //!   arrival order (DRR+, original DRR++); a push-out takes the flow's last token.
@@ -318,18 +319,70 @@ impl<P, X: Default> DeficitFlows<P, X> {
             self.leave(flow, list);
             return Some(Step::Left(flow));
         };
-        let size = head.size as i64;
-        let state = self.state(flow);
+        let size = head.size;
+        let fits = Self::credit_and_fit(flow, self.state(flow), list, size, on_credit);
+        Some(if fits { Step::Send(flow) } else { Step::Short(flow) })
+    }
+
+    /// The visit part of [`DeficitFlows::step`] for the head `flow` of `list`, whose state is
+    /// `state` and whose head packet has `size` bytes: at the start of a visit
+    /// DeficitCounter_i += Quantum_i and `on_credit` is told; returns whether the packet fits
+    /// in the deficit.
+    #[inline(always)]
+    fn credit_and_fit(
+        flow: FlowId,
+        state: &mut DeficitFlow<X>,
+        list: &mut ActiveList,
+        size: u32,
+        on_credit: impl FnOnce(FlowId, &mut DeficitFlow<X>),
+    ) -> bool {
         if !list.visiting {
             state.deficit += state.quantum as i64;
             list.visiting = true;
             on_credit(flow, state);
         }
-        Some(if size <= state.deficit {
-            Step::Send(flow)
-        } else {
-            Step::Short(flow)
-        })
+        size as i64 <= state.deficit
+    }
+
+    /// [`DeficitFlows::select`] and [`DeficitFlows::send_from`] of the selected flow in one
+    /// pass: the flow's list ends and state are looked up once a step, and the head packet is
+    /// popped where it was compared with the deficit. Returns the flow, its packet and whether
+    /// it left the list.
+    #[inline(always)]
+    pub fn select_send(
+        &mut self,
+        list: &mut ActiveList,
+        mut on_credit: impl FnMut(FlowId, &mut DeficitFlow<X>),
+        mut on_short: impl FnMut(FlowId, &DeficitFlow<X>),
+    ) -> Option<(FlowId, Packet, bool)> {
+        loop {
+            let flow = list.front()?;
+            let state = &mut self.flows[flow as usize];
+            debug_assert!(state.seen, "flow {flow} is on a list, so it has state");
+            let mut left = false;
+            let sent = self.queues.pop_sent_if(flow, |head| match head {
+                Some(head) => Self::credit_and_fit(flow, state, list, head.size, &mut on_credit),
+                None => {
+                    left = true;
+                    false
+                }
+            });
+            if let Some((packet, emptied)) = sent {
+                if emptied {
+                    Self::leave_with(state, list);
+                } else {
+                    state.deficit -= packet.size as i64;
+                }
+                return Some((flow, packet, emptied));
+            }
+            if left {
+                // Emptied by a push-out: it leaves with deficit 0.
+                Self::leave_with(state, list);
+            } else {
+                on_short(flow, state);
+                list.rotate();
+            }
+        }
     }
 
     /// DRR's selection on `list`: steps until the head may send its head packet, rotating
