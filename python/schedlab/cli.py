@@ -1,7 +1,7 @@
 """The ``schedlab`` command line.
 
 Exit status: 0 success, 2 bad input (the message names the file, line, key and value),
-1 internal error.
+1 internal error, 130 Ctrl-C, 143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -583,14 +583,31 @@ def list_disciplines(as_json: bool = typer.Option(False, "--json", help="Print a
 realnet.register(app)
 
 
+def _interrupt_behind(exit: SystemExit) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM behind an exit that typer or click made of it: a signal that came
+    outside a command's :func:`_interruptible` block (while the command line is parsed, or a
+    command imports what it needs) reaches them as ``KeyboardInterrupt``, which recent typer
+    turns into ``Exit(130)`` (SIGTERM too) and click into ``Abort``, then "Aborted!" and exit 1."""
+    handled = exit.__context__
+    if handled is not None and isinstance(handled.__cause__, KeyboardInterrupt):
+        return handled.__cause__
+    return None
+
+
 def main() -> None:
-    """Entry point of the ``schedlab`` command."""
-    from schedlab.interrupts import INTERRUPTED, exit_now, install
+    """Entry point of the ``schedlab`` command. A Ctrl-C ends it with status 130 and SIGTERM
+    with 143 wherever they land once this function runs (before, while the interpreter still
+    imports the command line, Python's default applies: the process dies of the signal, which
+    a shell reports as the same status)."""
+    from schedlab.interrupts import INTERRUPTED, exit_now, exit_status, install
 
     install()
     try:
         app()
     except SystemExit as e:
+        interrupt = _interrupt_behind(e)
+        if interrupt is not None:
+            exit_now(exit_status(interrupt))
         if e.code in INTERRUPTED:
             exit_now(e.code)  # the command has cleaned up; skip the interpreter's teardown
         raise

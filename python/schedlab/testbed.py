@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -86,6 +87,20 @@ def _run(*args: str, check: bool = True, stdin: str | None = None, timeout: floa
     if check and result.returncode != 0:
         raise TestbedError(f"{' '.join(args)}: {result.stderr.strip() or result.stdout.strip()}")
     return result
+
+
+def _batch(ns: str | None, commands: list[str]) -> None:
+    """Runs ``ip`` commands (one per item, without the leading ``ip``) in one ``ip -batch``,
+    inside namespace ``ns`` (``ip -n``) or, with ``None``, outside; stops at the first that
+    fails and raises :class:`TestbedError` with ``ip``'s message, which names the line."""
+    where = ["-n", ns] if ns is not None else []
+    result = _run("ip", *where, "-batch", "-", check=False, stdin="".join(f"{command}\n" for command in commands))
+    if result.returncode != 0:
+        message = result.stderr.strip() or result.stdout.strip()
+        failed = re.search(r"Command failed -:(\d+)", message)
+        line = int(failed.group(1)) if failed else 0
+        command = f"ip {' '.join(where)} {commands[line - 1]}".replace("  ", " ") if 0 < line <= len(commands) else ""
+        raise TestbedError(f"{command or 'ip -batch'}: {message.splitlines()[0] if message else 'failed'}")
 
 
 def namespaces(start: str | None = None) -> list[str]:
@@ -192,58 +207,42 @@ class Testbed:
         return f"{self.prefix}dst"
 
     def create(self) -> Testbed:
-        """Creates the namespaces, veth pairs and addresses; on failure removes what it made."""
+        """Creates the namespaces, veth pairs and addresses; on failure removes what it made.
+        Seven commands: the ``ip`` steps of each namespace go in one ``ip -batch`` (which
+        stops at the first failing line and names it)."""
         try:
-            for ns in (self.source, self.gateway, self.sink):
-                _run("ip", "netns", "add", ns)
-                _run("ip", "-n", ns, "link", "set", "lo", "up")
-            _run(
-                "ip",
-                "-n",
-                self.source,
-                "link",
-                "add",
-                "src0",
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "gwin",
-                "netns",
-                self.gateway,
-            )
-            _run(
-                "ip",
-                "-n",
-                self.sink,
-                "link",
-                "add",
-                "dst0",
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "gwout",
-                "netns",
-                self.gateway,
-            )
-            _run("ip", "netns", "exec", self.gateway, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1")
-            _run("ip", "netns", "exec", self.gateway, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1")
-            for ns, dev, v4, v6 in (
-                (self.source, "src0", SOURCE_ADDRESS, SOURCE_ADDRESS6),
-                (self.sink, "dst0", SINK_ADDRESS, SINK_ADDRESS6),
+            _batch(None, [f"netns add {ns}" for ns in (self.source, self.gateway, self.sink)])
+            for ns, dev, peer, v4, v6 in (
+                (self.source, "src0", "gwin", SOURCE_ADDRESS, SOURCE_ADDRESS6),
+                (self.sink, "dst0", "gwout", SINK_ADDRESS, SINK_ADDRESS6),
             ):
-                _run("ip", "-n", ns, "addr", "add", f"{v4}/24", "dev", dev)
-                _run("ip", "-n", ns, "addr", "add", f"{v6}/64", "dev", dev, "nodad")
+                _batch(
+                    ns,
+                    [
+                        "link set lo up",
+                        f"link add {dev} type veth peer name {peer} netns {self.gateway}",
+                        f"addr add {v4}/24 dev {dev}",
+                        f"addr add {v6}/64 dev {dev} nodad",
+                        f"link set {dev} up",
+                    ],
+                )
                 _run("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "gso", "off")
-                _run("ip", "-n", ns, "link", "set", dev, "up")
-            for dev in ("gwin", "gwout"):
-                _run("ip", "-n", self.gateway, "link", "set", dev, "up")
+            _run(
+                "ip",
+                "netns",
+                "exec",
+                self.gateway,
+                "sysctl",
+                "-q",
+                "-w",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            )
+            gateway = ["link set lo up", "link set gwin up", "link set gwout up"]
             if self.mode == "bridge":
-                _run("ip", "-n", self.gateway, "link", "add", "br0", "type", "bridge")
-                for dev in ("gwin", "gwout"):
-                    _run("ip", "-n", self.gateway, "link", "set", dev, "master", "br0")
-                _run("ip", "-n", self.gateway, "link", "set", "br0", "up")
+                gateway += ["link add br0 type bridge", "link set gwin master br0", "link set gwout master br0"]
+                gateway += ["link set br0 up"]
+            _batch(self.gateway, gateway)
         except BaseException:  # Ctrl-C too: nothing half-made is left
             self.destroy()
             raise

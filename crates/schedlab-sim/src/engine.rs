@@ -49,8 +49,8 @@ use std::collections::VecDeque;
 
 use schedlab_core::conditioning::ColourCounters;
 use schedlab_core::{
-    overdue, AnyScheduler, Backlog, Colour, Conditioner, DropReason, Dropped, LinkDropPolicy, Marking,
-    Packet, Rate, Scheduler, ServiceTime, TimeNs, Verdict,
+    overdue, AnyScheduler, Backlog, Colour, Conditioner, ConfigError, DropReason, Dropped, LinkDropPolicy,
+    Marking, Packet, Rate, Scheduler, ServiceTime, TimeNs, Verdict,
 };
 
 use rand::RngExt as _;
@@ -124,45 +124,76 @@ struct Slot {
     log: RowIndex,
 }
 
-#[derive(Debug, Default)]
+/// The slots of the packets in flight. A free slot's `hop` holds the next free slot
+/// ([`NIL`]: none): the free list is last in, first out, and costs no vector of its own (no
+/// capacity test when a packet leaves).
+#[derive(Debug)]
 struct Slab {
     slots: Vec<Slot>,
-    free: Vec<u32>,
+    /// The first free slot ([`NIL`]: none).
+    free: u32,
     issued: u64,
+}
+
+impl Default for Slab {
+    fn default() -> Slab {
+        Slab {
+            slots: Vec::new(),
+            free: NIL,
+            issued: 0,
+        }
+    }
 }
 
 impl Slab {
     #[inline]
     fn insert(&mut self, slot: Slot) -> Result<u64, ScenarioError> {
-        let index = match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize] = slot;
-                i
+        let index = if self.free != NIL {
+            let index = self.free;
+            // (Checked: every index `insert` hands out has passed this index or the `push`
+            // below, and `slots` never shrinks, so `get` cannot read out of bounds even if a
+            // bug freed a slot twice; a double free itself is not detected.)
+            let place = &mut self.slots[index as usize];
+            let next = place.hop;
+            *place = slot;
+            self.free = next;
+            index
+        } else {
+            // (Below `u32::MAX`, so no index is `NIL`.)
+            if self.slots.len() >= u32::MAX as usize {
+                return Err(ScenarioError::Run(
+                    "more than 4 294 967 295 packets in flight at once".into(),
+                ));
             }
-            None => {
-                if self.slots.len() >= u32::MAX as usize {
-                    return Err(ScenarioError::Run(
-                        "more than 4 294 967 295 packets in flight at once".into(),
-                    ));
-                }
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            }
+            self.slots.push(slot);
+            (self.slots.len() - 1) as u32
         };
         self.issued += 1;
         Ok((self.issued << 32) | index as u64)
     }
 
+    /// The slot of packet `id`, without a bounds check: `id` is a packet in flight, named by
+    /// [`Slab::insert`] (its low 32 bits an index of `slots`, which never shrinks; checked in
+    /// debug builds). Ids also come back through the links' schedulers (a dequeued or dropped
+    /// packet): this relies on the core's disciplines returning the descriptors they were
+    /// given, never one they made up (the hierarchy's tokens keep the real id).
     #[inline]
     fn get(&mut self, id: u64) -> &mut Slot {
-        &mut self.slots[(id & 0xffff_ffff) as usize]
+        let index = (id & 0xffff_ffff) as usize;
+        debug_assert!(index < self.slots.len(), "packet {id} has no slot");
+        // SAFETY: `id` was returned by `insert`, and `slots` never shrinks (above).
+        unsafe { self.slots.get_unchecked_mut(index) }
     }
 
+    /// Frees the slot of packet `id` (as [`Slab::get`]: a packet in flight) and returns it.
     #[inline]
     fn remove(&mut self, id: u64) -> Slot {
-        let index = (id & 0xffff_ffff) as u32;
-        self.free.push(index);
-        self.slots[index as usize]
+        let free = self.free;
+        let place = self.get(id);
+        let slot = *place;
+        place.hop = free;
+        self.free = (id & 0xffff_ffff) as u32;
+        slot
     }
 }
 
@@ -369,7 +400,10 @@ impl LinkState {
         if index >= self.classes.len() {
             self.classes.resize(index + 1, ClassAtLink::default());
         }
-        &mut self.classes[index]
+        match self.classes.get_mut(index) {
+            Some(totals) => totals,
+            None => unreachable!("the table was grown to the class"),
+        }
     }
 
     /// The conditioner's counters per meter (none without a conditioner).
@@ -515,13 +549,43 @@ impl TransitPool {
         }
     }
 
+    /// Entry `index`, without a bounds check; `index` must not be [`NIL`] (the callers test
+    /// `tail` and the free list against it; `forward` is not [`NIL`] while its propagation
+    /// event is pending, the one event a private hop has then). Every index a private hop
+    /// holds (`tail`, `forward`, an entry's `next`) and the free list's are [`NIL`] or were
+    /// returned by [`TransitPool::take`], and `entries` never shrinks, so an index that is
+    /// not [`NIL`] is in range (checked in debug builds). A packet reads about eight entries on its way
+    /// through a private hop; their bounds checks were a compare and a branch each.
+    #[inline(always)]
+    fn entry(&self, index: u32) -> &TransitEntry {
+        debug_assert!(
+            (index as usize) < self.entries.len(),
+            "entry {index} was never taken"
+        );
+        // SAFETY: `index` was returned by `take` and `entries` never shrinks (above).
+        unsafe { self.entries.get_unchecked(index as usize) }
+    }
+
+    /// [`TransitPool::entry`], mutable.
+    #[inline(always)]
+    fn entry_mut(&mut self, index: u32) -> &mut TransitEntry {
+        debug_assert!(
+            (index as usize) < self.entries.len(),
+            "entry {index} was never taken"
+        );
+        // SAFETY: as in `entry`.
+        unsafe { self.entries.get_unchecked_mut(index as usize) }
+    }
+
     /// A free entry holding `entry`.
     #[inline(always)]
     fn take(&mut self, entry: TransitEntry) -> u32 {
         if self.free != NIL {
             let index = self.free;
-            self.free = self.entries[index as usize].next;
-            self.entries[index as usize] = entry;
+            let slot = self.entry_mut(index);
+            let next = slot.next;
+            *slot = entry;
+            self.free = next;
             index
         } else {
             self.entries.push(entry);
@@ -532,7 +596,8 @@ impl TransitPool {
     /// Returns entry `index` to the free list.
     #[inline(always)]
     fn give_back(&mut self, index: u32) {
-        self.entries[index as usize].next = self.free;
+        let free = self.free;
+        self.entry_mut(index).next = free;
         self.free = index;
     }
 }
@@ -583,16 +648,12 @@ impl PrivateHop {
     /// The entries in arrival order.
     fn entries<'p>(&self, pool: &'p TransitPool) -> impl Iterator<Item = &'p TransitEntry> + 'p {
         let tail = self.tail;
-        let mut at = if tail == NIL {
-            NIL
-        } else {
-            pool.entries[tail as usize].next
-        };
+        let mut at = if tail == NIL { NIL } else { pool.entry(tail).next };
         std::iter::from_fn(move || {
             if at == NIL {
                 return None;
             }
-            let entry = &pool.entries[at as usize];
+            let entry = pool.entry(at);
             at = if at == tail { NIL } else { entry.next };
             Some(entry)
         })
@@ -605,14 +666,14 @@ impl PrivateHop {
         if self.tail == NIL {
             0
         } else {
-            pool.entries[self.tail as usize].end
+            pool.entry(self.tail).end
         }
     }
 
     /// Whether no packet is in service or queued at `now` (before an arrival at `now`).
     #[inline(always)]
     fn is_idle(&self, now: TimeNs, pool: &TransitPool) -> bool {
-        self.tail == NIL || pool.entries[self.tail as usize].end < now
+        self.tail == NIL || pool.entry(self.tail).end < now
     }
 
     /// The packets queued and not in service at `now` (a service starting at `now` has not
@@ -729,10 +790,10 @@ impl PrivateHop {
             class: packet.class,
         });
         if self.tail == NIL {
-            pool.entries[index as usize].next = index;
+            pool.entry_mut(index).next = index;
         } else {
-            pool.entries[index as usize].next = pool.entries[self.tail as usize].next;
-            pool.entries[self.tail as usize].next = index;
+            pool.entry_mut(index).next = pool.entry(self.tail).next;
+            pool.entry_mut(self.tail).next = index;
         }
         self.tail = index;
         let only = self.forward == NIL;
@@ -749,14 +810,14 @@ impl PrivateHop {
     #[inline(always)]
     fn forward_next(&mut self, now: TimeNs, pool: &mut TransitPool) -> (Packet, Option<TimeNs>) {
         debug_assert!(self.forward != NIL, "a propagation event has a packet");
-        let entry = &pool.entries[self.forward as usize];
+        let entry = pool.entry(self.forward);
         let packet = entry.packet();
         let next = if self.forward == self.tail {
             self.forward = NIL;
             None
         } else {
             self.forward = entry.next;
-            Some(pool.entries[self.forward as usize].end + self.delay)
+            Some(pool.entry(self.forward).end + self.delay)
         };
         self.drop_ended(now, pool);
         (packet, next)
@@ -767,14 +828,14 @@ impl PrivateHop {
     #[inline(always)]
     fn drop_ended(&mut self, now: TimeNs, pool: &mut TransitPool) {
         while self.tail != NIL {
-            let head = pool.entries[self.tail as usize].next;
-            if head == self.forward || pool.entries[head as usize].end >= now {
+            let head = pool.entry(self.tail).next;
+            if head == self.forward || pool.entry(head).end >= now {
                 break;
             }
             if head == self.tail {
                 self.tail = NIL;
             } else {
-                pool.entries[self.tail as usize].next = pool.entries[head as usize].next;
+                pool.entry_mut(self.tail).next = pool.entry(head).next;
             }
             pool.give_back(head);
         }
@@ -1193,6 +1254,72 @@ fn scheduler_backlog(scheduler: &AnyScheduler) -> Backlog {
     }
 }
 
+/// Every source has a path, and every link a source's path, echo path or ACK path names is
+/// one of the scenario's: the engine reads links by these indices without bounds checks
+/// ([`element`]). A scenario loaded from a file has passed this already (the loader rejects an
+/// empty path and an unknown link by name); a [`Scenario`] built in code is checked here, once
+/// a replication.
+fn check_link_indices(scenario: &Scenario) -> Result<(), ScenarioError> {
+    let links = scenario.links.len();
+    for (index, source) in scenario.sources.iter().enumerate() {
+        let named = |key: &str| format!("sources[{index}] ({}).{key}", source.name);
+        if source.path.is_empty() {
+            return Err(ConfigError::new(named("path"), "[]", "must name at least one link").into());
+        }
+        let ack_path = match source.transport.as_ref().map(|transport| &transport.ack_return) {
+            Some(AckReturn::Path(path)) => Some(("ack_path", path)),
+            _ => None,
+        };
+        let echo_path = match &source.echo {
+            Some(AckReturn::Path(path)) => Some(("ack_path", path)),
+            _ => None,
+        };
+        for (key, path) in [("path", &source.path)]
+            .into_iter()
+            .chain(ack_path)
+            .chain(echo_path)
+        {
+            if let Some(&unknown) = path.iter().find(|&&l| l >= links) {
+                return Err(ConfigError::new(
+                    named(key),
+                    format!("{path:?}"),
+                    format!("link index {unknown} is not one of the scenario's {links} links"),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `items[index]` without a bounds check, for the indices a packet carries through the
+/// engine's per-packet path: a source's index (the source clock's, or a slot's `source`) in
+/// `sources` and `flows` (both one entry a source), a link's (from a source's path, an event's
+/// tag, `slot_link` or `sink`) in `links` and `hops` (both one entry a link). Paths name links
+/// that exist ([`check_link_indices`], run by [`Engine::new`]) and the tables never shrink, so
+/// these are in range; a packet's handlers read each table several times, and each bounds
+/// check was a compare and a branch (checked in debug builds).
+///
+/// # Safety
+/// `index < items.len()`.
+#[inline(always)]
+unsafe fn element<T>(items: &[T], index: usize) -> &T {
+    debug_assert!(index < items.len(), "index {index} of {}", items.len());
+    // SAFETY: the caller's contract.
+    unsafe { items.get_unchecked(index) }
+}
+
+/// [`element`], mutable.
+///
+/// # Safety
+/// `index < items.len()`.
+#[inline(always)]
+unsafe fn element_mut<T>(items: &mut [T], index: usize) -> &mut T {
+    debug_assert!(index < items.len(), "index {index} of {}", items.len());
+    // SAFETY: the caller's contract.
+    unsafe { items.get_unchecked_mut(index) }
+}
+
 /// Per-source state (the source, a link, the flow's statistics) above which the engine
 /// prefetches a flow's state ahead of its packets: about a second-level cache. Below it the
 /// state stays in the caches and the prefetch instructions would only add work (about 7 % more
@@ -1204,6 +1331,7 @@ const DEFERRED_DELAYS: usize = 8;
 
 impl<'s> Engine<'s> {
     fn new(scenario: &'s Scenario, replication: u32) -> Result<(Engine<'s>, Vec<u64>), ScenarioError> {
+        check_link_indices(scenario)?;
         let run = &scenario.run;
         let mut links = Vec::with_capacity(scenario.links.len());
         for (index, link) in scenario.links.iter().enumerate() {
@@ -1501,7 +1629,8 @@ impl<'s> Engine<'s> {
             self.arrivals.clear(index);
             return;
         }
-        let source = &mut self.sources[index];
+        // SAFETY: `index` is a source's index (see `element`).
+        let source = unsafe { element_mut(&mut self.sources, index) };
         let Some(emission) = source.generator.next_packet() else {
             self.arrivals.clear(index);
             return;
@@ -1762,6 +1891,19 @@ impl<'s> Engine<'s> {
         self.new_class_slot(class)
     }
 
+    /// The reception jitter of `class` (when classes are not kept live), made at its first
+    /// packet. A class without a slot has `NO_CLASS`, beyond `class_jitter`'s end (at most
+    /// 256 classes), so one range test stands for both "has a slot" and the bounds check.
+    #[inline(always)]
+    fn class_jitter_mut(&mut self, class: u8) -> &mut Jitter {
+        let slot = self.class_index[class as usize] as usize;
+        if slot < self.class_jitter.len() {
+            return &mut self.class_jitter[slot].1;
+        }
+        let slot = self.new_class_slot(class);
+        &mut self.class_jitter[slot].1
+    }
+
     /// A class's first packet: its accumulator.
     #[cold]
     fn new_class_slot(&mut self, class: u8) -> usize {
@@ -1795,7 +1937,8 @@ impl<'s> Engine<'s> {
             }
             return self.tcp_send(index);
         }
-        let source = &self.sources[index];
+        // SAFETY: `index` is a source's index (see `element`).
+        let source = unsafe { element(&self.sources, index) };
         let emission = source.pending;
         let generated = source.generated;
         let class = emission.class.unwrap_or(source.class);
@@ -1818,13 +1961,17 @@ impl<'s> Engine<'s> {
         } else {
             self.schedule_source::<F>(index);
         }
-        if self.hops[first_link].private {
+        // SAFETY: `first_link` is a link's index (see `element`).
+        if unsafe { element(&self.hops, first_link) }.private {
             if F::PREFETCH && self.prefetching {
                 // The packet reaches its next link after its time on the private hop and its
                 // propagation, some events ahead: its scheduler may start loading the flow's
                 // state.
                 if let Some(next) = self.sources[index].path.hop(1) {
-                    self.links[next].scheduler.prefetch_arrival(packet.flow);
+                    // SAFETY: `next` is a link's index (see `element`).
+                    unsafe { element(&self.links, next) }
+                        .scheduler
+                        .prefetch_arrival(packet.flow);
                 }
             }
             self.pass_private::<F>(first_link, packet);
@@ -1841,11 +1988,16 @@ impl<'s> Engine<'s> {
         let now = self.now;
         // The scheduler's link, free, would have put its decision after other arrivals
         // pending at this time (an event of its own; the hop holds no packet in service).
-        if self.hops[l].is_idle(now, &self.transit) && self.arrival_pending(now) {
+        // SAFETY: `l` is a link's index (see `element`).
+        if unsafe { element(&self.hops, l) }.is_idle(now, &self.transit) && self.arrival_pending(now) {
             self.elided_events += 1;
         }
-        let hop = &mut self.hops[l];
-        let (end, only) = hop.pass(packet, now, self.measuring, &mut self.transit, &mut self.links[l]);
+        // SAFETY: `l` is a link's index (see `element`).
+        let hop = unsafe { element_mut(&mut self.hops, l) };
+        // SAFETY: `l` is a link's index (see `element`).
+        let (end, only) = hop.pass(packet, now, self.measuring, &mut self.transit, unsafe {
+            element_mut(&mut self.links, l)
+        });
         // Without propagation delay, the propagation event stands for the transmission end
         // (which forwarded the packet at once).
         self.elided_events += u64::from(hop.delay > 0);
@@ -1883,7 +2035,8 @@ impl<'s> Engine<'s> {
             kind,
             class,
             marking: Marking {
-                dscp: self.sources[index].dscp,
+                // SAFETY: `index` is a source's index (see `element`).
+                dscp: unsafe { element(&self.sources, index) }.dscp,
                 colour: Colour::Green,
             },
             seq,
@@ -1892,7 +2045,8 @@ impl<'s> Engine<'s> {
         })?;
         self.packets += 1;
         if measured {
-            self.flows[index].on_sent(size, shaping);
+            // SAFETY: `index` is a source's index (see `element`).
+            unsafe { element_mut(&mut self.flows, index) }.on_sent(size, shaping);
             if F::ANY && self.live_classes {
                 let c = self.class_slot(class);
                 self.classes[c].1.on_sent(size, shaping);
@@ -1900,7 +2054,8 @@ impl<'s> Engine<'s> {
         }
         Ok(Packet {
             id,
-            flow: self.sources[index].flow,
+            // SAFETY: `index` is a source's index (see `element`).
+            flow: unsafe { element(&self.sources, index) }.flow,
             class,
             size,
             arrival: now,
@@ -1916,7 +2071,8 @@ impl<'s> Engine<'s> {
         if F::ANY && self.links[l].admission && !self.admit(l, &mut packet) {
             return;
         }
-        let link = &mut self.links[l];
+        // SAFETY: `l` is a link's index (see `element`).
+        let link = unsafe { element_mut(&mut self.links, l) };
         link.touch(now);
         self.drops.clear();
         scheduler_enqueue(&mut link.scheduler, packet, now, &mut self.drops);
@@ -1969,7 +2125,8 @@ impl<'s> Engine<'s> {
     #[inline(always)]
     fn maybe_decide<F: PathFeatures>(&mut self, l: usize) {
         let now = self.now;
-        let link = &self.links[l];
+        // SAFETY: `l` is a link's index (see `element`).
+        let link = unsafe { element(&self.links, l) };
         if link.busy || link.backlog.packets == 0 {
             return;
         }
@@ -1985,7 +2142,8 @@ impl<'s> Engine<'s> {
 
     #[inline(always)]
     fn decide<F: PathFeatures>(&mut self, l: usize, now: TimeNs) {
-        let link = &mut self.links[l];
+        // SAFETY: `l` is a link's index (see `element`).
+        let link = unsafe { element_mut(&mut self.links, l) };
         link.decision_seq = NO_DECISION;
         link.touch(now);
         self.drops.clear();
@@ -2077,20 +2235,26 @@ impl<'s> Engine<'s> {
     #[inline(always)]
     fn transmission_end<F: PathFeatures>(&mut self, l: usize) {
         let now = self.now;
-        let link = &mut self.links[l];
-        let packet = link.in_service;
+        // SAFETY: `l` is a link's index (see `element`).
+        let link = unsafe { element_mut(&mut self.links, l) };
+        // (The packet's fields, not a copy of it: a delivery here needs two of them; the
+        // other paths copy it.)
+        let (id, size, class, arrival) = {
+            let p = &link.in_service;
+            (p.id, p.size, p.class, p.arrival)
+        };
         link.busy = false;
         let served = now - link.tx_start;
         link.busy_done += served;
-        let class = link.class_mut(packet.class);
+        let class = link.class_mut(class);
         class.busy += served;
         class.sent_packets += 1;
-        class.delay_sum += (now - packet.arrival) as u128;
+        class.delay_sum += (now - arrival) as u128;
         link.sent_packets += 1;
-        link.sent_bytes += packet.size as u64;
+        link.sent_bytes += size as u64;
         if F::ANY && link.loss_threshold > 0 && link.loss_rng.random::<u64>() < link.loss_threshold {
             link.lost += 1;
-            let slot = self.slab.remove(packet.id);
+            let slot = self.slab.remove(id);
             if let Some(packet_log) = &mut self.packet_log {
                 packet_log.end(slot.log, Fate::Lost { at: now });
             }
@@ -2106,25 +2270,27 @@ impl<'s> Engine<'s> {
         }
         let delay = link.delay;
         if delay == 0 {
+            let packet = link.in_service;
             self.forward::<F>(packet);
-        } else if l == self.sink as usize && self.is_last_hop::<F>(packet.id) {
+        } else if l == self.sink as usize && self.is_last_hop::<F>(id) {
             // Delivered a propagation delay from now: every delivery comes from this link, in
             // the order of its transmission ends, so recording it now changes no order. (Its
             // slot goes at once: its hop is not moved on.)
             let at = now + delay;
             self.last_delivery = at;
             self.elided_events += 1;
-            self.deliver::<F>(packet, at);
+            self.deliver::<F>(id, size, at);
         } else {
             if F::PREFETCH && self.prefetching {
                 // The packet is forwarded or delivered when its propagation ends, several
                 // events from now: start loading its source's path and statistics.
-                let s = self.slab.get(packet.id).source as usize;
+                let s = self.slab.get(id).source as usize;
                 prefetch(&self.sources, s, 64);
                 prefetch(&self.flows, s, Accumulator::RECEIVED_BYTES);
             }
             let link = &mut self.links[l];
             let at = now + link.delay;
+            let packet = link.in_service;
             link.pipe.push_back((at, packet));
             if link.pipe.len() == 1 {
                 self.push_propagated::<F>(at, l);
@@ -2143,8 +2309,11 @@ impl<'s> Engine<'s> {
     /// Link `l`'s next propagation ends now: its packet moves on.
     #[inline(always)]
     fn propagated<F: PathFeatures>(&mut self, l: usize) {
-        let packet = if self.hops[l].private {
-            let (packet, next) = self.hops[l].forward_next(self.now, &mut self.transit);
+        // SAFETY: `l` is a link's index (see `element`).
+        let packet = if unsafe { element(&self.hops, l) }.private {
+            // SAFETY: `l` is a link's index (see `element`).
+            let (packet, next) =
+                unsafe { element_mut(&mut self.hops, l) }.forward_next(self.now, &mut self.transit);
             if let Some(next) = next {
                 self.push_propagated::<F>(next, l);
             }
@@ -2165,7 +2334,8 @@ impl<'s> Engine<'s> {
     fn is_last_hop<F: PathFeatures>(&mut self, id: u64) -> bool {
         let slot = self.slab.get(id);
         (!F::ANY || slot.kind <= TCP_DATA)
-            && slot.hop as usize + 1 == self.sources[slot.source as usize].path.len()
+            // SAFETY: `slot.source as usize` is a source's index (see `element`).
+            && slot.hop as usize + 1 == unsafe { element(&self.sources, slot.source as usize) }.path.len()
     }
 
     /// `packet` has crossed its current link: on to the next one, or delivered.
@@ -2174,7 +2344,8 @@ impl<'s> Engine<'s> {
         let slot = self.slab.get(packet.id);
         slot.hop += 1;
         let hop = slot.hop as usize;
-        let source = &self.sources[slot.source as usize];
+        // SAFETY: `slot.source as usize` is a source's index (see `element`).
+        let source = unsafe { element(&self.sources, slot.source as usize) };
         // Data first: one comparison on the common path.
         let next = if !F::ANY || slot.kind <= TCP_DATA {
             source.path.hop(hop)
@@ -2192,15 +2363,17 @@ impl<'s> Engine<'s> {
         if let Some(next) = next {
             self.arrive::<F>(next, packet);
         } else {
-            self.deliver::<F>(packet, self.now);
+            self.deliver::<F>(packet.id, packet.size, self.now);
         }
     }
 
-    /// `packet` reaches its destination at `now` (the current time, or a time after it when
-    /// delivered at its last transmission end, see [`Engine::sink`]).
+    /// Packet `id` (`size` bytes) reaches its destination at `now` (the current time, or a
+    /// time after it when delivered at its last transmission end, see [`Engine::sink`]). It
+    /// takes the packet's two fields it reads, not the packet: at the sink's transmission end
+    /// the packet is then never copied out of the link.
     #[inline(always)]
-    fn deliver<F: PathFeatures>(&mut self, packet: Packet, now: TimeNs) {
-        let slot = self.slab.remove(packet.id);
+    fn deliver<F: PathFeatures>(&mut self, id: u64, size: u32, now: TimeNs) {
+        let slot = self.slab.remove(id);
         let s = slot.source as usize;
         if F::ANY && slot.kind == TCP_ACK {
             let ack = self.sources[s]
@@ -2232,25 +2405,28 @@ impl<'s> Engine<'s> {
         if now >= self.bin_end {
             self.next_bin(now);
         }
-        let source = &mut self.sources[s];
+        // SAFETY: `s` is a source's index (see `element`).
+        let source = unsafe { element_mut(&mut self.sources, s) };
         if source.bin_packets == 0 {
             self.bin_touched.push(s as u32);
         }
         source.bin_packets += 1;
-        source.bin_bytes += packet.size as u64;
+        source.bin_bytes += size as u64;
         if slot.measured {
             let delay = now - slot.entry;
             if F::PREFETCH && self.prefetching {
-                self.flows[s].on_received_except_histogram(packet.size, now, delay);
+                // SAFETY: `s` is a source's index (see `element`).
+                unsafe { element_mut(&mut self.flows, s) }.on_received_except_histogram(size, now, delay);
                 self.defer_delay(s, delay);
             } else {
-                self.flows[s].on_received(packet.size, now, delay);
+                // SAFETY: `s` is a source's index (see `element`).
+                unsafe { element_mut(&mut self.flows, s) }.on_received(size, now, delay);
             }
-            let c = self.class_slot(slot.class);
             if F::ANY && self.live_classes {
-                self.classes[c].1.on_received(packet.size, now, delay);
+                let c = self.class_slot(slot.class);
+                self.classes[c].1.on_received(size, now, delay);
             } else {
-                self.class_jitter[c].1.on_received(now, delay);
+                self.class_jitter_mut(slot.class).on_received(now, delay);
             }
             if F::ANY && self.echoes && slot.kind == OPEN_LOOP {
                 self.echo(s, &slot);
@@ -2268,10 +2444,14 @@ impl<'s> Engine<'s> {
     /// waiting.
     #[inline(always)]
     fn defer_delay(&mut self, s: usize, delay: u64) {
-        self.flows[s].delay.prefetch(delay);
+        // SAFETY: `s` is a source's index (see `element`).
+        unsafe { element(&self.flows, s) }.delay.prefetch(delay);
         if self.deferred_delays.len() == DEFERRED_DELAYS {
             if let Some((oldest, value)) = self.deferred_delays.pop_front() {
-                self.flows[oldest as usize].delay.record(value);
+                // SAFETY: `oldest` is a source's index (see `element`).
+                unsafe { element_mut(&mut self.flows, oldest as usize) }
+                    .delay
+                    .record(value);
             }
         }
         self.deferred_delays.push_back((s as u32, delay));
@@ -2870,6 +3050,48 @@ fn run_replication_shortcuts(
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    /// A [`Scenario`](crate::scenario::Scenario) built or changed in code, whose paths the
+    /// loader has not seen, is refused with an error naming the source and the key when a
+    /// path is empty or names a link that does not exist (the engine reads links by these
+    /// indices without bounds checks), and runs when they are right.
+    #[test]
+    fn a_scenario_built_in_code_with_a_bad_path_is_refused() {
+        let text = "[run]\nduration = \"10ms\"\nseed = 1\nbin = \"5ms\"\n\
+                    [[link]]\nname = \"l0\"\nrate = \"10Mbit\"\nscheduler = { kind = \"fifo\" }\n\
+                    [[source]]\nname = \"a\"\nflow = 0\npath = [\"l0\"]\n\
+                    arrivals = { model = \"poisson\", rate_pps = 1000 }\n\
+                    size = { dist = \"constant\", size = 500 }\n";
+        let loaded = crate::validate_scenario_text(text, Path::new(".")).unwrap();
+        assert!(super::run_replication(&loaded, 0).unwrap().packets > 0);
+        let refused = |change: &dyn Fn(&mut crate::scenario::Scenario)| {
+            let mut scenario = loaded.clone();
+            change(&mut scenario);
+            match super::run_replication(&scenario, 0) {
+                Ok(_) => panic!("the changed scenario ran"),
+                Err(error) => error.to_string(),
+            }
+        };
+        let empty = refused(&|scenario| scenario.sources[0].path.clear());
+        assert!(
+            empty.contains("sources[0] (a).path") && empty.contains("at least one link"),
+            "{empty}"
+        );
+        let no_links = refused(&|scenario| scenario.links.clear());
+        assert!(
+            no_links.contains("sources[0] (a).path") && no_links.contains("link index 0"),
+            "{no_links}"
+        );
+        let unknown = refused(&|scenario| scenario.sources[0].path.push(7));
+        assert!(
+            unknown.contains("[0, 7]") && unknown.contains("not one of the scenario's 1 links"),
+            "{unknown}"
+        );
+        let echo = refused(&|scenario| {
+            scenario.sources[0].echo = Some(crate::scenario::AckReturn::Path(vec![3]));
+        });
+        assert!(echo.contains("sources[0] (a).ack_path"), "{echo}");
+    }
 
     /// One `[[source]]` of the random test networks: flow `flow` over `path` (quoted link
     /// names, comma-separated), arrivals by `model` (0 Poisson, 1 CBR, otherwise on-off at

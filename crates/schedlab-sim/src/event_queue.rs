@@ -833,14 +833,21 @@ impl SourceTree {
         keys[source & (leaves - 1)] = key;
         let mut node = leaves + (source & (leaves - 1));
         let mut best = source as u32 & (leaves as u32 - 1);
+        // The best key so far is carried along, not read again from `keys[best]`: each
+        // level's sibling and its key depend only on the path (not on the matches below), so
+        // the processor loads them all at once, and the chain from one match to the next is
+        // a compare and two selects, without a load whose address waits for the match.
+        let mut best_key = key;
         for _ in 0..LEVELS {
             let sibling = winner[node ^ 1] & (leaves as u32 - 1);
-            let take = keys[sibling as usize] < keys[best as usize];
+            let sibling_key = keys[sibling as usize];
+            let take = sibling_key < best_key;
             best = if take { sibling } else { best };
+            best_key = if take { sibling_key } else { best_key };
             node /= 2;
             winner[node] = best;
         }
-        self.earliest = (best as usize, keys[best as usize]);
+        self.earliest = (best as usize, best_key);
     }
 
     /// [`SourceTree::set_key`] for any tree, by a loop over its levels.
