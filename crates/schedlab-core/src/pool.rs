@@ -368,6 +368,24 @@ impl<T: Copy> PooledLists<T> {
         unsafe { self.pool.pop_front::<true, _>(ends, |value| (*value, true)) }
     }
 
+    /// [`PooledLists::pop_front_own`] of a list that is not empty (panics if it is): the value
+    /// itself rather than an `Option` of it, so that a caller that knows the list is not empty
+    /// does not test the `Option`'s discriminant again (a `Packet`'s `None` is a niche of one of
+    /// its fields, which the compiler cannot rule out in a value loaded from a node).
+    ///
+    /// # Safety
+    /// As for [`PooledLists::push_back_own`].
+    #[inline(always)]
+    pub unsafe fn pop_front_filled_own(&mut self, ends: &mut ListEnds) -> T {
+        let index = ends.head;
+        assert!(index != NIL, "pop_front_filled_own of an empty list");
+        // SAFETY: the caller's contract is `OWN`'s; the head is a node of this pool.
+        let value = unsafe { self.pool.node_at::<true>(index) }.value;
+        // SAFETY: the same contract; the list is not empty.
+        unsafe { self.pool.release_head::<true>(ends) };
+        value
+    }
+
     /// Removes the last value of the list `ends`.
     #[inline]
     pub fn pop_back(&mut self, ends: &mut ListEnds) -> Option<T> {

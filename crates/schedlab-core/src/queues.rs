@@ -319,6 +319,42 @@ impl FlowQueues {
         Some((packet, emptied))
     }
 
+    /// [`FlowQueues::pop_sent_emptied`] of a flow known to be backlogged (a scheduler's
+    /// selected flow; panics if it has nothing queued): the packet itself rather than an
+    /// `Option`, which the caller would test again (see [`PooledLists::pop_front_filled_own`]).
+    #[inline(always)]
+    pub fn pop_sent_backlogged(&mut self, flow: FlowId) -> (Packet, bool) {
+        let ends = &mut self.ends[flow as usize];
+        // SAFETY: `ends` holds lists of `pool` only (see the field).
+        let packet = unsafe { self.pool.pop_front_filled_own(ends) };
+        let emptied = ends.is_empty();
+        self.counters.record_sent(&packet);
+        (packet, emptied)
+    }
+
+    /// Offers the head packet of `flow` (`None` if it has nothing queued) to `send`; if it is
+    /// there and `send` says so, removes it, records it as sent and returns it with whether
+    /// that emptied the queue. One look-up of the flow's list for the peek and the pop.
+    #[inline(always)]
+    pub fn pop_sent_if(
+        &mut self,
+        flow: FlowId,
+        send: impl FnOnce(Option<&Packet>) -> bool,
+    ) -> Option<(Packet, bool)> {
+        let Some(ends) = self.ends.get_mut(flow as usize) else {
+            send(None);
+            return None;
+        };
+        if !send(self.pool.front(ends)) || ends.is_empty() {
+            return None;
+        }
+        // SAFETY: `ends` holds lists of `pool` only (see the field).
+        let packet = unsafe { self.pool.pop_front_filled_own(ends) };
+        let emptied = ends.is_empty();
+        self.counters.record_sent(&packet);
+        Some((packet, emptied))
+    }
+
     /// Removes and returns the head packet of `flow`, recording it as dropped for `reason`.
     pub fn pop_dropped(
         &mut self,

@@ -7,9 +7,11 @@
 //! Paper name → code:
 //! * `Quantum_i` → [`DeficitFlow::quantum`] (bytes), `DeficitCounter_i` → [`DeficitFlow::deficit`];
 //! * `ActiveList` → `active` ([`ActiveList`], head is served next);
-//! * "add Quantum_i when the flow reaches the head of the ActiveList" →
-//!   [`DeficitFlows::step`]; "if queue empty: DeficitCounter_i = 0, remove from ActiveList"
-//!   → [`DeficitFlows::send_from`].
+//! * the dequeue loop → [`DeficitFlows::select_send`] (one pass: select the flow whose head
+//!   packet fits, send it); "add Quantum_i when the flow reaches the head of the ActiveList"
+//!   → its visit step (as in [`DeficitFlows::step`], which `peek` uses through
+//!   [`DeficitFlows::select`]); "if queue empty: DeficitCounter_i = 0, remove from
+//!   ActiveList" → its send (as [`DeficitFlows::send_from`]).
 //!
 //! Invariants: a flow is on the active list iff its queue is non-empty (a flow emptied by a
 //! push-out is removed lazily when it reaches the head); a flow's deficit is below its largest
@@ -129,8 +131,8 @@ impl Scheduler for Drr {
 
     #[inline]
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
-        let flow = self.select()?;
-        Some(self.flows.send_from(flow, &mut self.active).0)
+        let (_, packet, _) = self.flows.select_send(&mut self.active, |_, _| {}, |_, _| {})?;
+        Some(packet)
     }
 
     fn peek(&mut self, _now: TimeNs) -> Option<Packet> {
@@ -224,6 +226,43 @@ mod tests {
             let limit = testkit::byte_limit(8000, lqd);
             let mut s = drr(&[(1, 300), (2, 1500), (3, 4000)], limit);
             testkit::check_invariants(&mut s, &trace, true)?;
+        }
+
+        /// DRR's dequeue (`DeficitFlows::select_send`, one pass) against `select` then
+        /// `send_from`: two schedulers fed the same arrivals, with 0–2 dequeues after each,
+        /// under a small buffer (longest-queue drop pushes whole queues out, so flows also
+        /// leave lazily): the same packets, drops, deficits and list membership throughout.
+        #[test]
+        fn one_pass_dequeue_as_select_then_send(trace in testkit::arb_trace(5, 300), pattern in proptest::collection::vec(0usize..3, 1..50), lqd in proptest::bool::ANY) {
+            let limit = testkit::byte_limit(4000, lqd);
+            let mut one_pass = drr(&[(1, 300), (2, 1500), (3, 4000)], limit);
+            let mut reference = one_pass.clone();
+            let (mut one_pass_drops, mut reference_drops) = (Vec::new(), Vec::new());
+            let reference_dequeue = |s: &mut Drr| {
+                let flow = s.select()?;
+                Some(s.flows.send_from(flow, &mut s.active).0)
+            };
+            for (k, packet) in trace.iter().enumerate() {
+                one_pass.enqueue(*packet, 0, &mut one_pass_drops);
+                reference.enqueue(*packet, 0, &mut reference_drops);
+                for _ in 0..pattern[k % pattern.len()] {
+                    let sent = one_pass.dequeue(0, &mut one_pass_drops);
+                    proptest::prop_assert_eq!(sent, reference_dequeue(&mut reference));
+                }
+                proptest::prop_assert_eq!(&one_pass_drops, &reference_drops);
+                for flow in 0..5 {
+                    proptest::prop_assert_eq!(one_pass.flow(flow), reference.flow(flow));
+                }
+                proptest::prop_assert_eq!(one_pass.active.front(), reference.active.front());
+                proptest::prop_assert_eq!(one_pass.active.len(), reference.active.len());
+            }
+            loop {
+                let sent = one_pass.dequeue(0, &mut one_pass_drops);
+                proptest::prop_assert_eq!(sent, reference_dequeue(&mut reference));
+                if sent.is_none() {
+                    break;
+                }
+            }
         }
 
         /// S–V lemma 2 on two backlogged flows with random quanta and packet sizes: after any
