@@ -80,13 +80,24 @@ pub struct ActiveList {
 }
 
 impl ActiveList {
-    /// The flow at ring position `position` (taken modulo the ring's length).
+    /// The index in `ring` of position `position` (taken modulo the ring's length, a power of
+    /// two): below `ring.len()` if the ring is not empty.
     #[inline(always)]
-    fn at(&mut self, position: usize) -> &mut FlowId {
+    fn index(&self, position: usize) -> usize {
         debug_assert!(self.ring.len().is_power_of_two());
-        let index = position & (self.ring.len() - 1);
-        // SAFETY: the ring is not empty (callers hold a flow, so `ring.len() >= len >= 1`, or
-        // just grew it) and its length is a power of two, so `index < ring.len()`.
+        position & self.ring.len().wrapping_sub(1)
+    }
+
+    /// The flow at ring position `position` (taken modulo the ring's length).
+    ///
+    /// # Safety
+    /// The ring is not empty (callers hold a flow, so `ring.len() >= len >= 1`, or have just
+    /// grown it).
+    #[inline(always)]
+    unsafe fn at(&mut self, position: usize) -> &mut FlowId {
+        let index = self.index(position);
+        // SAFETY: the ring is not empty (the caller's contract) and its length is a power of
+        // two, so `index < ring.len()`.
         unsafe { self.ring.get_unchecked_mut(index) }
     }
 
@@ -96,10 +107,9 @@ impl ActiveList {
         if self.len == 0 {
             return None;
         }
-        let index = self.head & (self.ring.len() - 1);
         // SAFETY: `len >= 1`, so the ring is not empty and, its length being a power of two,
-        // `index < ring.len()`.
-        Some(unsafe { *self.ring.get_unchecked(index) })
+        // the index is below `ring.len()`.
+        Some(unsafe { *self.ring.get_unchecked(self.index(self.head)) })
     }
 
     /// Flows on the list.
@@ -125,7 +135,8 @@ impl ActiveList {
         if self.len == self.ring.len() {
             self.grow();
         }
-        *self.at(self.head.wrapping_add(self.len)) = flow;
+        // SAFETY: the ring has room for one more flow (it just grew if it was full).
+        *unsafe { self.at(self.head.wrapping_add(self.len)) } = flow;
         self.len += 1;
     }
 
@@ -136,7 +147,8 @@ impl ActiveList {
         let capacity = (self.ring.len() * 2).max(8);
         let mut ring = Vec::with_capacity(capacity);
         for offset in 0..self.len {
-            ring.push(*self.at(self.head.wrapping_add(offset)));
+            // SAFETY: `offset < len`, so the ring holds at least one flow.
+            ring.push(*unsafe { self.at(self.head.wrapping_add(offset)) });
         }
         ring.resize(capacity, 0);
         self.ring = ring.into_boxed_slice();
@@ -145,19 +157,24 @@ impl ActiveList {
 
     /// Ends the head's visit and moves it to the tail.
     ///
-    /// With a compiler fence (no instruction; the compiler must assume that memory may change
-    /// there): in a discipline's selection loop, it keeps the compiler from hoisting the lists'
-    /// and queues' fields out of the loop and spilling them to the stack before every
-    /// selection (DRR++'s `select`: 406 instructions a packet at 1,024 flows without it, 352
-    /// with it, 359 with a `VecDeque`, whose growth call had that effect).
+    /// With a compiler fence, a code-generation hint only: it emits no instruction, and
+    /// correctness does not depend on it (in the language it orders memory only against
+    /// atomics and signal handlers). As LLVM compiles it today, it keeps the lists' and queues'
+    /// fields from being hoisted out of a discipline's selection loop and spilled to the stack
+    /// before every selection (DRR++'s `select` at 1,024 flows: 406 instructions a step with
+    /// the ring and no fence, 359 with the `VecDeque`, whose growth call had that effect; with
+    /// the fence and `pop_sent_backlogged`, 352). Recheck those counts when the toolchain
+    /// changes.
     #[inline]
     pub fn rotate(&mut self) {
         std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
         if self.len != 0 {
             // When the ring is full the tail's place is the head's: the store rewrites the
             // head, and only the head position moves.
-            let flow = *self.at(self.head);
-            *self.at(self.head.wrapping_add(self.len)) = flow;
+            // SAFETY: `len != 0`, so the ring is not empty.
+            let flow = *unsafe { self.at(self.head) };
+            // SAFETY: as above.
+            *unsafe { self.at(self.head.wrapping_add(self.len)) } = flow;
             self.head = self.head.wrapping_add(1);
         }
         self.visiting = false;
@@ -368,11 +385,7 @@ impl<P, X: Default> DeficitFlows<P, X> {
                 }
             });
             if let Some((packet, emptied)) = sent {
-                if emptied {
-                    Self::leave_with(state, list);
-                } else {
-                    state.deficit -= packet.size as i64;
-                }
+                Self::charge_or_leave(state, list, packet.size, emptied);
                 return Some((flow, packet, emptied));
             }
             if left {
@@ -386,7 +399,10 @@ impl<P, X: Default> DeficitFlows<P, X> {
     }
 
     /// DRR's selection on `list`: steps until the head may send its head packet, rotating
-    /// flows whose head does not fit (after `on_short`); returns that flow.
+    /// flows whose head does not fit (after `on_short`); returns that flow. Its visit logic
+    /// (credit, fit, leave, rotate) is also [`DeficitFlows::select_send`]'s, written out there
+    /// to look the flow up once: the two must change together (the proptest
+    /// `one_pass_dequeue_as_select_then_send` in `drr.rs` compares them).
     #[inline]
     pub fn select(
         &mut self,
@@ -428,15 +444,21 @@ impl<P, X: Default> DeficitFlows<P, X> {
     #[inline(always)]
     pub fn send_from(&mut self, flow: FlowId, list: &mut ActiveList) -> (Packet, bool) {
         let (packet, emptied) = self.queues.pop_sent_backlogged(flow);
-        // One look-up of the flow's state: an emptied flow leaves with deficit 0 (what the
-        // charge would have left does not matter), else the packet is charged.
         let state = self.state(flow);
+        Self::charge_or_leave(state, list, packet.size, emptied);
+        (packet, emptied)
+    }
+
+    /// Figure 3 after a head packet of `size` bytes was sent from `list`'s head flow, whose
+    /// state is `state`: an emptied flow leaves the list with deficit 0 (what the charge
+    /// would have left does not matter), else the packet is charged to its deficit.
+    #[inline(always)]
+    fn charge_or_leave(state: &mut DeficitFlow<X>, list: &mut ActiveList, size: u32, emptied: bool) {
         if emptied {
             Self::leave_with(state, list);
         } else {
-            state.deficit -= packet.size as i64;
+            state.deficit -= size as i64;
         }
-        (packet, emptied)
     }
 }
 

@@ -82,7 +82,7 @@ pub const BUCKET_WALK_LIMIT: usize = 8;
 pub const MAX_DAY_SHIFT: u32 = 127 - BUCKETS.trailing_zeros();
 /// `log2` of [`BUCKETS`]: a node's bucket field holds its calendar's member number above them.
 const BUCKET_BITS: u32 = BUCKETS.trailing_zeros();
-/// Calendars that may share one [`CalendarNodes`] table (member numbers below this; the
+/// Calendars that may share one `CalendarNodes` table (member numbers below this; the
 /// bucket field of a node in none of them, `NIL`, shifted by `BUCKET_BITS` is not one).
 pub const MEMBERS: u32 = NIL >> BUCKET_BITS;
 /// Bitmap words.
@@ -119,19 +119,18 @@ pub const DISCIPLINES: [(&str, u64, u64); 5] = [
 /// How many tag calendars (bucket arrays) a scheduler of discipline `id` holds
 /// ([`DISCIPLINES`]; 0 for the others).
 pub fn calendars_of(id: &str) -> u64 {
-    DISCIPLINES
-        .iter()
-        .find(|(user, ..)| *user == id)
-        .map_or(0, |&(_, calendars, _)| calendars)
+    user(id).map_or(0, |&(_, calendars, _)| calendars)
+}
+
+/// The entry of discipline `id` in [`DISCIPLINES`], if it uses calendars.
+fn user(id: &str) -> Option<&'static (&'static str, u64, u64)> {
+    DISCIPLINES.iter().find(|(user, ..)| *user == id)
 }
 
 /// How many calendar node tables (a node per id each) a scheduler of discipline `id` holds
 /// ([`DISCIPLINES`]; 0 for the others).
 pub fn node_tables_of(id: &str) -> u64 {
-    DISCIPLINES
-        .iter()
-        .find(|(user, ..)| *user == id)
-        .map_or(0, |&(.., node_tables)| node_tables)
+    user(id).map_or(0, |&(.., node_tables)| node_tables)
 }
 
 /// One id's entry and links, one cache line (36 bytes unaligned, 48 at `u128` alignment,
@@ -207,8 +206,13 @@ pub struct TagCalendar {
 /// id in one of them at a time needs one node, not one in each (WF2Q+'s eligible and
 /// ineligible sets: a flow moving from one to the other writes the node line the pop has just
 /// read). Each node names the calendar holding its id (its member number), if any.
+///
+/// Crate-private, as [`SharedTagCalendar`]: the calendars read nodes without bounds checks,
+/// which is sound only if every calendar is always given the same table and no two calendars
+/// on one table have the same `MEMBER` (conditions the owner keeps; a safe public API could
+/// not promise them).
 #[derive(Clone, Debug, Default)]
-pub struct CalendarNodes {
+pub(crate) struct CalendarNodes {
     nodes: Vec<Node>,
 }
 
@@ -235,7 +239,9 @@ impl CalendarNodes {
     /// entry in a calendar of this table (or in its overflow heap) has a node, since
     /// [`SharedTagCalendar::push_with`] grows the table before filing it and nodes are never
     /// removed; so do the ids in the bucket lists and in the nodes' links, which only
-    /// [`SharedTagCalendar::link`] writes.
+    /// [`SharedTagCalendar::link`] writes. It holds if each calendar is only ever given this
+    /// table (a calendar's ids are nodes of the table it pushed them into) and the calendars
+    /// sharing it have distinct `MEMBER`s (a calendar reads only the nodes marked with its own).
     #[inline(always)]
     fn node(&self, id: u32) -> &Node {
         debug_assert!((id as usize) < self.nodes.len(), "id {id} has no node");
@@ -258,7 +264,7 @@ impl CalendarNodes {
 /// sharing a table apart: it is stored in the bits of a node's bucket field above the bucket
 /// (a constant, so that linking a node costs no more than with a table of its own).
 #[derive(Clone, Debug)]
-pub struct SharedTagCalendar<const MEMBER: u32 = 0> {
+pub(crate) struct SharedTagCalendar<const MEMBER: u32 = 0> {
     /// The buckets, allocated on the first push.
     buckets: Option<Box<Buckets>>,
     summary: [u64; SUMMARY_WORDS],
@@ -311,7 +317,7 @@ impl TagCalendar {
     }
 
     /// An empty calendar whose day is `2^day_shift` raw units (see
-    /// [`SharedTagCalendar::with_day_shift`]).
+    /// `SharedTagCalendar::with_day_shift`).
     pub fn with_day_shift(day_shift: u32) -> TagCalendar {
         TagCalendar {
             nodes: CalendarNodes::new(),
@@ -354,13 +360,13 @@ impl TagCalendar {
         self.calendar.peek(&self.nodes)
     }
 
-    /// The least entry's id (see [`SharedTagCalendar::peek_id`]).
+    /// The least entry's id (see `SharedTagCalendar::peek_id`).
     #[inline(always)]
     pub fn peek_id(&self) -> Option<u32> {
         self.calendar.peek_id(&self.nodes)
     }
 
-    /// The least entry's key (see [`SharedTagCalendar::peek_id`]).
+    /// The least entry's key (see `SharedTagCalendar::peek_id`).
     #[inline(always)]
     pub fn peek_key(&self) -> Option<VirtualTime> {
         self.calendar.peek_key(&self.nodes)
@@ -379,14 +385,14 @@ impl TagCalendar {
     }
 
     /// Adds `id` (which must have no entry) with `key`, `seq` and `aux` (see
-    /// [`SharedTagCalendar::push_with`]).
+    /// `SharedTagCalendar::push_with`).
     #[inline(always)]
     pub fn push_with(&mut self, id: u32, key: VirtualTime, seq: u64, aux: u32) {
         self.calendar.push_with(&mut self.nodes, id, key, seq, aux);
     }
 
     /// Takes the least entry out, then files its id again with the `(key, seq, aux)` that
-    /// `next` returns for it (see [`SharedTagCalendar::pop_then`]); returns that entry.
+    /// `next` returns for it (see `SharedTagCalendar::pop_then`); returns that entry.
     #[inline]
     pub fn pop_then(
         &mut self,
@@ -407,27 +413,27 @@ impl TagCalendar {
         self.calendar.remove(&mut self.nodes, id)
     }
 
-    /// Removes and returns the least entry (see [`SharedTagCalendar::pop`]).
+    /// Removes and returns the least entry (see `SharedTagCalendar::pop`).
     #[inline]
     pub fn pop(&mut self) -> Option<Entry<VirtualTime>> {
         self.calendar.pop(&mut self.nodes)
     }
 
     /// Removes and returns the least entry; later keys are expected from `floor` on (see
-    /// [`SharedTagCalendar::pop_with_floor`]).
+    /// `SharedTagCalendar::pop_with_floor`).
     #[inline]
     pub fn pop_with_floor(&mut self, floor: VirtualTime) -> Option<Entry<VirtualTime>> {
         self.calendar.pop_with_floor(&mut self.nodes, floor)
     }
 
     /// Removes and returns the least entry if its key is at most `limit` (see
-    /// [`SharedTagCalendar::pop_at_most`]).
+    /// `SharedTagCalendar::pop_at_most`).
     #[inline(always)]
     pub fn pop_at_most(&mut self, limit: VirtualTime) -> Option<Entry<VirtualTime>> {
         self.calendar.pop_at_most(&mut self.nodes, limit)
     }
 
-    /// The entries worth prefetching for (see [`SharedTagCalendar::upcoming`]).
+    /// The entries worth prefetching for (see `SharedTagCalendar::upcoming`).
     #[inline(always)]
     pub fn upcoming(&self) -> [Option<(u32, u32)>; 2] {
         self.calendar.upcoming(&self.nodes)

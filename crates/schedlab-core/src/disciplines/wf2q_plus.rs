@@ -38,7 +38,8 @@
 //! `place` names and with the flow's `entry_seq` (the heaps delete lazily: other entries of a
 //! flow are stale and skipped, see [`crate::indexed_heap::LazyVirtualTimeHeap`]; the
 //! calendars hold live entries only);
-//! whenever a flow is backlogged some flow is eligible after [`Wf2qPlus::dequeue`]'s V update;
+//! whenever a flow is backlogged some flow has S ≤ V after the V update of `Wf2qPlus::select`
+//! (V = max(V, min S) when no flow has);
 //! `weight_sum` = Σ weight over the backlogged flows and the *lingering* ones (idle, F > V).
 //!
 //! Guarantee (Bennett–Zhang): the same delay bound as WFQ and a worst-case fair index of one
@@ -134,6 +135,10 @@ pub struct Wf2qPlusFlow {
     /// The packets behind the head (in `Wf2qPlus::behind`), in queue order: the packet queue
     /// without its head.
     behind: ListEnds,
+    /// The head was tagged when the flow's previous packet was sent (S = that packet's F),
+    /// not on arrival at an empty queue (S = max(F, V), the F before it kept in
+    /// `Wf2qPlus::finish_before_head`): a push-out of the head restores F = S.
+    head_tagged_at_service: bool,
 }
 
 // The hot per-flow state fills exactly one cache line.
@@ -639,7 +644,13 @@ impl Wf2qPlus {
         if self.behind.pop_back(&mut state.behind).is_some() {
             return; // the head stays
         }
-        state.finish = self.finish_before_head[flow as usize];
+        // F before the head: the last sent packet's (S of a head tagged at its service), or
+        // the one kept when the head arrived at an empty queue.
+        if !state.head_tagged_at_service {
+            state.finish = self.finish_before_head[flow as usize];
+        } else {
+            state.finish = state.start;
+        }
         state.start = state.finish;
         let previous = state.place;
         self.retire(flow);
@@ -766,6 +777,7 @@ impl Scheduler for Wf2qPlus {
         }
         // S = max(F, V);  F = S + L/w
         self.finish_before_head[flow as usize] = state.finish;
+        state.head_tagged_at_service = false;
         state.start = state.finish.max(self.virtual_time);
         state.finish = state
             .start
@@ -795,6 +807,7 @@ impl Scheduler for Wf2qPlus {
         match self.behind.pop_front(&mut state.behind) {
             Some(head) => {
                 // New head of a backlogged flow: S = F;  F = S + L/w
+                state.head_tagged_at_service = true;
                 state.finish = state
                     .start
                     .saturating_add(VirtualTime::ratio_ceil(head.size as u64, state.weight as u64));
@@ -939,9 +952,11 @@ mod tests {
     /// * Dequeue 1: both eligible, least F: flow 1 (200). V = 600/4 = 150. Flow 1 is empty but
     ///   lingers (F = 200 > V).
     /// * Dequeue 2: flow 0 (F = 300). V = 150 + 300/4 = 225 (flow 1 still counted). Flow 0's
-    ///   next packet: S = 300, F = 600; S > V, so it waits in `ineligible`.
-    /// * Dequeue 3: flow 1 stopped lingering at V = 225 ≥ 200: Σw = 1. Nothing is eligible,
-    ///   so V = max(225, 300) = 300 and flow 0 goes; V = 300 + 300 = 600.
+    ///   next packet: S = 300, F = 600; S > V, but its L/w (300) is at least S − V (75), so
+    ///   it is filed back in `eligible` by F.
+    /// * Dequeue 3: flow 1 stopped lingering at V = 225 ≥ 200: Σw = 1. The choice moves flow 0
+    ///   (S > V) to `ineligible`; nothing is eligible, so V = max(225, 300) = 300 and flow 0
+    ///   goes; V = 300 + 300 = 600.
     #[test]
     fn tags_eligibility_and_lingering_by_hand() {
         let mut s = wf2q_plus(&[(0, 1), (1, 3)], BufferLimit::UNLIMITED);
@@ -965,7 +980,8 @@ mod tests {
             (v(300), v(600))
         );
         // Not eligible (S = 300 > V = 225): filed back by its finish tag all the same, as its
-        // L/w (300) is at least S − V (75); the next choice passes it over.
+        // L/w (300) is at least S − V (75); the next choice moves it to `ineligible`, finds
+        // nothing eligible, sets V = S = 300 and serves this flow's next packet.
         assert!(s.flow(0).unwrap().start > s.virtual_time());
         assert_eq!(s.flow(0).unwrap().place, Place::Eligible);
         assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 1);
@@ -1012,6 +1028,39 @@ mod tests {
         assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 1);
         assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 2);
         assert!(s.dequeue(0, &mut drops).is_none());
+    }
+
+    /// A pushed-out head that was tagged when the flow's previous packet was sent restores
+    /// that packet's finish tag (not the one from before the backlog's first head): the flow
+    /// lingers in Σweight until V reaches it, and its next packet starts there.
+    #[test]
+    fn push_out_of_a_head_tagged_at_a_service_restores_the_sent_packets_finish_tag() {
+        let limit = BufferLimit {
+            packets: Some(2),
+            policy: DropPolicy::LongestQueueDrop,
+            ..BufferLimit::UNLIMITED
+        };
+        let mut s = wf2q_plus(&[(0, 1), (1, 1000)], limit);
+        let mut drops = Vec::new();
+        s.enqueue(Packet::new(0, 1, 100, 0), 0, &mut drops); // S = 0, F = 0.1
+        s.enqueue(Packet::new(1, 0, 100, 0), 0, &mut drops); // S = 0, F = 100
+        assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 0); // V = 100/1001
+        s.enqueue(Packet::new(2, 0, 100, 0), 0, &mut drops); // behind flow 0's head
+        assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 1); // F = 100 sent; head 2: S = 100, F = 200
+        s.enqueue(Packet::new(3, 1, 100, 0), 0, &mut drops);
+        // The buffer is full: flow 0's queue is the longest weighted one, its head (2) goes.
+        s.enqueue(Packet::new(4, 1, 100, 0), 0, &mut drops);
+        assert_eq!(drops.iter().map(|d| d.packet.id).collect::<Vec<_>>(), vec![2]);
+        let state = s.flow(0).unwrap();
+        assert_eq!(
+            (state.start, state.finish, state.place),
+            (v(100), v(100), Place::Lingering)
+        );
+        assert_eq!(s.weight_sum(), 1001);
+        assert_eq!(s.dequeue(0, &mut drops).unwrap().id, 3);
+        s.enqueue(Packet::new(5, 0, 100, 0), 0, &mut drops);
+        let state = s.flow(0).unwrap();
+        assert_eq!((state.start, state.finish), (v(100), v(200)));
     }
 
     /// The bookkeeping the lazy heaps rely on: every flow that is not idle has exactly one live
