@@ -1030,6 +1030,44 @@ mod tests {
         assert!(s.dequeue(0, &mut drops).is_none());
     }
 
+    /// The memory estimate's count of WF2Q+'s calendars and node tables
+    /// ([`crate::tag_calendar::DISCIPLINES`]) is what a scheduler holds: with flows in both
+    /// sets, two bucket arrays and one node table of a node per id.
+    #[test]
+    fn calendars_and_node_tables_are_what_the_estimate_counts() {
+        use crate::tag_calendar::{calendars_of, node_tables_of, BUCKET_ARRAY_BYTES, NODE_BYTES};
+        let weights: Vec<(FlowId, u32)> = (0..100).map(|flow| (flow, 1 + flow % 7)).collect();
+        let mut s = wf2q_plus(&weights, BufferLimit::UNLIMITED);
+        let mut drops = Vec::new();
+        let mut id = 0;
+        for round in 0..3 {
+            for &(flow, _) in &weights {
+                s.enqueue(
+                    Packet::new(id, flow, 100 + 13 * ((flow + round) % 90), 0),
+                    0,
+                    &mut drops,
+                );
+                id += 1;
+            }
+        }
+        for _ in 0..150 {
+            s.dequeue(0, &mut drops).unwrap();
+        }
+        let in_sets = |place| s.flows.iter().filter(|state| state.place == place).count();
+        assert!(in_sets(Place::Eligible) > 0 && in_sets(Place::Ineligible) > 0);
+        let buckets = s.eligible.calendar.allocated_bytes() + s.ineligible.calendar.allocated_bytes();
+        assert_eq!(
+            buckets as u64,
+            calendars_of("wf2q_plus") * BUCKET_ARRAY_BYTES as u64
+        );
+        let nodes = s.calendar_nodes.allocated_bytes();
+        assert!(
+            (100 * NODE_BYTES..200 * NODE_BYTES).contains(&nodes),
+            "{nodes} bytes of nodes"
+        );
+        assert_eq!(node_tables_of("wf2q_plus"), 1, "one table for both sets");
+    }
+
     /// A pushed-out head that was tagged when the flow's previous packet was sent restores
     /// that packet's finish tag (not the one from before the backlog's first head): the flow
     /// lingers in Σweight until V reaches it, and its next packet starts there.
