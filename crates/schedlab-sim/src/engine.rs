@@ -1754,84 +1754,93 @@ impl<'s> Engine<'s> {
                 }
             };
             self.prefetch_next_source::<F>(source, next_packet);
-            self.top_pending = true;
-            let time = event.time();
-            self.now = time;
-            self.events += 1;
-            let index = (event.tag & INDEX_MASK) as usize;
-            match event.tag >> KIND_SHIFT {
-                TX_END => self.transmission_end::<F>(index),
-                PROPAGATED => self.propagated_from_heap::<F>(index),
-                DECIDE => {
-                    if self.links[index].decision_seq == event.seq() {
-                        self.decide::<F>(index, time);
-                    }
-                }
-                TICK => {
-                    let pool = &self.transit;
-                    for (link, hop) in self.links.iter_mut().zip(&self.hops) {
-                        let s = link.snapshot(time, hop, pool);
-                        link.series.push(s);
-                        let busy = link
-                            .class_snapshot(time, hop, pool)
-                            .iter()
-                            .map(|c| c.busy)
-                            .collect();
-                        link.class_busy_series.push(busy);
-                    }
-                    for source in &mut self.sources {
-                        if let Some(tcp) = source.tcp.as_mut() {
-                            let sender = &tcp.connection.sender;
-                            tcp.series.push(TcpSample {
-                                time,
-                                cwnd: sender.cwnd(),
-                                ssthresh: sender.ssthresh(),
-                                srtt: sender.srtt().unwrap_or(0),
-                                rto: sender.rto(),
-                                flight: sender.flight_size(),
-                                delivered: tcp.connection.receiver.rcv_nxt(),
-                            });
-                        }
-                    }
-                    let others = self.heap.len() - usize::from(self.top_pending)
-                        + usize::from(self.slot_tx_end != NEVER)
-                        + self.propagations.len();
-                    // A delivery at or after this time is an event still to come.
-                    let delivering = self.last_delivery >= time;
-                    if (others > 0 || delivering || self.arrivals.earliest().1 != NEVER) && !self.halt {
-                        self.push(time + self.bin, TICK, 0);
-                    }
-                }
-                MARK_WARMUP => {
-                    self.measuring = true;
-                    for source in &mut self.sources {
-                        if let Some(tcp) = source.tcp.as_mut() {
-                            tcp.at_warmup = tcp.connection.counters();
-                        }
-                    }
-                    let pool = &self.transit;
-                    for (link, hop) in self.links.iter_mut().zip(&mut self.hops) {
-                        link.at_warmup = link.snapshot(time, hop, pool);
-                        link.classes_at_warmup = link.class_snapshot(time, hop, pool);
-                        link.meters_at_warmup = link.meter_snapshot();
-                        let backlog = link.backlog_at(time, hop, pool);
-                        link.max_packets = backlog.packets;
-                        link.max_bytes = backlog.bytes;
-                        hop.alone = false;
-                        hop.alone_max_bytes = 0;
-                    }
-                }
-                MARK_END => self.end_window(time),
-                TCP_TIMER | DELAYED_ACK | ACK_RETURN | TCP_START | TCP_STOP => {
-                    self.tcp_event(event.tag >> KIND_SHIFT, index)?
-                }
-                _ => unreachable!("unknown event kind"),
-            }
-            self.settle();
+            self.heap_event::<F>(event)?;
             if self.halt {
                 break;
             }
         }
+        Ok(())
+    }
+
+    /// Handles `event`, the heap's earliest (and the run's): out of line, as every event of
+    /// the heap is rare on the paths the lean loops are for (its own copies of the
+    /// transmission end and decision, inlined here, keep the loop smaller).
+    #[inline(never)]
+    fn heap_event<F: PathFeatures>(&mut self, event: Event) -> Result<(), ScenarioError> {
+        self.top_pending = true;
+        let time = event.time();
+        self.now = time;
+        self.events += 1;
+        let index = (event.tag & INDEX_MASK) as usize;
+        match event.tag >> KIND_SHIFT {
+            TX_END => self.transmission_end::<F>(index),
+            PROPAGATED => self.propagated_from_heap::<F>(index),
+            DECIDE => {
+                if self.links[index].decision_seq == event.seq() {
+                    self.decide::<F>(index, time);
+                }
+            }
+            TICK => {
+                let pool = &self.transit;
+                for (link, hop) in self.links.iter_mut().zip(&self.hops) {
+                    let s = link.snapshot(time, hop, pool);
+                    link.series.push(s);
+                    let busy = link
+                        .class_snapshot(time, hop, pool)
+                        .iter()
+                        .map(|c| c.busy)
+                        .collect();
+                    link.class_busy_series.push(busy);
+                }
+                for source in &mut self.sources {
+                    if let Some(tcp) = source.tcp.as_mut() {
+                        let sender = &tcp.connection.sender;
+                        tcp.series.push(TcpSample {
+                            time,
+                            cwnd: sender.cwnd(),
+                            ssthresh: sender.ssthresh(),
+                            srtt: sender.srtt().unwrap_or(0),
+                            rto: sender.rto(),
+                            flight: sender.flight_size(),
+                            delivered: tcp.connection.receiver.rcv_nxt(),
+                        });
+                    }
+                }
+                let others = self.heap.len() - usize::from(self.top_pending)
+                    + usize::from(self.slot_tx_end != NEVER)
+                    + self.propagations.len();
+                // A delivery at or after this time is an event still to come.
+                let delivering = self.last_delivery >= time;
+                if (others > 0 || delivering || self.arrivals.earliest().1 != NEVER) && !self.halt {
+                    self.push(time + self.bin, TICK, 0);
+                }
+            }
+            MARK_WARMUP => {
+                self.measuring = true;
+                for source in &mut self.sources {
+                    if let Some(tcp) = source.tcp.as_mut() {
+                        tcp.at_warmup = tcp.connection.counters();
+                    }
+                }
+                let pool = &self.transit;
+                for (link, hop) in self.links.iter_mut().zip(&mut self.hops) {
+                    link.at_warmup = link.snapshot(time, hop, pool);
+                    link.classes_at_warmup = link.class_snapshot(time, hop, pool);
+                    link.meters_at_warmup = link.meter_snapshot();
+                    let backlog = link.backlog_at(time, hop, pool);
+                    link.max_packets = backlog.packets;
+                    link.max_bytes = backlog.bytes;
+                    hop.alone = false;
+                    hop.alone_max_bytes = 0;
+                }
+            }
+            MARK_END => self.end_window(time),
+            TCP_TIMER | DELAYED_ACK | ACK_RETURN | TCP_START | TCP_STOP => {
+                self.tcp_event(event.tag >> KIND_SHIFT, index)?
+            }
+            _ => unreachable!("unknown event kind"),
+        }
+        self.settle();
         Ok(())
     }
 
