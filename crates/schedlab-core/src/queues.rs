@@ -324,11 +324,22 @@ impl FlowQueues {
     /// `Option`, which the caller would test again (see [`PooledLists::pop_front_filled_own`]).
     #[inline(always)]
     pub fn pop_sent_backlogged(&mut self, flow: FlowId) -> (Packet, bool) {
-        let ends = &mut self.ends[flow as usize];
-        // SAFETY: `ends` holds lists of `pool` only (see the field).
-        let packet = unsafe { self.pool.pop_front_filled_own(ends) };
+        Self::take_sent(&mut self.pool, &mut self.counters, &mut self.ends[flow as usize])
+    }
+
+    /// Removes the head packet of the non-empty list `ends` (a flow's, in `pool`), records it
+    /// as sent and returns it with whether that emptied the list (panics if it is empty).
+    #[inline(always)]
+    fn take_sent(
+        pool: &mut PooledLists<Packet>,
+        counters: &mut Counters,
+        ends: &mut ListEnds,
+    ) -> (Packet, bool) {
+        // SAFETY: the callers pass a list of the `ends` field with the `pool` field it belongs
+        // to (that field's contract: every list there is a list of `pool`).
+        let packet = unsafe { pool.pop_front_filled_own(ends) };
         let emptied = ends.is_empty();
-        self.counters.record_sent(&packet);
+        counters.record_sent(&packet);
         (packet, emptied)
     }
 
@@ -348,11 +359,7 @@ impl FlowQueues {
         if !send(self.pool.front(ends)) || ends.is_empty() {
             return None;
         }
-        // SAFETY: `ends` holds lists of `pool` only (see the field).
-        let packet = unsafe { self.pool.pop_front_filled_own(ends) };
-        let emptied = ends.is_empty();
-        self.counters.record_sent(&packet);
-        Some((packet, emptied))
+        Some(Self::take_sent(&mut self.pool, &mut self.counters, ends))
     }
 
     /// Removes and returns the head packet of `flow`, recording it as dropped for `reason`.
