@@ -596,9 +596,10 @@ def _interrupt_behind(exit: SystemExit) -> KeyboardInterrupt | None:
 
 def main() -> None:
     """Entry point of the ``schedlab`` command. A Ctrl-C ends it with status 130 and SIGTERM
-    with 143 wherever they land once this function runs (before, while the interpreter still
-    imports the command line, Python's default applies: the process dies of the signal, which
-    a shell reports as the same status)."""
+    with 143 wherever they land once this function runs. Before, while the interpreter starts
+    and imports the command line, Python's defaults apply: the process dies of the signal
+    (which a shell reports as the same status), or, in CPython's own first milliseconds,
+    exits with 1 ("Fatal Python error: init_import_site")."""
     from schedlab.interrupts import INTERRUPTED, exit_now, exit_status, install
 
     install()
