@@ -289,6 +289,21 @@ impl<V> NodePool<V> {
         (ends.head != NIL).then(|| &self.nodes[ends.head as usize].value)
     }
 
+    /// [`NodePool::head`] without a bounds check on the head node.
+    ///
+    /// # Safety
+    /// `ends` must be a list of this pool (see [`NodePool::node_at`]).
+    #[inline(always)]
+    unsafe fn head_own(&self, ends: &ListEnds) -> Option<&V> {
+        if ends.head == NIL {
+            return None;
+        }
+        debug_assert!((ends.head as usize) < self.nodes.len(), "node {} is not in the pool", ends.head);
+        // SAFETY: the caller's contract: the head of a list of this pool is one of its nodes,
+        // and `nodes` never shrinks.
+        Some(&unsafe { self.nodes.get_unchecked(ends.head as usize) }.value)
+    }
+
     /// The value of the tail node of `ends`.
     #[inline(always)]
     fn tail(&self, ends: &ListEnds) -> Option<&V> {
@@ -396,6 +411,16 @@ impl<T: Copy> PooledLists<T> {
     #[inline(always)]
     pub fn front(&self, ends: &ListEnds) -> Option<&T> {
         self.pool.head(ends)
+    }
+
+    /// [`PooledLists::front`] without a bounds check on the list's head node.
+    ///
+    /// # Safety
+    /// As for [`PooledLists::push_back_own`].
+    #[inline(always)]
+    pub unsafe fn front_own(&self, ends: &ListEnds) -> Option<&T> {
+        // SAFETY: the caller's contract is `OWN`'s.
+        unsafe { self.pool.head_own(ends) }
     }
 
     /// The last value of the list `ends`.

@@ -356,7 +356,8 @@ impl FlowQueues {
             send(None);
             return None;
         };
-        if !send(self.pool.front(ends)) || ends.is_empty() {
+        // SAFETY: `ends` holds lists of `pool` only (see the field).
+        if !send(unsafe { self.pool.front_own(ends) }) || ends.is_empty() {
             return None;
         }
         Some(Self::take_sent(&mut self.pool, &mut self.counters, ends))
