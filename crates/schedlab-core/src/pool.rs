@@ -298,7 +298,11 @@ impl<V> NodePool<V> {
         if ends.head == NIL {
             return None;
         }
-        debug_assert!((ends.head as usize) < self.nodes.len(), "node {} is not in the pool", ends.head);
+        debug_assert!(
+            (ends.head as usize) < self.nodes.len(),
+            "node {} is not in the pool",
+            ends.head
+        );
         // SAFETY: the caller's contract: the head of a list of this pool is one of its nodes,
         // and `nodes` never shrinks.
         Some(&unsafe { self.nodes.get_unchecked(ends.head as usize) }.value)
