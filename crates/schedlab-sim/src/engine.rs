@@ -1129,6 +1129,8 @@ struct Engine<'s> {
     transit: TransitPool,
     sources: Vec<SourceState>,
     slab: Slab,
+    /// The packets a scheduler or a link's admission dropped in the event being handled;
+    /// empty between events (`handle_drops` empties it after each use).
     drops: Vec<Dropped>,
     flows: Vec<Accumulator>,
     flow_series: Vec<FlowSeries>,
@@ -2167,7 +2169,7 @@ impl<'s> Engine<'s> {
         // SAFETY: `l` is a link's index (see `element`).
         let link = unsafe { element_mut(&mut self.links, l) };
         link.touch(now);
-        self.drops.clear();
+        debug_assert!(self.drops.is_empty(), "`handle_drops` empties it");
         // SAFETY: a link's `drr` is its scheduler's variant.
         unsafe { scheduler_enqueue(link.drr, &mut link.scheduler, packet, now, &mut self.drops) };
         // SAFETY: as above.
@@ -2241,7 +2243,7 @@ impl<'s> Engine<'s> {
         let link = unsafe { element_mut(&mut self.links, l) };
         link.decision_seq = NO_DECISION;
         link.touch(now);
-        self.drops.clear();
+        debug_assert!(self.drops.is_empty(), "`handle_drops` empties it");
         // SAFETY: a link's `drr` is its scheduler's variant.
         let mut next = unsafe { scheduler_dequeue(link.drr, &mut link.scheduler, now, &mut self.drops) };
         // The sojourn limit: a head that waited too long is dropped and the next one taken.
