@@ -61,7 +61,7 @@ use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::prefetch::prefetch;
 use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError, ECHO_SIZE};
-use crate::stats::{Accumulator, Jitter};
+use crate::stats::{raise, Accumulator, Jitter};
 use crate::tcp::{Ack, TcpConnection, TcpCounters};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, SourceRng, TokenBucket};
 
@@ -783,7 +783,7 @@ impl PrivateHop {
             // The backlog right after the enqueue, as the scheduler would have had it.
             if free_at < now {
                 self.alone = true;
-                self.alone_max_bytes = self.alone_max_bytes.max(packet.size);
+                raise(&mut self.alone_max_bytes, packet.size);
             } else {
                 let waiting = self.waiting(now, pool);
                 link.max_packets = link.max_packets.max(waiting.packets + 1);
@@ -2176,8 +2176,8 @@ impl<'s> Engine<'s> {
         let backlog = unsafe { scheduler_backlog(link.drr, &mut link.scheduler) };
         link.backlog = backlog;
         if self.measuring {
-            link.max_packets = link.max_packets.max(backlog.packets);
-            link.max_bytes = link.max_bytes.max(backlog.bytes);
+            raise(&mut link.max_packets, backlog.packets);
+            raise(&mut link.max_bytes, backlog.bytes);
         }
         if !self.drops.is_empty() {
             self.handle_drops(l);

@@ -26,6 +26,25 @@ use schedlab_core::{DropReason, TimeNs};
 /// Highest delay the histograms resolve (1 hour in ns).
 pub const HISTOGRAM_MAX_NS: u64 = 3_600_000_000_000;
 
+/// Raises `peak` to `value` if `value` is above it (a running maximum). A branch, not a
+/// `max`: on the per-packet paths a peak seldom moves once a run is under way, so the usual
+/// path is a load, a compare and a not-taken jump, without the store (one instruction and one
+/// store fewer; the core's counters do the same).
+#[inline(always)]
+pub(crate) fn raise<T: PartialOrd>(peak: &mut T, value: T) {
+    if value > *peak {
+        *peak = value;
+    }
+}
+
+/// Lowers `least` to `value` if `value` is below it (a running minimum), as [`raise`].
+#[inline(always)]
+pub(crate) fn lower<T: PartialOrd>(least: &mut T, value: T) {
+    if value < *least {
+        *least = value;
+    }
+}
+
 /// A fresh delay histogram.
 pub fn delay_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, 3).expect("valid histogram bounds")
@@ -354,8 +373,8 @@ impl DelayHistogram {
             return;
         }
         let value = value.max(1);
-        self.min = self.min.min(value);
-        self.max = self.max.max(value);
+        lower(&mut self.min, value);
+        raise(&mut self.max, value);
         let index = bucket_index(value);
         if let Counts::Dense { offset, counts } = &mut self.counts {
             // The common case of a busy flow: inside the dense window.
@@ -841,7 +860,7 @@ impl Jitter {
             let gap = now - self.last_receive;
             self.gap_sum += gap as u128;
             self.gap_square_sum += gap as u128 * gap as u128;
-            self.gap_max = self.gap_max.max(gap);
+            raise(&mut self.gap_max, gap);
             self.ipdv_sum += self.last_delay.abs_diff(delay) as u128;
         }
         self.receptions += 1;
@@ -937,7 +956,7 @@ impl Accumulator {
         self.received += 1;
         self.received_bytes += size as u64;
         self.delay_sum += delay as u128;
-        self.delay_max = self.delay_max.max(delay);
+        raise(&mut self.delay_max, delay);
         self.jitter.on_received(now, delay);
     }
 
