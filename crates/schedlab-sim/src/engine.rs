@@ -2027,6 +2027,7 @@ impl<'s> Engine<'s> {
         let source = unsafe { element(&self.sources, index) };
         let emission = source.pending;
         let generated = source.generated;
+        debug_assert!(F::ANY || generated == now, "an unshaped packet enters when generated");
         let class = emission.class.unwrap_or(source.class);
         let deadline = emission
             .deadline
@@ -2039,7 +2040,9 @@ impl<'s> Engine<'s> {
             class,
             deadline,
             (OPEN_LOOP, 0, 0),
-            now - generated,
+            // (Without a shaper, which the lean loops rule out, a packet enters the network
+            // when it is generated.)
+            if F::ANY { now - generated } else { 0 },
         )?;
         if self.packets == self.packet_budget {
             self.arrivals.clear(index);
