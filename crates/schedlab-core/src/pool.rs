@@ -396,13 +396,40 @@ impl<T: Copy> PooledLists<T> {
     /// As for [`PooledLists::push_back_own`].
     #[inline(always)]
     pub unsafe fn pop_front_filled_own(&mut self, ends: &mut ListEnds) -> T {
-        let index = ends.head;
-        assert!(index != NIL, "pop_front_filled_own of an empty list");
-        // SAFETY: the caller's contract is `OWN`'s; the head is a node of this pool.
-        let value = unsafe { self.pool.node_at::<true>(index) }.value;
+        // SAFETY: the caller's contract.
+        let value = *unsafe { self.front_filled_own(ends) };
         // SAFETY: the same contract; the list is not empty.
-        unsafe { self.pool.release_head::<true>(ends) };
+        unsafe { self.remove_front_own(ends) };
         value
+    }
+
+    /// The first value of the list `ends`, which is not empty (panics if it is), in its node:
+    /// a caller may read it there (and copy it where it goes) before
+    /// [`PooledLists::remove_front_own`].
+    ///
+    /// # Safety
+    /// As for [`PooledLists::push_back_own`].
+    #[inline(always)]
+    pub unsafe fn front_filled_own(&self, ends: &ListEnds) -> &T {
+        let index = ends.head;
+        assert!(index != NIL, "front_filled_own of an empty list");
+        debug_assert!(
+            (index as usize) < self.pool.nodes.len(),
+            "node {index} is not in the pool"
+        );
+        // SAFETY: the caller's contract: the head of a list of this pool is one of its nodes,
+        // and `nodes` never shrinks.
+        &unsafe { self.pool.nodes.get_unchecked(index as usize) }.value
+    }
+
+    /// Unlinks and frees the head node of the list `ends`, which is not empty.
+    ///
+    /// # Safety
+    /// As for [`PooledLists::push_back_own`], and `ends` is not empty.
+    #[inline(always)]
+    pub unsafe fn remove_front_own(&mut self, ends: &mut ListEnds) {
+        // SAFETY: the caller's contract is `OWN`'s; the list is not empty.
+        unsafe { self.pool.release_head::<true>(ends) };
     }
 
     /// Removes the last value of the list `ends`.

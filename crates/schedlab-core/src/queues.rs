@@ -324,23 +324,34 @@ impl FlowQueues {
     /// `Option`, which the caller would test again (see [`PooledLists::pop_front_filled_own`]).
     #[inline(always)]
     pub fn pop_sent_backlogged(&mut self, flow: FlowId) -> (Packet, bool) {
-        Self::take_sent(&mut self.pool, &mut self.counters, &mut self.ends[flow as usize])
+        let (packet, _, emptied) = Self::take_sent(
+            &mut self.pool,
+            &mut self.counters,
+            &mut self.ends[flow as usize],
+            |p| *p,
+        );
+        (packet, emptied)
     }
 
     /// Removes the head packet of the non-empty list `ends` (a flow's, in `pool`), records it
-    /// as sent and returns it with whether that emptied the list (panics if it is empty).
+    /// as sent and returns what `take` took from it (shown the packet in its node), its size
+    /// and whether that emptied the list (panics if it is empty).
     #[inline(always)]
-    fn take_sent(
+    fn take_sent<R>(
         pool: &mut PooledLists<Packet>,
         counters: &mut Counters,
         ends: &mut ListEnds,
-    ) -> (Packet, bool) {
+        take: impl FnOnce(&Packet) -> R,
+    ) -> (R, u32, bool) {
         // SAFETY: the callers pass a list of the `ends` field with the `pool` field it belongs
         // to (that field's contract: every list there is a list of `pool`).
-        let packet = unsafe { pool.pop_front_filled_own(ends) };
-        let emptied = ends.is_empty();
-        counters.record_sent(&packet);
-        (packet, emptied)
+        let packet = unsafe { pool.front_filled_own(ends) };
+        counters.record_sent(packet);
+        let size = packet.size;
+        let taken = take(packet);
+        // SAFETY: as above; the list is not empty (it had `packet`).
+        unsafe { pool.remove_front_own(ends) };
+        (taken, size, ends.is_empty())
     }
 
     /// Offers the head packet of `flow` (`None` if it has nothing queued) to `send`; if it is
@@ -352,6 +363,20 @@ impl FlowQueues {
         flow: FlowId,
         send: impl FnOnce(Option<&Packet>) -> bool,
     ) -> Option<(Packet, bool)> {
+        let (packet, _, emptied) = self.pop_sent_if_with(flow, send, |p| *p)?;
+        Some((packet, emptied))
+    }
+
+    /// [`FlowQueues::pop_sent_if`], the sent packet shown to `take` in its node instead of
+    /// returned (so that a caller that copies it somewhere copies it once, from the node);
+    /// returns what `take` returned, the packet's size and whether its queue is now empty.
+    #[inline(always)]
+    pub fn pop_sent_if_with<R>(
+        &mut self,
+        flow: FlowId,
+        send: impl FnOnce(Option<&Packet>) -> bool,
+        take: impl FnOnce(&Packet) -> R,
+    ) -> Option<(R, u32, bool)> {
         let Some(ends) = self.ends.get_mut(flow as usize) else {
             send(None);
             return None;
@@ -360,7 +385,7 @@ impl FlowQueues {
         if !send(unsafe { self.pool.front_own(ends) }) || ends.is_empty() {
             return None;
         }
-        Some(Self::take_sent(&mut self.pool, &mut self.counters, ends))
+        Some(Self::take_sent(&mut self.pool, &mut self.counters, ends, take))
     }
 
     /// Removes and returns the head packet of `flow`, recording it as dropped for `reason`.

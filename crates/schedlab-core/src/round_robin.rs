@@ -369,24 +369,42 @@ impl<P, X: Default> DeficitFlows<P, X> {
     pub fn select_send(
         &mut self,
         list: &mut ActiveList,
+        on_credit: impl FnMut(FlowId, &mut DeficitFlow<X>),
+        on_short: impl FnMut(FlowId, &DeficitFlow<X>),
+    ) -> Option<(FlowId, Packet, bool)> {
+        self.select_send_with(list, on_credit, on_short, |packet| *packet)
+    }
+
+    /// [`DeficitFlows::select_send`], the sent packet shown to `take` in its node (see
+    /// [`FlowQueues::pop_sent_if_with`]) instead of returned: returns the flow, what `take`
+    /// returned and whether the flow left the list.
+    #[inline(always)]
+    pub fn select_send_with<R>(
+        &mut self,
+        list: &mut ActiveList,
         mut on_credit: impl FnMut(FlowId, &mut DeficitFlow<X>),
         mut on_short: impl FnMut(FlowId, &DeficitFlow<X>),
-    ) -> Option<(FlowId, Packet, bool)> {
+        mut take: impl FnMut(&Packet) -> R,
+    ) -> Option<(FlowId, R, bool)> {
         loop {
             let flow = list.front()?;
             let state = &mut self.flows[flow as usize];
             debug_assert!(state.seen, "flow {flow} is on a list, so it has state");
             let mut left = false;
-            let sent = self.queues.pop_sent_if(flow, |head| match head {
-                Some(head) => Self::credit_and_fit(flow, state, list, head.size, &mut on_credit),
-                None => {
-                    left = true;
-                    false
-                }
-            });
-            if let Some((packet, emptied)) = sent {
-                Self::charge_or_leave(state, list, packet.size, emptied);
-                return Some((flow, packet, emptied));
+            let sent = self.queues.pop_sent_if_with(
+                flow,
+                |head| match head {
+                    Some(head) => Self::credit_and_fit(flow, state, list, head.size, &mut on_credit),
+                    None => {
+                        left = true;
+                        false
+                    }
+                },
+                &mut take,
+            );
+            if let Some((taken, size, emptied)) = sent {
+                Self::charge_or_leave(state, list, size, emptied);
+                return Some((flow, taken, emptied));
             }
             if left {
                 // Emptied by a push-out: it leaves with deficit 0.

@@ -2027,7 +2027,10 @@ impl<'s> Engine<'s> {
         let source = unsafe { element(&self.sources, index) };
         let emission = source.pending;
         let generated = source.generated;
-        debug_assert!(F::ANY || generated == now, "an unshaped packet enters when generated");
+        debug_assert!(
+            F::ANY || generated == now,
+            "an unshaped packet enters when generated"
+        );
         let class = emission.class.unwrap_or(source.class);
         let deadline = emission
             .deadline
@@ -2247,24 +2250,36 @@ impl<'s> Engine<'s> {
         link.decision_seq = NO_DECISION;
         link.touch(now);
         debug_assert!(self.drops.is_empty(), "`handle_drops` empties it");
-        // SAFETY: a link's `drr` is its scheduler's variant.
-        let mut next = unsafe { scheduler_dequeue(link.drr, &mut link.scheduler, now, &mut self.drops) };
-        // The sojourn limit: a head that waited too long is dropped and the next one taken.
-        while let Some(packet) = next {
-            if !F::ANY || !overdue(&packet, now, link.max_sojourn) {
-                break;
-            }
-            link.scheduler.not_served(&packet);
-            self.drops.push(Dropped {
-                packet,
-                reason: DropReason::Sojourn,
-            });
+        // The packet sent goes to `in_service`. Without a sojourn limit (the lean loops), DRR
+        // writes it there itself, copied once from its node (see `Drr::dequeue_into`).
+        let served = if !F::ANY && link.drr {
+            // SAFETY: a link's `drr` is its scheduler's variant.
+            unsafe { as_drr(&mut link.scheduler) }.dequeue_into(&mut link.in_service)
+        } else {
             // SAFETY: as above.
-            next = unsafe { scheduler_dequeue(link.drr, &mut link.scheduler, now, &mut self.drops) };
-        }
+            let mut next = unsafe { scheduler_dequeue(link.drr, &mut link.scheduler, now, &mut self.drops) };
+            // The sojourn limit: a head that waited too long is dropped and the next one taken.
+            while let Some(packet) = next {
+                if !F::ANY || !overdue(&packet, now, link.max_sojourn) {
+                    break;
+                }
+                link.scheduler.not_served(&packet);
+                self.drops.push(Dropped {
+                    packet,
+                    reason: DropReason::Sojourn,
+                });
+                // SAFETY: as above.
+                next = unsafe { scheduler_dequeue(link.drr, &mut link.scheduler, now, &mut self.drops) };
+            }
+            if let Some(packet) = next {
+                link.in_service = packet;
+            }
+            next.is_some()
+        };
         // SAFETY: as above.
         link.backlog = unsafe { scheduler_backlog(link.drr, &mut link.scheduler) };
-        if let Some(packet) = next {
+        if served {
+            let packet = link.in_service;
             if F::PREFETCH && self.prefetching {
                 // Its transmission end adds to its class's totals at this link (a separate
                 // allocation): start loading them.
@@ -2277,7 +2292,6 @@ impl<'s> Engine<'s> {
                 }
             }
             link.busy = true;
-            link.in_service = packet;
             link.tx_start = now;
             let end = now + link.service.of(packet.size);
             if l == self.slot_link as usize {

@@ -74,6 +74,18 @@ impl Drr {
         self.flows.get(flow)
     }
 
+    /// [`Scheduler::dequeue`], the packet written into `into` instead of returned; whether
+    /// there was one (`into` is left as it was otherwise). The packet is copied once, from its
+    /// node to `into`: returned, it goes through the stack (and an `Option` whose
+    /// discriminant is a niche of one of its fields) on its way to the caller's place for it,
+    /// and a later load of it there may wait for the stores of that copy.
+    #[inline]
+    pub fn dequeue_into(&mut self, into: &mut Packet) -> bool {
+        self.flows
+            .select_send_with(&mut self.active, |_, _| {}, |_, _| {}, |packet| *into = *packet)
+            .is_some()
+    }
+
     #[inline]
     fn select(&mut self) -> Option<FlowId> {
         self.flows.select(&mut self.active, |_, _| {}, |_, _| {})
