@@ -8,7 +8,9 @@
 //! * `Quantum_i` → [`DeficitFlow::quantum`] (bytes), `DeficitCounter_i` → [`DeficitFlow::deficit`];
 //! * `ActiveList` → `active` ([`ActiveList`], head is served next);
 //! * the dequeue loop → [`DeficitFlows::select_send`] (one pass: select the flow whose head
-//!   packet fits, send it); "add Quantum_i when the flow reaches the head of the ActiveList"
+//!   packet fits, send it; [`Drr::dequeue_into`] is the same dequeue, the packet copied from
+//!   its node straight into the caller's place for it, through
+//!   [`DeficitFlows::select_send_with`]); "add Quantum_i when the flow reaches the head of the ActiveList"
 //!   → its visit step (as in [`DeficitFlows::step`], which `peek` uses through
 //!   [`DeficitFlows::select`]); "if queue empty: DeficitCounter_i = 0, remove from
 //!   ActiveList" → its send (as [`DeficitFlows::send_from`]).
@@ -285,6 +287,48 @@ mod tests {
             loop {
                 let sent = one_pass.dequeue(0, &mut one_pass_drops);
                 proptest::prop_assert_eq!(sent, reference_dequeue(&mut reference));
+                if sent.is_none() {
+                    break;
+                }
+            }
+        }
+
+        /// `dequeue_into` is `dequeue`: two schedulers fed the same arrivals, with 0–2 dequeues
+        /// after each and a small buffer (so flows are also pushed out and leave lazily), one
+        /// dequeuing with each: the same packets (a scheduler with nothing to send leaves the
+        /// place as it was), drops and flow states throughout.
+        #[test]
+        fn dequeue_into_as_dequeue(trace in testkit::arb_trace(5, 300), pattern in proptest::collection::vec(0usize..3, 1..50), lqd in proptest::bool::ANY) {
+            let limit = testkit::byte_limit(4000, lqd);
+            let mut by_value = drr(&[(1, 300), (2, 1500), (3, 4000)], limit);
+            let mut into = by_value.clone();
+            let (mut value_drops, mut into_drops) = (Vec::new(), Vec::new());
+            let mut place = Packet::new(u64::MAX, 9, 1, 0);
+            let mut dequeue_both = |by_value: &mut Drr, into: &mut Drr, drops: &mut Vec<Dropped>| {
+                let before = place;
+                let sent = by_value.dequeue(0, drops);
+                let wrote = into.dequeue_into(&mut place);
+                (sent, wrote.then_some(place), wrote || place == before)
+            };
+            for (k, packet) in trace.iter().enumerate() {
+                by_value.enqueue(*packet, 0, &mut value_drops);
+                into.enqueue(*packet, 0, &mut into_drops);
+                for _ in 0..pattern[k % pattern.len()] {
+                    let (sent, written, kept) = dequeue_both(&mut by_value, &mut into, &mut value_drops);
+                    proptest::prop_assert_eq!(sent, written);
+                    proptest::prop_assert!(kept, "an empty dequeue_into changed its place");
+                }
+                proptest::prop_assert_eq!(&value_drops, &into_drops);
+                for flow in 0..5 {
+                    proptest::prop_assert_eq!(by_value.flow(flow), into.flow(flow));
+                }
+                proptest::prop_assert_eq!(by_value.active.front(), into.active.front());
+                proptest::prop_assert_eq!(by_value.backlog(), into.backlog());
+            }
+            loop {
+                let (sent, written, kept) = dequeue_both(&mut by_value, &mut into, &mut value_drops);
+                proptest::prop_assert_eq!(sent, written);
+                proptest::prop_assert!(kept);
                 if sent.is_none() {
                     break;
                 }
