@@ -57,6 +57,20 @@
 //! against log₄ n levels of four comparisons for each sift-down of the 4-ary heap. The nodes
 //! are indexed by id and the buckets are linked lists through them: no allocation once every
 //! id has been seen (the bucket array is allocated on the first push).
+//!
+//! Tests (at the bottom): one calendar against a sorted map (`follows_a_sorted_map`, with
+//! days set directly by `rebucket` among the operations), the day's adaptation on even
+//! spacings, and two calendars sharing a node table (`SharedTagCalendar<0>` and `<1>`, as
+//! WF2Q+'s sets) against a sorted map each. The day is chosen only every [`ADAPT_PERIOD`]
+//! pops, more than a random sequence has, so a test build gives each calendar a probe (not
+//! compiled otherwise: the release code is the same) that lowers the period and counts the
+//! calls of `adapt_day` and the re-bucketings with entries. The shared-calendar test lowers
+//! the period to 1–16 pops in five cases of six and, in every case, forces on each of the two
+//! calendars a re-bucketing with entries, a push beyond the window and one below the cursor
+//! (both to the overflow heap) and a pop from the heap, between two random sequences; it
+//! counts the cases that reached each path on each calendar and asserts that all did. A
+//! `rebucket` broken on member 1 only (the new day set, the entries left in their old
+//! buckets) fails it; the tests before session 12 passed with that fault.
 
 use crate::indexed_heap::{Entry, VirtualTimeHeap, PREFETCH_AHEAD_ENTRIES, PREFETCH_ENTRIES};
 use crate::virtual_time::{VirtualTime, FRACTION_BITS};
@@ -2138,7 +2152,7 @@ mod tests {
     /// Two calendars over one node table, each id in at most one of them at a time (as
     /// WF2Q+'s sets), each following its own sorted map through random pushes, removals, pops
     /// of every kind and moves between the two, with a day adapted every 1 to 16 pops (or
-    /// every [`ADAPT_PERIOD`]) and keys spaced 2^-16 to 2^4 units apart on average; and in
+    /// every [`ADAPT_PERIOD`]) and offsets in units of 2^-13 to 2^7 (a case's); and in
     /// each case, between two random sequences, a forced section on each calendar (see
     /// [`SharedCalendars::force`]): a re-bucketing with entries, pushes to the overflow heap
     /// beyond the window and below the cursor, a pop from the heap. Every case must reach
