@@ -1592,13 +1592,18 @@ mod tests {
         /// The same with days far wider than the keys' spacing (up to 2^40 raw units, a
         /// thousand times the default, and the widest): crowded buckets, pushes beyond
         /// [`BUCKET_WALK_LIMIT`] to the heap; and with one-unit days (a window of 2^15 raw
-        /// units: most keys outside it).
+        /// units: most keys outside it). In half the cases the day is chosen every 1 to 16
+        /// pops instead of every [`ADAPT_PERIOD`] (the test build's knob), so that its
+        /// adaptation re-buckets among these operations too.
         #[test]
         fn follows_a_sorted_map_with_other_days(
             ops in proptest::collection::vec(arb_op(), 1..400),
             day_shift in prop_oneof![DAY_SHIFT..DAY_SHIFT + 10, Just(0), Just(MAX_DAY_SHIFT), Just(u32::MAX)],
+            adapt_period in prop_oneof![Just(ADAPT_PERIOD), 1u32..=16],
         ) {
-            follows_the_model(TagCalendar::with_day_shift(day_shift), ops)?;
+            let mut calendar = TagCalendar::with_day_shift(day_shift);
+            calendar.calendar.set_adapt_period(adapt_period);
+            follows_the_model(calendar, ops)?;
         }
     }
 
