@@ -59,7 +59,8 @@
 //! id has been seen (the bucket array is allocated on the first push).
 //!
 //! Tests (at the bottom): one calendar against a sorted map (`follows_a_sorted_map`, with
-//! days set directly by `rebucket` among the operations), the day's adaptation on even
+//! days set directly by `rebucket` among the operations and, in half the cases of its variant
+//! with other first days, a lowered adaptation period), the day's adaptation on even
 //! spacings, and two calendars sharing a node table (`SharedTagCalendar<0>` and `<1>`, as
 //! WF2Q+'s sets) against a sorted map each. The day is chosen only every [`ADAPT_PERIOD`]
 //! pops, more than a random sequence has, so a test build gives each calendar a probe (not
