@@ -57,6 +57,21 @@
 //! against log₄ n levels of four comparisons for each sift-down of the 4-ary heap. The nodes
 //! are indexed by id and the buckets are linked lists through them: no allocation once every
 //! id has been seen (the bucket array is allocated on the first push).
+//!
+//! Tests (at the bottom): one calendar against a sorted map (`follows_a_sorted_map`, with
+//! days set directly by `rebucket` among the operations and, in half the cases of its variant
+//! with other first days, a lowered adaptation period), the day's adaptation on even
+//! spacings, and two calendars sharing a node table (`SharedTagCalendar<0>` and `<1>`, as
+//! WF2Q+'s sets) against a sorted map each. The day is chosen only every [`ADAPT_PERIOD`]
+//! pops, more than a random sequence has, so a test build gives each calendar a probe (not
+//! compiled otherwise: the release code is the same) that lowers the period and counts the
+//! calls of `adapt_day` and the re-bucketings with entries. The shared-calendar test lowers
+//! the period to 1–16 pops in five cases of six and, in every case, forces on each of the two
+//! calendars a re-bucketing with entries, a push beyond the window and one below the cursor
+//! (both to the overflow heap) and a pop from the heap, between two random sequences; it
+//! counts the cases that reached each path on each calendar and asserts that all did. A
+//! `rebucket` broken on member 1 only (the new day set, the entries left in their old
+//! buckets) fails it; the tests before session 12 passed with that fault.
 
 use crate::indexed_heap::{Entry, VirtualTimeHeap, PREFETCH_AHEAD_ENTRIES, PREFETCH_ENTRIES};
 use crate::virtual_time::{VirtualTime, FRACTION_BITS};
@@ -308,6 +323,36 @@ pub(crate) struct SharedTagCalendar<const MEMBER: u32 = 0> {
     /// The key last popped when the current period of [`ADAPT_PERIOD`] pops began (`None`
     /// before the first period: the keys' spacing is measured from the first pop on).
     period_start: Option<u128>,
+    /// What the tests set and read (test builds only: the release layout and code are the
+    /// same without it).
+    #[cfg(test)]
+    probe: Probe,
+}
+
+/// A test build's knob and counts for the cold paths of a [`SharedTagCalendar`]: the period
+/// of its day's adaptation, lowered so that short operation sequences reach
+/// [`SharedTagCalendar::adapt_day`] and [`SharedTagCalendar::rebucket`] among the other
+/// operations, and how often they ran.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Probe {
+    /// Pops between two choices of the day ([`ADAPT_PERIOD`] unless a test lowers it).
+    pub adapt_period: u32,
+    /// Calls of [`SharedTagCalendar::adapt_day`].
+    pub adaptations: u64,
+    /// Calls of [`SharedTagCalendar::rebucket`] that found calendar entries to file again.
+    pub rebuckets_with_entries: u64,
+}
+
+#[cfg(test)]
+impl Default for Probe {
+    fn default() -> Probe {
+        Probe {
+            adapt_period: ADAPT_PERIOD,
+            adaptations: 0,
+            rebuckets_with_entries: 0,
+        }
+    }
 }
 
 impl TagCalendar {
@@ -492,6 +537,8 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
             narrow_window: false,
             pops_until_adapt: ADAPT_PERIOD,
             period_start: None,
+            #[cfg(test)]
+            probe: Probe::default(),
         };
         calendar.set_day_shift(day_shift);
         calendar
@@ -905,14 +952,19 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
     #[cold]
     #[inline(never)]
     fn adapt_day(&mut self, nodes: &mut CalendarNodes) {
-        self.pops_until_adapt = ADAPT_PERIOD;
+        #[cfg(test)]
+        {
+            self.probe.adaptations += 1;
+        }
+        let period = self.adapt_period();
+        self.pops_until_adapt = period;
         let start = self.period_start.replace(self.last_popped);
         let Some(advance) = start.and_then(|start| self.last_popped.checked_sub(start)) else {
             // The first period, or keys that went back (a new busy period, or an owner whose
             // keys are not monotone): measured again over the next one.
             return;
         };
-        let spacing = advance / ADAPT_PERIOD as u128;
+        let spacing = advance / period as u128;
         if spacing == 0 {
             return;
         }
@@ -930,6 +982,31 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
         }
     }
 
+    /// Pops between two choices of the day: [`ADAPT_PERIOD`] (in a test build, the
+    /// probe's, which a test may lower: [`SharedTagCalendar::set_adapt_period`]).
+    #[inline(always)]
+    fn adapt_period(&self) -> u32 {
+        #[cfg(test)]
+        return self.probe.adapt_period;
+        #[cfg(not(test))]
+        ADAPT_PERIOD
+    }
+
+    /// Chooses the day every `pops` pops (at least 1) instead of every [`ADAPT_PERIOD`], from
+    /// the next pop on (tests: short sequences then reach [`SharedTagCalendar::adapt_day`] and
+    /// [`SharedTagCalendar::rebucket`]; the order must not depend on when the day changes).
+    #[cfg(test)]
+    pub fn set_adapt_period(&mut self, pops: u32) {
+        self.probe.adapt_period = pops.max(1);
+        self.pops_until_adapt = self.pops_until_adapt.min(self.probe.adapt_period);
+    }
+
+    /// What the tests read: the adaptation period and how often the cold paths ran.
+    #[cfg(test)]
+    pub fn probe(&self) -> Probe {
+        self.probe
+    }
+
     /// Sets the day to `2^day_shift` raw units and files every calendar entry again: in the
     /// buckets of the new days from the cursor's day on, or in the overflow heap if it lies
     /// beyond the new window or its bucket is crowded. O(entries + bitmap words); no
@@ -938,6 +1015,10 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
     #[cold]
     #[inline(never)]
     fn rebucket(&mut self, nodes: &mut CalendarNodes, day_shift: u32) {
+        #[cfg(test)]
+        {
+            self.probe.rebuckets_with_entries += (self.calendar_len > 0) as u64;
+        }
         // Chain every calendar entry through `next`, emptying the buckets.
         let mut chain = NIL;
         if let Some(table) = self.buckets.as_deref_mut().filter(|_| self.calendar_len > 0) {
@@ -1229,9 +1310,14 @@ impl<const MEMBER: u32> SharedTagCalendar<MEMBER> {
         // The buckets whose bit is set (every calendar node is counted below, so a list
         // without its bit would show as a count mismatch).
         let set_buckets = (0..WORDS).flat_map(|word| {
-            (0..64)
-                .filter(move |bit| table.words[word] >> bit & 1 == 1)
-                .map(move |bit| word * 64 + bit)
+            let mut bits = table.words[word];
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let bit = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    word * 64 + bit
+                })
+            })
         });
         for bucket in set_buckets {
             assert_ne!(table.heads[bucket], NIL, "bitmap of bucket {bucket}");
@@ -1507,13 +1593,18 @@ mod tests {
         /// The same with days far wider than the keys' spacing (up to 2^40 raw units, a
         /// thousand times the default, and the widest): crowded buckets, pushes beyond
         /// [`BUCKET_WALK_LIMIT`] to the heap; and with one-unit days (a window of 2^15 raw
-        /// units: most keys outside it).
+        /// units: most keys outside it). In half the cases the day is chosen every 1 to 16
+        /// pops instead of every [`ADAPT_PERIOD`] (the test build's knob), so that its
+        /// adaptation re-buckets among these operations too.
         #[test]
         fn follows_a_sorted_map_with_other_days(
             ops in proptest::collection::vec(arb_op(), 1..400),
             day_shift in prop_oneof![DAY_SHIFT..DAY_SHIFT + 10, Just(0), Just(MAX_DAY_SHIFT), Just(u32::MAX)],
+            adapt_period in prop_oneof![Just(ADAPT_PERIOD), 1u32..=16],
         ) {
-            follows_the_model(TagCalendar::with_day_shift(day_shift), ops)?;
+            let mut calendar = TagCalendar::with_day_shift(day_shift);
+            calendar.calendar.set_adapt_period(adapt_period);
+            follows_the_model(calendar, ops)?;
         }
     }
 
@@ -1618,86 +1709,517 @@ mod tests {
         Ok(())
     }
 
-    proptest! {
-        /// Two calendars over one node table, each id in at most one of them at a time (as
-        /// WF2Q+'s sets): each follows its own sorted map, and neither sees the other's ids.
-        #[test]
-        fn calendars_sharing_a_node_table_follow_their_sorted_maps(
-            ops in proptest::collection::vec((0u32..24, 0u8..2, 0u8..4, 0u64..(BUCKETS as u64 * 4)), 1..300),
-        ) {
-            let mut nodes = CalendarNodes::new();
-            let mut first = SharedTagCalendar::<0>::new();
-            let mut second = SharedTagCalendar::<1>::new();
-            let mut models: [BTreeMap<(u128, u64), u32>; 2] = [BTreeMap::new(), BTreeMap::new()];
-            let mut by_id: BTreeMap<u32, (usize, (u128, u64))> = BTreeMap::new();
-            let mut last = [0u128; 2];
-            let mut seq = 0u64;
-            for (id, side, action, offset) in ops {
-                let side = side as usize;
-                match action {
-                    // Push `id` into `side` (out of wherever it was first).
-                    0 | 1 => {
-                        if let Some((was, key)) = by_id.remove(&id) {
-                            models[was].remove(&key);
-                            let removed = if was == 0 { first.remove(&mut nodes, id) } else { second.remove(&mut nodes, id) };
-                            prop_assert_eq!(removed.map(|e| (e.key.raw(), e.seq)), Some(key));
-                        }
-                        seq += 1;
-                        let raw = last[side] + ((offset as u128) << (DAY_SHIFT - 4));
-                        let key = VirtualTime::from_raw(raw);
-                        if side == 0 {
-                            first.push_with(&mut nodes, id, key, seq, id);
-                        } else {
-                            second.push_with(&mut nodes, id, key, seq, id);
-                        }
-                        models[side].insert((raw, seq), id);
-                        by_id.insert(id, (side, (raw, seq)));
-                    }
-                    // Pop `side`'s least.
-                    2 => {
-                        let popped = if side == 0 { first.pop(&mut nodes) } else { second.pop(&mut nodes) };
-                        let expected = models[side].pop_first();
-                        prop_assert_eq!(popped.map(|e| ((e.key.raw(), e.seq), e.id)), expected);
-                        if let Some(((key, _), id)) = expected {
-                            by_id.remove(&id);
-                            last[side] = key;
-                        }
-                    }
-                    // Move `side`'s least to the other calendar, a little later.
-                    _ => {
-                        let popped = if side == 0 { first.pop(&mut nodes) } else { second.pop(&mut nodes) };
-                        prop_assert_eq!(popped.map(|e| ((e.key.raw(), e.seq), e.id)), models[side].pop_first());
-                        if let Some(entry) = popped {
-                            last[side] = entry.key.raw();
-                            let other = 1 - side;
-                            let raw = entry.key.raw().max(last[other]) + ((offset as u128) << (DAY_SHIFT - 8));
-                            let key = VirtualTime::from_raw(raw);
-                            if other == 0 {
-                                first.push_with(&mut nodes, entry.id, key, entry.seq, entry.aux);
-                            } else {
-                                second.push_with(&mut nodes, entry.id, key, entry.seq, entry.aux);
-                            }
-                            models[other].insert((raw, entry.seq), entry.id);
-                            by_id.insert(entry.id, (other, (raw, entry.seq)));
-                        }
-                    }
+    /// Ids of the shared-calendar tests.
+    const SHARED_IDS: u32 = 24;
+    /// Entries a forced re-bucketing cycles through (ids 0 to 3).
+    const DRIVE_IDS: u32 = 4;
+    /// The id pushed beyond a calendar's window, and the one pushed below its cursor.
+    const FAR_ID: u32 = SHARED_IDS - 1;
+    const BELOW_ID: u32 = SHARED_IDS - 2;
+
+    /// A random operation of the shared-calendar tests; offsets are in the case's unit.
+    #[derive(Clone, Debug)]
+    enum SharedOp {
+        /// Push `id` into `side` (out of wherever it was first), `offset` above the side's
+        /// last popped key.
+        Push { id: u32, side: usize, offset: u64 },
+        /// Remove `id` from the calendar that holds it, if any.
+        Remove(u32),
+        /// Pop `side`'s least (see [`SharedPop`]; its offset above the side's last popped key).
+        Pop {
+            side: usize,
+            how: SharedPop,
+            offset: u64,
+        },
+        /// Move `side`'s least to the other calendar, `offset` sixteenths above the greater of
+        /// its key and the other side's last popped key.
+        Move { side: usize, offset: u64 },
+    }
+
+    /// The pops of [`SharedOp::Pop`].
+    #[derive(Clone, Copy, Debug)]
+    enum SharedPop {
+        Plain,
+        /// With a floor `offset` above the last popped key.
+        WithFloor,
+        /// If the least key is at most `offset` above the last popped key.
+        AtMost,
+        /// Then the popped id filed again `offset` above the popped key.
+        Then,
+    }
+
+    /// What a forced section does to one calendar: a re-bucketing, then a push beyond its
+    /// window and one below its cursor (both to the overflow heap), then a pop (from it).
+    #[derive(Clone, Copy, Debug)]
+    struct Forced {
+        side: usize,
+        /// How many times wider or narrower (as a power of two, 3 to 6) than the day the
+        /// spacing of the driven keys is.
+        steps: u32,
+        wider: bool,
+        far_offset: u64,
+        below_offset: u64,
+    }
+
+    /// One case: random operations, a forced section on each calendar, random operations.
+    #[derive(Clone, Debug)]
+    struct SharedCase {
+        /// Pops between two choices of the day, on both calendars.
+        adapt_period: u32,
+        /// Raw units of the random operations' offsets (as a power of two).
+        unit_shift: u32,
+        before: Vec<SharedOp>,
+        forced: [Forced; 2],
+        after: Vec<SharedOp>,
+    }
+
+    fn arb_shared_op() -> impl Strategy<Value = SharedOp> {
+        let side = 0usize..2;
+        let offset = 0u64..(BUCKETS as u64 * 4);
+        let how = prop_oneof![
+            Just(SharedPop::Plain),
+            Just(SharedPop::WithFloor),
+            Just(SharedPop::AtMost),
+            Just(SharedPop::Then)
+        ];
+        prop_oneof![
+            4 => (0..SHARED_IDS, side.clone(), offset.clone())
+                .prop_map(|(id, side, offset)| SharedOp::Push { id, side, offset }),
+            1 => (0..SHARED_IDS).prop_map(SharedOp::Remove),
+            3 => (side.clone(), how, offset.clone()).prop_map(|(side, how, offset)| SharedOp::Pop { side, how, offset }),
+            2 => (side, offset).prop_map(|(side, offset)| SharedOp::Move { side, offset }),
+        ]
+    }
+
+    fn arb_shared_case() -> impl Strategy<Value = SharedCase> {
+        let forced = |side| {
+            (3u32..=6, prop::bool::ANY, 0u64..1 << 40, 0u64..1 << 40).prop_map(
+                move |(steps, wider, far_offset, below_offset)| Forced {
+                    side,
+                    steps,
+                    wider,
+                    far_offset,
+                    below_offset,
+                },
+            )
+        };
+        (
+            prop_oneof![
+                Just(1u32),
+                Just(2),
+                Just(3),
+                Just(7),
+                Just(16),
+                Just(ADAPT_PERIOD)
+            ],
+            DAY_SHIFT - 12..=DAY_SHIFT + 8,
+            proptest::collection::vec(arb_shared_op(), 0..150),
+            (forced(0), forced(1), prop::bool::ANY),
+            proptest::collection::vec(arb_shared_op(), 0..150),
+        )
+            .prop_map(
+                |(adapt_period, unit_shift, before, (zero, one, swap), after)| SharedCase {
+                    adapt_period,
+                    unit_shift,
+                    before,
+                    forced: if swap { [one, zero] } else { [zero, one] },
+                    after,
+                },
+            )
+    }
+
+    /// A pop of [`SharedCalendars::pop`], its argument resolved to raw units.
+    #[derive(Clone, Copy, Debug)]
+    enum Popping {
+        Plain,
+        WithFloor(u128),
+        AtMost(u128),
+        /// The popped id filed again this far above the popped key.
+        Then(u128),
+    }
+
+    /// What a case reached on each calendar (index: member number).
+    #[derive(Clone, Copy, Debug, Default)]
+    struct Reached {
+        adaptations: [u64; 2],
+        rebuckets_with_entries: [u64; 2],
+        overflow_pushes: [u64; 2],
+        overflow_pops: [u64; 2],
+    }
+
+    /// Two calendars over one node table, each id in at most one of them at a time (as
+    /// WF2Q+'s sets), and a sorted map of (key, seq) → id for each.
+    struct SharedCalendars {
+        nodes: CalendarNodes,
+        first: SharedTagCalendar<0>,
+        second: SharedTagCalendar<1>,
+        models: [BTreeMap<(u128, u64), u32>; 2],
+        by_id: BTreeMap<u32, (usize, (u128, u64))>,
+        last: [u128; 2],
+        seq: u64,
+        /// Pushes that went to a calendar's overflow heap, and pops that came from it.
+        overflow_pushes: [u64; 2],
+        overflow_pops: [u64; 2],
+    }
+
+    /// `$body` with `$calendar` the calendar of `$side` (0 or 1) and `$nodes` the table.
+    macro_rules! on_side {
+        ($calendars:expr, $side:expr, |$calendar:ident, $nodes:ident| $body:expr) => {
+            if $side == 0 {
+                let ($calendar, $nodes) = (&mut $calendars.first, &mut $calendars.nodes);
+                $body
+            } else {
+                let ($calendar, $nodes) = (&mut $calendars.second, &mut $calendars.nodes);
+                $body
+            }
+        };
+    }
+
+    impl SharedCalendars {
+        fn new(adapt_period: u32) -> SharedCalendars {
+            let mut calendars = SharedCalendars {
+                nodes: CalendarNodes::new(),
+                first: SharedTagCalendar::new(),
+                second: SharedTagCalendar::new(),
+                models: [BTreeMap::new(), BTreeMap::new()],
+                by_id: BTreeMap::new(),
+                last: [0; 2],
+                seq: 0,
+                overflow_pushes: [0; 2],
+                overflow_pops: [0; 2],
+            };
+            calendars.first.set_adapt_period(adapt_period);
+            calendars.second.set_adapt_period(adapt_period);
+            calendars
+        }
+
+        fn probe(&self, side: usize) -> Probe {
+            [self.first.probe(), self.second.probe()][side]
+        }
+
+        fn reached(&self) -> Reached {
+            let (first, second) = (self.first.probe(), self.second.probe());
+            Reached {
+                adaptations: [first.adaptations, second.adaptations],
+                rebuckets_with_entries: [first.rebuckets_with_entries, second.rebuckets_with_entries],
+                overflow_pushes: self.overflow_pushes,
+                overflow_pops: self.overflow_pops,
+            }
+        }
+
+        /// Takes `id` out of the calendar that holds it, if any (checked against its model).
+        fn remove(&mut self, id: u32) -> Result<(), TestCaseError> {
+            let expected = self.by_id.remove(&id);
+            if let Some((side, key)) = expected {
+                self.models[side].remove(&key);
+            }
+            let removed = [
+                self.first.remove(&mut self.nodes, id),
+                self.second.remove(&mut self.nodes, id),
+            ]
+            .map(|entry| entry.map(|e| (e.key.raw(), e.seq)));
+            for (side, removed) in removed.into_iter().enumerate() {
+                prop_assert_eq!(
+                    removed,
+                    expected.filter(|&(at, _)| at == side).map(|(_, key)| key)
+                );
+            }
+            Ok(())
+        }
+
+        /// Pushes `id` into `side` with the raw key `raw` (out of wherever it was first);
+        /// returns whether it went to the overflow heap.
+        fn push(&mut self, side: usize, id: u32, raw: u128) -> Result<bool, TestCaseError> {
+            self.remove(id)?;
+            self.seq += 1;
+            let (key, seq) = (VirtualTime::from_raw(raw), self.seq);
+            let overflowed = on_side!(self, side, |calendar, nodes| {
+                let before = calendar.overflow.len();
+                calendar.push_with(nodes, id, key, seq, id);
+                calendar.overflow.len() > before
+            });
+            self.overflow_pushes[side] += overflowed as u64;
+            self.models[side].insert((raw, seq), id);
+            self.by_id.insert(id, (side, (raw, seq)));
+            Ok(overflowed)
+        }
+
+        /// Pops `side`'s least as `how` says, checked against its model; returns its id.
+        fn pop(&mut self, side: usize, how: Popping) -> Result<Option<u32>, TestCaseError> {
+            let model = &mut self.models[side];
+            let expected = match how {
+                Popping::AtMost(limit) => match model.first_key_value() {
+                    Some((&(key, _), _)) if key <= limit => model.pop_first(),
+                    _ => None,
+                },
+                _ => model.pop_first(),
+            };
+            self.seq += 1;
+            let seq = self.seq;
+            // Whether the least is the heap's top (a pop then takes it there, unless `how`
+            // is `Then`, which may choose a new day first).
+            let (popped, from_heap) = on_side!(self, side, |calendar, nodes| {
+                let from_heap = calendar.least(nodes).is_some_and(|(_, in_calendar)| !in_calendar);
+                let popped = match how {
+                    Popping::Plain => calendar.pop(nodes),
+                    Popping::WithFloor(floor) => calendar.pop_with_floor(nodes, VirtualTime::from_raw(floor)),
+                    Popping::AtMost(limit) => calendar.pop_at_most(nodes, VirtualTime::from_raw(limit)),
+                    Popping::Then(increment) => calendar.pop_then(nodes, |top| {
+                        Some((
+                            top.key.saturating_add(VirtualTime::from_raw(increment)),
+                            seq,
+                            top.id,
+                        ))
+                    }),
+                };
+                (popped, from_heap && !matches!(how, Popping::Then(_)))
+            });
+            prop_assert_eq!(
+                popped.map(|e| ((e.key.raw(), e.seq), e.id, e.aux)),
+                expected.map(|(key, id)| (key, id, id))
+            );
+            let Some(((key, _), id)) = expected else {
+                return Ok(None);
+            };
+            self.overflow_pops[side] += from_heap as u64;
+            self.last[side] = key;
+            self.by_id.remove(&id);
+            if let Popping::Then(increment) = how {
+                let raw = key.saturating_add(increment);
+                self.models[side].insert((raw, seq), id);
+                self.by_id.insert(id, (side, (raw, seq)));
+            }
+            Ok(Some(id))
+        }
+
+        /// Moves `side`'s least to the other calendar, `raw_offset` above the greater of its
+        /// key and the other side's last popped key.
+        fn move_least(&mut self, side: usize, raw_offset: u128) -> Result<(), TestCaseError> {
+            let expected = self.models[side].pop_first();
+            let popped = on_side!(self, side, |calendar, nodes| calendar.pop(nodes));
+            prop_assert_eq!(popped.map(|e| ((e.key.raw(), e.seq), e.id)), expected);
+            let Some(entry) = popped else {
+                return Ok(());
+            };
+            self.by_id.remove(&entry.id);
+            self.last[side] = entry.key.raw();
+            let other = 1 - side;
+            let raw = entry.key.raw().max(self.last[other]).saturating_add(raw_offset);
+            let key = VirtualTime::from_raw(raw);
+            let overflowed = on_side!(self, other, |calendar, nodes| {
+                let before = calendar.overflow.len();
+                calendar.push_with(nodes, entry.id, key, entry.seq, entry.aux);
+                calendar.overflow.len() > before
+            });
+            self.overflow_pushes[other] += overflowed as u64;
+            self.models[other].insert((raw, entry.seq), entry.id);
+            self.by_id.insert(entry.id, (other, (raw, entry.seq)));
+            Ok(())
+        }
+
+        fn apply(&mut self, op: &SharedOp, unit_shift: u32) -> Result<(), TestCaseError> {
+            let units = |offset: u64| (offset as u128) << unit_shift;
+            match *op {
+                SharedOp::Push { id, side, offset } => {
+                    self.push(side, id, self.last[side].saturating_add(units(offset)))?;
                 }
-                first.check(&nodes);
-                second.check(&nodes);
-                prop_assert_eq!(first.len(), models[0].len());
-                prop_assert_eq!(second.len(), models[1].len());
-                prop_assert_eq!(first.peek(&nodes).map(|e| e.id), models[0].first_key_value().map(|(_, &id)| id));
-                prop_assert_eq!(second.peek(&nodes).map(|e| e.id), models[1].first_key_value().map(|(_, &id)| id));
-                for id in 0..24 {
-                    let expected = by_id.get(&id);
-                    let in_first = first.get(&nodes, id).map(|e| (e.key.raw(), e.seq));
-                    let in_second = second.get(&nodes, id).map(|e| (e.key.raw(), e.seq));
-                    prop_assert_eq!(in_first, expected.filter(|(side, _)| *side == 0).map(|&(_, key)| key));
-                    prop_assert_eq!(in_second, expected.filter(|(side, _)| *side == 1).map(|&(_, key)| key));
-                    prop_assert_eq!(first.contains(&nodes, id), in_first.is_some());
-                    prop_assert_eq!(second.contains(&nodes, id), in_second.is_some());
+                SharedOp::Remove(id) => self.remove(id)?,
+                SharedOp::Pop { side, how, offset } => {
+                    let above_last = self.last[side].saturating_add(units(offset));
+                    let how = match how {
+                        SharedPop::Plain => Popping::Plain,
+                        SharedPop::WithFloor => Popping::WithFloor(above_last),
+                        SharedPop::AtMost => Popping::AtMost(above_last),
+                        SharedPop::Then => Popping::Then(units(offset)),
+                    };
+                    self.pop(side, how)?;
+                }
+                SharedOp::Move { side, offset } => self.move_least(side, units(offset) >> 4)?,
+            }
+            Ok(())
+        }
+
+        /// A re-bucketing of `forced.side`'s calendar, by construction: the side is emptied,
+        /// then [`DRIVE_IDS`] entries spaced `2^e` apart, with `e` `forced.steps` above or below
+        /// the day's `log2` plus 2 (outside the range of spacings the day is kept for), each
+        /// popped and filed again that many spacings later, `3 · period + 2` times: at least
+        /// one period of pops then advances by exactly that spacing, and its adaptation
+        /// chooses another day. Then a push beyond the window and one below the cursor (both
+        /// to the overflow heap), and a pop (from the heap: the least entry is below the
+        /// cursor).
+        fn force(&mut self, forced: Forced) -> Result<(), TestCaseError> {
+            let side = forced.side;
+            while self.pop(side, Popping::Plain)?.is_some() {}
+            let day = on_side!(self, side, |calendar, _nodes| calendar.day_shift());
+            let (wider, narrower) = (day + 2 + forced.steps, (day + 2).checked_sub(forced.steps));
+            let exponent = match narrower {
+                Some(narrower) if (!forced.wider || wider > 90) && narrower > 0 => narrower,
+                _ => wider,
+            };
+            let spacing = 1u128 << exponent;
+            let base = self.last[side];
+            for id in 0..DRIVE_IDS {
+                self.push(side, id, base + id as u128 * spacing)?;
+            }
+            let period = self.probe(side).adapt_period;
+            let rebuckets = self.probe(side).rebuckets_with_entries;
+            for _ in 0..3 * period + 2 {
+                let before = self.probe(side).rebuckets_with_entries;
+                prop_assert!(self
+                    .pop(side, Popping::Then(DRIVE_IDS as u128 * spacing))?
+                    .is_some());
+                // The whole structure after each re-bucketing (every pop is checked against
+                // the model).
+                if self.probe(side).rebuckets_with_entries > before {
+                    self.check()?;
                 }
             }
+            self.check()?;
+            prop_assert!(
+                self.probe(side).rebuckets_with_entries > rebuckets,
+                "no re-bucketing of side {} (day 2^{}, spacing 2^{})",
+                side,
+                day,
+                exponent
+            );
+            let (cursor, window, in_calendar) = on_side!(self, side, |calendar, _nodes| (
+                calendar.cursor,
+                calendar.window,
+                calendar.calendar_len
+            ));
+            prop_assert!(in_calendar > 0 && cursor > 0);
+            if let Some(far) = cursor.checked_add(window) {
+                prop_assert!(self.push(side, FAR_ID, far.saturating_add(forced.far_offset as u128))?);
+            }
+            let below = cursor - 1 - forced.below_offset as u128 % cursor;
+            prop_assert!(self.push(side, BELOW_ID, below)?);
+            let pops = self.overflow_pops[side];
+            prop_assert_eq!(self.pop(side, Popping::Plain)?, Some(BELOW_ID));
+            prop_assert_eq!(self.overflow_pops[side], pops + 1);
+            Ok(())
+        }
+
+        /// Both calendars' structure, lengths, least entries and every id's entry against the
+        /// models.
+        fn check(&self) -> Result<(), TestCaseError> {
+            let nodes = &self.nodes;
+            self.first.check(nodes);
+            self.second.check(nodes);
+            prop_assert_eq!(self.first.len(), self.models[0].len());
+            prop_assert_eq!(self.second.len(), self.models[1].len());
+            prop_assert_eq!(
+                self.first.peek(nodes).map(|e| e.id),
+                self.models[0].first_key_value().map(|(_, &id)| id)
+            );
+            prop_assert_eq!(
+                self.second.peek(nodes).map(|e| e.id),
+                self.models[1].first_key_value().map(|(_, &id)| id)
+            );
+            for id in 0..SHARED_IDS {
+                let expected = self.by_id.get(&id);
+                let in_first = self.first.get(nodes, id).map(|e| (e.key.raw(), e.seq));
+                let in_second = self.second.get(nodes, id).map(|e| (e.key.raw(), e.seq));
+                prop_assert_eq!(
+                    in_first,
+                    expected.filter(|(side, _)| *side == 0).map(|&(_, key)| key)
+                );
+                prop_assert_eq!(
+                    in_second,
+                    expected.filter(|(side, _)| *side == 1).map(|&(_, key)| key)
+                );
+                prop_assert_eq!(self.first.contains(nodes, id), in_first.is_some());
+                prop_assert_eq!(self.second.contains(nodes, id), in_second.is_some());
+            }
+            Ok(())
+        }
+    }
+
+    /// Runs one case, checking after every operation; returns what it reached in its random
+    /// operations and in all.
+    fn run_shared_case(case: &SharedCase) -> Result<(Reached, Reached), TestCaseError> {
+        let mut calendars = SharedCalendars::new(case.adapt_period);
+        let mut random = Reached::default();
+        let mut run_random = |calendars: &mut SharedCalendars, ops: &[SharedOp]| {
+            let start = calendars.reached();
+            for op in ops {
+                calendars.apply(op, case.unit_shift)?;
+                calendars.check()?;
+            }
+            let end = calendars.reached();
+            for member in 0..2 {
+                random.adaptations[member] += end.adaptations[member] - start.adaptations[member];
+                random.rebuckets_with_entries[member] +=
+                    end.rebuckets_with_entries[member] - start.rebuckets_with_entries[member];
+                random.overflow_pushes[member] += end.overflow_pushes[member] - start.overflow_pushes[member];
+                random.overflow_pops[member] += end.overflow_pops[member] - start.overflow_pops[member];
+            }
+            Ok::<(), TestCaseError>(())
+        };
+        run_random(&mut calendars, &case.before)?;
+        for forced in case.forced {
+            calendars.force(forced)?;
+            calendars.check()?;
+        }
+        run_random(&mut calendars, &case.after)?;
+        Ok((random, calendars.reached()))
+    }
+
+    /// Two calendars over one node table, each id in at most one of them at a time (as
+    /// WF2Q+'s sets), each following its own sorted map through random pushes, removals, pops
+    /// of every kind and moves between the two, with a day adapted every 1 to 16 pops (or
+    /// every [`ADAPT_PERIOD`]) and offsets in units of 2^-13 to 2^7 (a case's); and in
+    /// each case, between two random sequences, a forced section on each calendar (see
+    /// [`SharedCalendars::force`]): a re-bucketing with entries, pushes to the overflow heap
+    /// beyond the window and below the cursor, a pop from the heap. Every case must reach
+    /// each of these on both calendars (the counts below); the random operations reach them
+    /// in some cases too (printed with `--nocapture`).
+    #[test]
+    fn calendars_sharing_a_node_table_follow_their_sorted_maps() {
+        let config = ProptestConfig {
+            source_file: Some(file!()),
+            ..ProptestConfig::default()
+        };
+        let cases = config.cases as u64;
+        let mut runner = proptest::test_runner::TestRunner::new(config);
+        // Cases that reached each path: [random operations, whole case][member].
+        let tally = std::cell::RefCell::new([[[0u64; 2]; 4]; 2]);
+        let result = runner.run(&arb_shared_case(), |case| {
+            let (random, all) = run_shared_case(&case)?;
+            let mut tally = tally.borrow_mut();
+            for (part, reached) in [random, all].iter().enumerate() {
+                let paths = [
+                    reached.adaptations,
+                    reached.rebuckets_with_entries,
+                    reached.overflow_pushes,
+                    reached.overflow_pops,
+                ];
+                for (path, counts) in paths.iter().enumerate() {
+                    for member in 0..2 {
+                        tally[part][path][member] += (counts[member] > 0) as u64;
+                    }
+                }
+            }
+            Ok(())
+        });
+        if let Err(failure) = result {
+            panic!("{failure}");
+        }
+        let tally = tally.into_inner();
+        let paths = [
+            "adapt_day",
+            "rebucket with entries",
+            "overflow push",
+            "overflow pop",
+        ];
+        for (path, name) in paths.iter().enumerate() {
+            eprintln!(
+                "{name}: random operations of {:?} cases (members 0, 1) of {cases}",
+                tally[0][path]
+            );
+            assert_eq!(
+                tally[1][path], [cases; 2],
+                "cases that reached {name} on each member"
+            );
         }
     }
 }

@@ -270,7 +270,7 @@ fn traffic_row(acc: &Accumulator, in_flight: Option<u64>, window_ns: u64) -> Row
         row.push(("in_flight", Cell::Count(n)));
     }
     let jitter = &acc.jitter;
-    let gap_mean = ratio(jitter.gap_sum, jitter.gap_count());
+    let gap_mean = ratio(jitter.gap_sum as u128, jitter.gap_count());
     let gap_std = gap_mean.map(|m| {
         let mean_square = jitter.gap_square_sum as f64 / jitter.gap_count() as f64;
         (mean_square - m * m).max(0.0).sqrt()

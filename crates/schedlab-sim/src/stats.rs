@@ -837,8 +837,10 @@ impl DelayHistogram {
 /// [`Accumulator`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Jitter {
-    /// Sum of receive gaps, ns.
-    pub gap_sum: u128,
+    /// Sum of receive gaps, ns. A `u64` for any run: the gaps are differences of successive
+    /// reception times, which come in time order, so the sum telescopes to the last
+    /// reception's time less the first's, both [`TimeNs`] (`u64` ns): at most `u64::MAX`.
+    pub gap_sum: u64,
     /// Sum of squared receive gaps, ns².
     pub gap_square_sum: u128,
     /// Sum of |D_k − D_{k−1}|, ns.
@@ -858,7 +860,7 @@ impl Jitter {
     pub fn on_received(&mut self, now: TimeNs, delay: u64) {
         if self.receptions > 0 {
             let gap = now - self.last_receive;
-            self.gap_sum += gap as u128;
+            self.gap_sum += gap;
             self.gap_square_sum += gap as u128 * gap as u128;
             raise(&mut self.gap_max, gap);
             self.ipdv_sum += self.last_delay.abs_diff(delay) as u128;

@@ -508,10 +508,8 @@ impl Scheduler for Qfq {
 
     fn dequeue(&mut self, _now: TimeNs, _drops: &mut Vec<Dropped>) -> Option<Packet> {
         let (index, flow) = self.next_flow()?;
-        let (packet, emptied) = self
-            .queues
-            .pop_sent_emptied(flow)
-            .expect("flows on a slot list are backlogged");
+        // A flow on a slot list is backlogged (`pop_sent_backlogged` panics otherwise).
+        let (packet, emptied) = self.queues.pop_sent_backlogged(flow);
         let old_virtual_time = self.virtual_time;
         // V += l/W
         self.virtual_time = self

@@ -859,6 +859,7 @@ mod tests {
     use crate::config::{BufferLimit, DropPolicy, FlowTable};
     use crate::disciplines::wfq::{Wfq, WfqConfig};
     use crate::testkit;
+    use proptest::test_runner::TestCaseError;
 
     fn table(weights: &[(FlowId, u32)]) -> FlowTable {
         let mut table = FlowTable::default();
@@ -883,6 +884,22 @@ mod tests {
         (s.eligible.heap_from, s.eligible.calendar_up_to) = (3, 1);
         (s.ineligible.heap_from, s.ineligible.calendar_up_to) = (3, 1);
         s
+    }
+
+    /// [`wf2q_plus`] whose two calendars choose their day every `pops` pops instead of every
+    /// [`crate::tag_calendar::ADAPT_PERIOD`] (see `SharedTagCalendar::set_adapt_period`).
+    fn adapting(mut s: Wf2qPlus, pops: u32) -> Wf2qPlus {
+        s.eligible.calendar.set_adapt_period(pops);
+        s.ineligible.calendar.set_adapt_period(pops);
+        s
+    }
+
+    /// Calls of `rebucket` that found calendar entries, in `eligible` and in `ineligible`.
+    fn rebuckets(s: &Wf2qPlus) -> [u64; 2] {
+        [
+            s.eligible.calendar.probe().rebuckets_with_entries,
+            s.ineligible.calendar.probe().rebuckets_with_entries,
+        ]
     }
 
     /// Random arrivals (`true`) and services, with longest-queue drop on a 4,000-byte buffer:
@@ -1138,6 +1155,91 @@ mod tests {
         Ok(())
     }
 
+    /// Flows 0 to 11 (weights 1 to 8) backlogged from t = 0 with 3,000 packets each of 40 to
+    /// 1,500 bytes, and 6,000 packets served (the calendars choosing their day every `pops`
+    /// pops if `Some`, see [`adapting`]), each choice checked by `check_selection`
+    /// (a scan of every flow), the bookkeeping by [`check_heaps`] and, after every packet,
+    /// every pair of flows against |W_i/w_i − W_j/w_j| ≤ L_i^max/w_i + L_j^max/w_j. Returns
+    /// the flows in send order and the calendars' re-bucketings with entries ([`rebuckets`]).
+    fn twelve_backlogged_flows(pops: Option<u32>) -> Result<(Vec<FlowId>, [u64; 2]), TestCaseError> {
+        const FLOWS: u32 = 12;
+        const PER_FLOW: usize = 3000;
+        let weights: Vec<(FlowId, u32)> = (0..FLOWS).map(|flow| (flow, 1 + flow * 7 % 8)).collect();
+        let mut s = wf2q_plus(&weights, BufferLimit::UNLIMITED);
+        if let Some(pops) = pops {
+            s = adapting(s, pops);
+        }
+        let size = |flow: FlowId, k: usize| 40 + ((flow as usize * 7919 + k * 104_729) % 1461) as u32;
+        let mut drops = Vec::new();
+        let mut id = 0;
+        for k in 0..PER_FLOW {
+            for flow in 0..FLOWS {
+                s.enqueue(Packet::new(id, flow, size(flow, k), 0), 0, &mut drops);
+                id += 1;
+            }
+        }
+        let share: Vec<f64> = weights.iter().map(|&(_, weight)| weight as f64).collect();
+        let largest: Vec<f64> = (0..FLOWS)
+            .map(|flow| (0..PER_FLOW).map(|k| size(flow, k)).max().unwrap_or(0) as f64)
+            .collect();
+        let mut served = vec![0u64; FLOWS as usize];
+        let mut order = Vec::new();
+        for _ in 0..6000 {
+            let packet = s.dequeue(0, &mut drops).expect("backlogged");
+            served[packet.flow as usize] += packet.size as u64;
+            order.push(packet.flow);
+            check_heaps(&s)?;
+            testkit::check_pairwise_fairness(&served, &share, &largest, testkit::PairBound::Sum, 1e-6)?;
+        }
+        Ok((order, rebuckets(&s)))
+    }
+
+    /// Both calendars choose new days (every [`crate::tag_calendar::ADAPT_PERIOD`] pops) and
+    /// file their entries again in a long run whose tags are several bytes per unit weight
+    /// apart (the first day, half a byte, is too narrow for them), with the choices and the
+    /// fairness bound checked throughout. (The proptests below reach these paths only when
+    /// they lower the period: they have at most 600 packets.)
+    #[test]
+    fn the_calendars_change_their_days_in_a_long_run() {
+        let (_, rebuckets) = twelve_backlogged_flows(None).unwrap();
+        assert!(
+            rebuckets.iter().all(|&count| count > 0),
+            "re-bucketings {rebuckets:?}"
+        );
+    }
+
+    /// The same run with days chosen every 1 to 8 pops (hundreds of re-bucketings in each
+    /// set): the same order, choice by choice.
+    #[test]
+    fn calendars_changing_their_days_often_keep_the_order() {
+        let (order, _) = twelve_backlogged_flows(None).unwrap();
+        for pops in [1, 2, 3, 5, 8] {
+            let (adapting_order, rebuckets) = twelve_backlogged_flows(Some(pops)).unwrap();
+            assert!(
+                rebuckets.iter().all(|&count| count > 10),
+                "every {pops} pops: {rebuckets:?}"
+            );
+            assert_eq!(adapting_order, order, "every {pops} pops");
+        }
+    }
+
+    /// A day chosen every 1 to 8 pops, or every [`crate::tag_calendar::ADAPT_PERIOD`]
+    /// (`None`), for the proptests below: about half their cases lower the period, and of
+    /// those (one run of 256 cases each) 85 to 98 % re-bucket `eligible` with entries and 61 to
+    /// 77 % `ineligible`; with the full period none can (at most 600 packets).
+    fn arb_adapt_period() -> impl proptest::strategy::Strategy<Value = Option<u32>> {
+        use proptest::prelude::*;
+        prop_oneof![Just(None), (1u32..=8).prop_map(Some)]
+    }
+
+    /// `s`, adapting its calendars' days every `pops` pops if `Some`.
+    fn maybe_adapting(s: Wf2qPlus, pops: Option<u32>) -> Wf2qPlus {
+        match pops {
+            Some(pops) => adapting(s, pops),
+            None => s,
+        }
+    }
+
     proptest::proptest! {
         /// Arrivals and services in random order, with longest-queue drop on a small buffer
         /// (pushed-out heads and lingering flows that get packets leave stale entries): the heap
@@ -1145,9 +1247,10 @@ mod tests {
         #[test]
         fn lazy_heaps_stay_consistent(
             calls in proptest::collection::vec((0u32..6, 40u32..=1500, proptest::bool::weighted(0.6)), 1..400),
+            pops in arb_adapt_period(),
         ) {
             let limit = testkit::byte_limit(4000, true);
-            run_calls(&mut wf2q_plus(&SIX_WEIGHTS, limit), &calls)?;
+            run_calls(&mut maybe_adapting(wf2q_plus(&SIX_WEIGHTS, limit), pops), &calls)?;
         }
 
         /// The sets' two structures give the same order: the same calls with sets that move
@@ -1156,18 +1259,25 @@ mod tests {
         #[test]
         fn calendars_and_heaps_send_the_same_order(
             calls in proptest::collection::vec((0u32..6, 40u32..=1500, proptest::bool::weighted(0.6)), 1..400),
+            pops in arb_adapt_period(),
         ) {
             let limit = testkit::byte_limit(4000, true);
-            let calendars = run_calls(&mut wf2q_plus(&SIX_WEIGHTS, limit), &calls)?;
+            let calendars = run_calls(&mut maybe_adapting(wf2q_plus(&SIX_WEIGHTS, limit), pops), &calls)?;
             let switching = run_calls(&mut wf2q_plus_switching(&SIX_WEIGHTS, limit), &calls)?;
             proptest::prop_assert_eq!(calendars, switching);
         }
 
         #[test]
-        fn invariants(trace in testkit::arb_trace(5, 300), lqd in proptest::bool::ANY, switching in proptest::bool::ANY) {
+        fn invariants(
+            trace in testkit::arb_trace(5, 300),
+            lqd in proptest::bool::ANY,
+            switching in proptest::bool::ANY,
+            pops in arb_adapt_period(),
+        ) {
             let limit = testkit::byte_limit(8000, lqd);
             let weights = [(1, 2), (2, 3), (3, 8)];
-            let mut s = if switching { wf2q_plus_switching(&weights, limit) } else { wf2q_plus(&weights, limit) };
+            let s = if switching { wf2q_plus_switching(&weights, limit) } else { wf2q_plus(&weights, limit) };
+            let mut s = maybe_adapting(s, pops);
             testkit::check_invariants(&mut s, &trace, true)?;
         }
 
@@ -1178,8 +1288,10 @@ mod tests {
             weights in proptest::collection::vec(1u32..=8, 3),
             sizes in proptest::collection::vec(40u32..=1500, 64),
             n in 1usize..600,
+            pops in arb_adapt_period(),
         ) {
-            let mut s = wf2q_plus(&[(0, weights[0]), (1, weights[1]), (2, weights[2])], BufferLimit::UNLIMITED);
+            let s = wf2q_plus(&[(0, weights[0]), (1, weights[1]), (2, weights[2])], BufferLimit::UNLIMITED);
+            let mut s = maybe_adapting(s, pops);
             let (served, largest) = testkit::three_backlogged_flows(&mut s, &sizes, n);
             let share: Vec<f64> = weights.iter().map(|&w| w as f64).collect();
             testkit::check_pairwise_fairness(&served, &share, &largest, testkit::PairBound::Sum, 1e-6)?;
