@@ -60,7 +60,7 @@ use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::prefetch::prefetch;
 use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError, ECHO_SIZE};
-use crate::stats::{Accumulator, Jitter};
+use crate::stats::{Accumulator, DeferredDelays, Jitter};
 use crate::tcp::{Ack, TcpConnection, TcpCounters};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, SourceRng, TokenBucket};
 
@@ -1147,9 +1147,9 @@ struct Engine<'s> {
     prefetched_source: usize,
     /// Whether to prefetch per-flow state ahead of the packets (see [`PREFETCH_ABOVE`]).
     prefetching: bool,
-    /// While prefetching: delays delivered and not yet in their flow's histogram, oldest
-    /// first, (source, delay) (see [`Engine::defer_delay`]).
-    deferred_delays: VecDeque<(u32, u64)>,
+    /// While prefetching: delays delivered and not yet in their flow's histogram (by source;
+    /// see [`Engine::defer_delay`]).
+    deferred_delays: DeferredDelays,
     /// Transmission-end events of private hops that were not needed (see [`PrivateHop`]),
     /// counted in [`RawReplication::events`] as the events they stand for.
     elided_events: u64,
@@ -1330,9 +1330,6 @@ unsafe fn element_mut<T>(items: &mut [T], index: usize) -> &mut T {
 /// instructions per packet with 10 flows on the ns-2 scenario).
 const PREFETCH_ABOVE: usize = 512 * 1024;
 
-/// Deliveries between a delay and its count in the flow's histogram while prefetching.
-const DEFERRED_DELAYS: usize = 8;
-
 impl<'s> Engine<'s> {
     fn new(scenario: &'s Scenario, replication: u32) -> Result<(Engine<'s>, Vec<u64>), ScenarioError> {
         check_link_indices(scenario)?;
@@ -1485,7 +1482,7 @@ impl<'s> Engine<'s> {
             first_links: Vec::new(),
             prefetched_source: usize::MAX,
             prefetching: false,
-            deferred_delays: VecDeque::with_capacity(DEFERRED_DELAYS + 1),
+            deferred_delays: DeferredDelays::default(),
             elided_events: 0,
             sink: sink_link(scenario).map_or(u32::MAX, |l| l as u32),
             last_delivery: 0,
@@ -2458,7 +2455,7 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// Records `delay` in source `s`'s delay histogram [`DEFERRED_DELAYS`] deliveries from
+    /// Records `delay` in source `s`'s delay histogram [`DEFERRED_DELAYS`](crate::stats::DEFERRED_DELAYS) deliveries from
     /// now (all deliveries, of any flow), after starting to load the count it adds to: with
     /// many flows that count is a cache miss, which the deliveries in between hide. The
     /// flow's values reach its histogram in their order; `finish` records those still
@@ -2466,16 +2463,14 @@ impl<'s> Engine<'s> {
     #[inline(always)]
     fn defer_delay(&mut self, s: usize, delay: u64) {
         // SAFETY: `s` is a source's index (see `element`).
-        unsafe { element(&self.flows, s) }.delay.prefetch(delay);
-        if self.deferred_delays.len() == DEFERRED_DELAYS {
-            if let Some((oldest, value)) = self.deferred_delays.pop_front() {
-                // SAFETY: `oldest` is a source's index (see `element`).
-                unsafe { element_mut(&mut self.flows, oldest as usize) }
-                    .delay
-                    .record(value);
-            }
+        let bucket = unsafe { element_mut(&mut self.flows, s) }.delay.note(delay);
+        let (oldest, bucket) = self.deferred_delays.replace_oldest(s as u32, bucket);
+        if oldest != DeferredDelays::NO_FLOW {
+            // SAFETY: `oldest` is a source's index (see `element`).
+            unsafe { element_mut(&mut self.flows, oldest as usize) }
+                .delay
+                .count(bucket);
         }
-        self.deferred_delays.push_back((s as u32, delay));
     }
 
     /// A measured open-loop packet of source `s` (its `slot`) was delivered: with a return
@@ -2756,8 +2751,8 @@ impl<'s> Engine<'s> {
             0
         };
         let events = self.events + self.elided_events - unfinished;
-        while let Some((s, value)) = self.deferred_delays.pop_front() {
-            self.flows[s as usize].delay.record(value);
+        for (s, bucket) in self.deferred_delays.drain() {
+            self.flows[s as usize].delay.count(bucket);
         }
         self.close_bin();
         let window_end = match self.window_end {

@@ -71,6 +71,12 @@ fn bucket_value(index: usize) -> u64 {
     }
 }
 
+/// What [`DelayHistogram::note`] returns for a value beyond the histogram's range (above every
+/// bucket's index).
+pub(crate) const NO_BUCKET: u32 = u32::MAX;
+
+const _: () = assert!(bucket_index(HISTOGRAM_MAX_NS) < NO_BUCKET as usize);
+
 /// Distinct buckets a [`DelayHistogram`] keeps as a sorted list before it switches to a
 /// dense window of counts: 128 entries are 2 KiB, about what the dense window of a flow whose
 /// delays span a factor of four costs (2,048 buckets of a byte).
@@ -374,16 +380,39 @@ impl DelayHistogram {
         self.add(index, 1);
     }
 
-    /// Starts loading the count that `value` adds to, when it lies in the dense window: a
-    /// hint, which changes nothing recorded.
+    /// [`DelayHistogram::record`] of `value` but for its count, which the caller adds later
+    /// with [`DelayHistogram::count`] of the bucket returned (the extremes, and a value
+    /// beyond the histogram's range, are recorded now); starts loading that count. A flow's
+    /// counts must be added in the order of its values (the window grows as they come).
     #[inline(always)]
-    pub fn prefetch(&self, value: u64) {
+    pub fn note(&mut self, value: u64) -> u32 {
+        if value > HISTOGRAM_MAX_NS {
+            self.beyond.push(value);
+            return NO_BUCKET;
+        }
+        let value = value.max(1);
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+        let index = bucket_index(value);
         if let Counts::Dense { offset, counts } = &self.counts {
-            if value <= HISTOGRAM_MAX_NS {
-                let index = bucket_index(value.max(1));
-                crate::prefetch::prefetch(&counts.low, index.wrapping_sub(*offset), 1);
+            crate::prefetch::prefetch(&counts.low, index.wrapping_sub(*offset), 1);
+        }
+        index as u32
+    }
+
+    /// Adds the count of a value [`DelayHistogram::note`] returned `bucket` for.
+    #[inline(always)]
+    pub fn count(&mut self, bucket: u32) {
+        if bucket == NO_BUCKET {
+            return;
+        }
+        let index = bucket as usize;
+        if let Counts::Dense { offset, counts } = &mut self.counts {
+            if counts.increment(index.wrapping_sub(*offset)) {
+                return;
             }
         }
+        self.add_one(index);
     }
 
     /// Adds `count` to bucket `index`.
@@ -808,6 +837,64 @@ impl DelayHistogram {
             histogram.saturating_record(value);
         }
         histogram
+    }
+}
+
+/// Delays delivered and not yet counted in their flows' histograms, the [`DEFERRED_DELAYS`]
+/// latest, oldest first, as (flow, bucket): with many flows the count a delay adds to is a
+/// cache miss (a byte of one of several MB of dense windows), so the engine starts loading it
+/// at the delivery ([`DelayHistogram::note`]) and counts it ([`DelayHistogram::count`])
+/// [`DEFERRED_DELAYS`] deliveries later. A ring of fixed length: each delivery takes the
+/// place of the oldest waiting delay, which it hands back to be counted (each flow's delays
+/// reach its histogram in their order).
+#[derive(Debug)]
+pub(crate) struct DeferredDelays {
+    /// (flow, bucket), the oldest at `oldest` and the others after it round the ring;
+    /// [`DeferredDelays::NO_FLOW`] marks a place not yet taken.
+    waiting: [(u32, u32); DEFERRED_DELAYS],
+    oldest: usize,
+}
+
+/// Deliveries between a delay and its count in the flow's histogram (a power of two).
+pub(crate) const DEFERRED_DELAYS: usize = 8;
+
+const _: () = assert!(DEFERRED_DELAYS.is_power_of_two());
+
+impl Default for DeferredDelays {
+    fn default() -> Self {
+        DeferredDelays {
+            waiting: [(DeferredDelays::NO_FLOW, 0); DEFERRED_DELAYS],
+            oldest: 0,
+        }
+    }
+}
+
+impl DeferredDelays {
+    /// The flow of a place not yet taken.
+    pub const NO_FLOW: u32 = u32::MAX;
+
+    /// Puts the delay of `flow` counted in `bucket` in the place of the oldest waiting one and
+    /// returns that one (flow, bucket), its flow [`DeferredDelays::NO_FLOW`] in the first
+    /// [`DEFERRED_DELAYS`] calls.
+    #[inline(always)]
+    pub fn replace_oldest(&mut self, flow: u32, bucket: u32) -> (u32, u32) {
+        let oldest = self.oldest;
+        // SAFETY: `oldest` is below `DEFERRED_DELAYS` (masked below, 0 at first).
+        let place = unsafe { self.waiting.get_unchecked_mut(oldest) };
+        let handed_back = *place;
+        *place = (flow, bucket);
+        self.oldest = (oldest + 1) & (DEFERRED_DELAYS - 1);
+        handed_back
+    }
+
+    /// Takes every waiting delay, oldest first.
+    pub fn drain(&mut self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let oldest = self.oldest;
+        self.oldest = 0;
+        let waiting = std::mem::replace(&mut self.waiting, [(DeferredDelays::NO_FLOW, 0); DEFERRED_DELAYS]);
+        (0..DEFERRED_DELAYS)
+            .map(move |i| waiting[(oldest + i) & (DEFERRED_DELAYS - 1)])
+            .filter(|&(flow, _)| flow != DeferredDelays::NO_FLOW)
     }
 }
 
