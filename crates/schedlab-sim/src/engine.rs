@@ -347,10 +347,6 @@ struct LinkState {
 }
 
 impl LinkState {
-    /// Bytes from the start that a packet's arrival, service and transmission end touch (the
-    /// per-packet fields; the scheduler's own state is elsewhere).
-    const HOT_BYTES: usize = std::mem::offset_of!(LinkState, scheduler) + 8;
-
     /// Accumulates the backlog integral up to `now` (call before the backlog changes).
     #[inline(always)]
     fn touch(&mut self, now: TimeNs) {
@@ -918,7 +914,7 @@ impl std::ops::Deref for LinkPath {
 /// `flow`, whether it is a TCP source or shaped, and its packets received in the current bin
 /// in the first cache line (a packet moving on to its next hop or delivered reads only that
 /// line), the pending packet in the second, the generator's per-packet fields in the next
-/// two for a Poisson source ([`SourceState::HOT_BYTES`] in all); the fields of TCP, the
+/// two for a Poisson source (256 bytes in all); the fields of TCP, the
 /// shaper, lateness and echoes follow.
 #[repr(C, align(64))]
 struct SourceState {
@@ -952,11 +948,6 @@ struct SourceState {
     echo_path: Box<[u32]>,
     /// Open-loop echoes over a fixed return delay instead of links.
     echo_delay: Option<TimeNs>,
-}
-
-impl SourceState {
-    /// Bytes from the start that an open-loop packet's entry into the network reads.
-    const HOT_BYTES: usize = std::mem::offset_of!(SourceState, generator) + Generator::HOT_BYTES;
 }
 
 // The layout the comment above describes.
@@ -1139,10 +1130,6 @@ struct Engine<'s> {
     packet_log: Option<PacketLog>,
     /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
     metering: bool,
-    /// Per source: the first link of its path (`u32::MAX`: none) and the bytes of its state
-    /// that a packet entering it touches (0: a private hop, whose line in `hops` it touches),
-    /// for [`Engine::prefetch_source`].
-    first_links: Vec<(u32, u32)>,
     /// The source whose state was last prefetched (`usize::MAX`: none).
     prefetched_source: usize,
     /// Whether to prefetch per-flow state ahead of the packets (see [`PREFETCH_ABOVE`]).
@@ -1479,7 +1466,6 @@ impl<'s> Engine<'s> {
             now: 0,
             packet_log: None,
             metering: scenario.sources.iter().any(|s| s.lateness.is_some()),
-            first_links: Vec::new(),
             prefetched_source: usize::MAX,
             prefetching: false,
             deferred_delays: DeferredDelays::default(),
@@ -1505,15 +1491,6 @@ impl<'s> Engine<'s> {
                 } else {
                     PrivateHop::not_private()
                 }
-            })
-            .collect();
-        engine.first_links = scenario
-            .sources
-            .iter()
-            .map(|s| match s.path.first() {
-                Some(&l) if engine.hops[l].private => (l as u32, 0),
-                Some(&l) => (l as u32, LinkState::HOT_BYTES as u32),
-                None => (u32::MAX, 0),
             })
             .collect();
         let per_source = std::mem::size_of::<SourceState>()
@@ -1850,20 +1827,14 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// Starts loading into the cache what the next packet of source `s` will touch: its
-    /// state, its first link's per-packet fields and its statistics. The source clock knows
-    /// this packet several events ahead; with many flows each of these is otherwise a cache
-    /// miss when the packet enters the network. Changes nothing but timing.
+    /// Starts loading into the cache the line of source `s`'s statistics that its next packet
+    /// will touch (the source clock knows this packet several events ahead). Its state, its
+    /// first link's line and the clock's nodes are not asked for: on the ns-2 scenario with
+    /// 1,000 flows those prefetches cost more instructions than the misses they hid (session
+    /// 12 in `docs/performance.md`). Changes nothing but timing.
     #[inline(always)]
     fn prefetch_source(&mut self, s: usize) {
         self.prefetched_source = s;
-        self.arrivals.prefetch_path(s);
-        prefetch(&self.sources, s, SourceState::HOT_BYTES);
-        match self.first_links.get(s) {
-            Some(&(l, 0)) => prefetch(&self.hops, l as usize, 64),
-            Some(&(l, bytes)) => prefetch(&self.links, l as usize, bytes as usize),
-            None => {}
-        }
         if let Some(flow) = self.flows.get(s) {
             // The line of the fields a sent packet touches.
             schedlab_core::pool::prefetch(&flow.sent);
@@ -1975,17 +1946,6 @@ impl<'s> Engine<'s> {
         }
         // SAFETY: `first_link` is a link's index (see `element`).
         if unsafe { element(&self.hops, first_link) }.private {
-            if F::PREFETCH && self.prefetching {
-                // The packet reaches its next link after its time on the private hop and its
-                // propagation, some events ahead: its scheduler may start loading the flow's
-                // state.
-                if let Some(next) = self.sources[index].path.hop(1) {
-                    // SAFETY: `next` is a link's index (see `element`).
-                    unsafe { element(&self.links, next) }
-                        .scheduler
-                        .prefetch_arrival(packet.flow);
-                }
-            }
             self.pass_private::<F>(first_link, packet);
         } else {
             self.arrive::<F>(first_link, packet);
@@ -2181,9 +2141,6 @@ impl<'s> Engine<'s> {
         link.backlog = scheduler_backlog(&link.scheduler);
         if let Some(packet) = next {
             if F::PREFETCH && self.prefetching {
-                // Its transmission end adds to its class's totals at this link (a separate
-                // allocation): start loading them.
-                prefetch(&link.classes, packet.class as usize, 32);
                 if l == self.sink as usize {
                     // and may deliver it: its source's path and statistics.
                     let s = self.slab.get(packet.id).source as usize;

@@ -258,9 +258,6 @@ const UPDATES_PER_CHECK: u32 = 4096;
 /// Days scanned and list entries passed per update above which the clock chooses its day again.
 const STEPS_PER_UPDATE_LIMIT: u32 = 4;
 
-/// Days after the current one whose first source [`SourceCalendar::prefetch_path`] prefetches.
-const PREFETCH_DAYS: usize = 2;
-
 /// A source's key and the next source of its day's list (32 bytes: two a cache line).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(32))]
@@ -626,23 +623,6 @@ impl SourceCalendar {
         }
     }
 
-    /// Starts loading into the cache what the next update of `source`, the earliest, will
-    /// read to find the earliest after it: the nodes of its successor in its day's list and of
-    /// the heads of the next [`PREFETCH_DAYS`] days (with many sources each is otherwise a
-    /// cache miss at the update). A hint: the lists may change before then.
-    #[inline(always)]
-    pub fn prefetch_path(&self, source: usize) {
-        let mask = self.days.len() - 1;
-        let days = &self.days[..mask + 1];
-        if let Some(node) = self.nodes.get(source) {
-            schedlab_core::pool::prefetch_at(&self.nodes, node.next as usize);
-        }
-        for ahead in 1..=PREFETCH_DAYS {
-            let head = days[(self.day as usize).wrapping_add(ahead) & mask].head;
-            schedlab_core::pool::prefetch_at(&self.nodes, head as usize);
-        }
-    }
-
     /// The source with the earliest pending packet and that packet's key
     /// ([`NEVER`] if no source has one).
     #[inline(always)]
@@ -717,15 +697,6 @@ impl SourceClock {
                 calendar.earliest()
             }
         };
-    }
-
-    /// Starts loading into the cache what the next update of `source` will read (a hint).
-    #[inline(always)]
-    pub fn prefetch_path(&self, source: usize) {
-        match &self.calendar {
-            None => self.tree.prefetch_path(source),
-            Some(calendar) => calendar.prefetch_path(source),
-        }
     }
 
     /// The source with the earliest pending packet and that packet's key
@@ -875,24 +846,6 @@ impl SourceTree {
             winner[node & node_mask] = best;
         }
         self.earliest = (best as usize, keys[best as usize & leaf_mask]);
-    }
-
-    /// Starts loading into the cache what the next update of `source`'s key will read: the
-    /// keys of the current winners of the subtrees beside its path (with many sources each is
-    /// otherwise a cache miss at the update), but for the top four levels, which every update
-    /// reads. A hint: the winners may change before then.
-    #[inline(always)]
-    pub fn prefetch_path(&self, source: usize) {
-        let leaf_mask = self.leaves - 1;
-        let node_mask = 2 * self.leaves - 1;
-        let keys = &self.keys[..leaf_mask + 1];
-        let winner = &self.winner[..node_mask + 1];
-        let mut node = self.leaves + (source & leaf_mask);
-        while node >= 16 {
-            let sibling = winner[(node ^ 1) & node_mask] as usize & leaf_mask;
-            crate::prefetch::prefetch(keys, sibling, 16);
-            node /= 2;
-        }
     }
 
     /// The source with the earliest pending packet and that packet's key.
