@@ -214,7 +214,21 @@ impl DenseCounts {
     /// The last index whose count is not zero.
     fn last_counted(&self) -> Option<usize> {
         if self.high.is_none() {
-            return self.low.iter().rposition(|&low| low != 0);
+            // Eight bytes at a time from the end (a window grows by doubling: often a long
+            // empty end).
+            let words = self.low.len() / 8;
+            let tail = &self.low[words * 8..];
+            if let Some(at) = tail.iter().rposition(|&low| low != 0) {
+                return Some(words * 8 + at);
+            }
+            let (whole, _) = self.low.as_chunks::<8>();
+            return whole
+                .iter()
+                .rposition(|&word| u64::from_ne_bytes(word) != 0)
+                .map(|w| {
+                    let at = (0..8).rev().find(|&i| whole[w][i] != 0).expect("a non-zero byte");
+                    w * 8 + at
+                });
         }
         (0..self.len()).rev().find(|&i| self.is_counted(i))
     }
@@ -229,6 +243,26 @@ impl DenseCounts {
     #[inline]
     fn run(&self, k: usize) -> std::ops::Range<usize> {
         k * DENSE_RUN..((k + 1) * DENSE_RUN).min(self.len())
+    }
+
+    /// The last index of run `k` (whose sum is not zero) whose count is not zero (for a full
+    /// run without high parts, from the run's bytes as one word, without a branch).
+    #[inline(always)]
+    fn last_counted_in_run(&self, k: usize) -> usize {
+        let range = self.run(k);
+        if self.high.is_none() {
+            if let Ok(full) = <[u8; DENSE_RUN]>::try_from(&self.low[range.clone()]) {
+                const LOW_7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+                let word = u64::from_le_bytes(full);
+                // Bit 7 of each byte that is not zero.
+                let counted = ((word & LOW_7).wrapping_add(LOW_7) | word) & !LOW_7;
+                return range.start + (63 - counted.leading_zeros() as usize) / 8;
+            }
+        }
+        range
+            .rev()
+            .find(|&i| self.is_counted(i))
+            .expect("a run with a non-zero sum")
     }
 
     /// The sum of the counts of run `k` (a full run of bytes is one load and a few
@@ -246,9 +280,14 @@ impl DenseCounts {
         }
     }
 
-    /// The sum of every count.
+    /// The sum of every count (the bytes summed in blocks whose sum fits 32 bits, which the
+    /// compiler turns into a vector reduction).
     fn total(&self) -> u64 {
-        let low: u64 = self.low.iter().map(|&low| low as u64).sum();
+        let low: u64 = self
+            .low
+            .chunks(1 << 16)
+            .map(|block| u64::from(block.iter().map(|&low| u32::from(low)).sum::<u32>()))
+            .sum();
         low + (self.high().iter().sum::<u64>() << 8)
     }
 
@@ -258,8 +297,31 @@ impl DenseCounts {
         let len = self.low.len();
         let theirs_high = other.high.as_deref().map(|high| &high[from..from + n]);
         let DenseCounts { low, high } = self;
-        let pairs = low[at..at + n].iter_mut().zip(&other.low[from..from + n]);
+        let mut done = 0;
+        if theirs_high.is_none() {
+            // Eight bytes at a time: their sums modulo 256 in one word, and a carry's bit for
+            // each byte that overflows (then added to `high` one by one).
+            const LOW_7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+            let (own_words, _) = low[at..at + n].as_chunks_mut::<8>();
+            let (their_words, _) = other.low[from..from + n].as_chunks::<8>();
+            for (w, (own, theirs)) in own_words.iter_mut().zip(their_words).enumerate() {
+                let (a, b) = (u64::from_le_bytes(*own), u64::from_le_bytes(*theirs));
+                let sum = ((a & LOW_7) + (b & LOW_7)) ^ ((a ^ b) & !LOW_7);
+                let mut carries = ((a & b) | ((a | b) & !sum)) & !LOW_7;
+                *own = sum.to_le_bytes();
+                while carries != 0 {
+                    let k = w * 8 + carries.trailing_zeros() as usize / 8;
+                    high.get_or_insert_with(|| Box::new(vec![0; len]))[at + k] += 1;
+                    carries &= carries - 1;
+                }
+            }
+            done = own_words.len() * 8;
+        }
+        let pairs = low[at + done..at + n]
+            .iter_mut()
+            .zip(&other.low[from + done..from + n]);
         for (k, (own, &theirs)) in pairs.enumerate() {
+            let k = done + k;
             let (sum, carry) = own.overflowing_add(theirs);
             *own = sum;
             let add = theirs_high.map_or(0, |high| high[k]) + u64::from(carry);
@@ -733,7 +795,8 @@ impl DelayHistogram {
         if !self.beyond.is_empty() {
             return self.cdf_steps_of_recorded(step, point);
         }
-        let total = self.bucket_total() as f64;
+        let values = self.bucket_total();
+        let total = values as f64;
         let cdf = |up_to: u64| up_to as f64 / total;
         let mut last_written = 0.0;
         // The last non-empty bucket seen and the count up to it: a point if, when a later
@@ -753,13 +816,12 @@ impl DelayHistogram {
             }
             let end = so_far + sum;
             if cdf(end) - last_written < step {
-                let last = counts
-                    .run(k)
-                    .rev()
-                    .find(|&i| counts.is_counted(i))
-                    .expect("a run with a non-zero sum");
-                pending = Some((offset + last, end));
+                pending = Some((offset + counts.last_counted_in_run(k), end));
                 so_far = end;
+                if so_far == values {
+                    // Every value passed: the runs left are empty.
+                    break;
+                }
                 continue;
             }
             for i in counts.run(k) {
@@ -774,6 +836,9 @@ impl DelayHistogram {
                         point(bucket_highest(index), last_written)?;
                     }
                 }
+            }
+            if so_far == values {
+                break;
             }
         }
         if let Some((index, up_to)) = pending {
@@ -1341,6 +1406,9 @@ mod tests {
                 prop_assert_eq!(&read, &model);
                 for k in 0..counts.runs() {
                     prop_assert_eq!(counts.run_sum(k), model[counts.run(k)].iter().sum::<u64>());
+                    if let Some(last) = counts.run(k).rev().find(|&i| model[i] > 0) {
+                        prop_assert_eq!(counts.last_counted_in_run(k), last);
+                    }
                 }
                 prop_assert_eq!(counts.runs(), model.len().div_ceil(DENSE_RUN));
                 prop_assert_eq!(counts.total(), model.iter().sum::<u64>());
@@ -1370,6 +1438,35 @@ mod tests {
                 counts
             };
             let (mut counts, other) = (make(&own), make(&theirs));
+            let from = from % theirs.len();
+            let at = at % own.len();
+            let n = n % ((own.len() - at).min(theirs.len() - from) + 1);
+            counts.add_counts(at, &other, from, n);
+            let mut model = own.clone();
+            for k in 0..n {
+                model[at + k] += theirs[from + k];
+            }
+            let read: Vec<u64> = (0..counts.len()).map(|i| counts.get(i)).collect();
+            prop_assert_eq!(read, model);
+        }
+
+        /// [`DenseCounts::add_counts`] of a window without high parts (its eight-bytes-a-word
+        /// path), over ranges of several words whose bytes carry, as `u64` counts would.
+        #[test]
+        fn dense_counts_add_bytes_as_u64_counts(
+            own in prop::collection::vec(prop_oneof![0u64..256, 200u64..256, 0u64..2_000], 1..80),
+            theirs in prop::collection::vec(prop_oneof![0u64..256, 128u64..256], 1..80),
+            at in any::<usize>(),
+            from in any::<usize>(),
+            n in any::<usize>(),
+        ) {
+            let make = |values: &[u64]| {
+                let mut counts = DenseCounts::zeros(values.len());
+                values.iter().enumerate().for_each(|(i, &c)| counts.add(i, c));
+                counts
+            };
+            let (mut counts, other) = (make(&own), make(&theirs));
+            prop_assert!(other.high.is_none());
             let from = from % theirs.len();
             let at = at % own.len();
             let n = n % ((own.len() - at).min(theirs.len() - from) + 1);
