@@ -1130,7 +1130,8 @@ struct Engine<'s> {
     packet_log: Option<PacketLog>,
     /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
     metering: bool,
-    /// The source whose state was last prefetched (`usize::MAX`: none).
+    /// The source whose statistics line was last prefetched (`usize::MAX`: none; see
+    /// [`Engine::prefetch_source`]).
     prefetched_source: usize,
     /// Whether to prefetch per-flow state ahead of the packets (see [`PREFETCH_ABOVE`]).
     prefetching: bool,
@@ -2140,13 +2141,12 @@ impl<'s> Engine<'s> {
         }
         link.backlog = scheduler_backlog(&link.scheduler);
         if let Some(packet) = next {
-            if F::PREFETCH && self.prefetching {
-                if l == self.sink as usize {
-                    // and may deliver it: its source's path and statistics.
-                    let s = self.slab.get(packet.id).source as usize;
-                    prefetch(&self.sources, s, 64);
-                    prefetch(&self.flows, s, Accumulator::RECEIVED_BYTES);
-                }
+            if F::PREFETCH && self.prefetching && l == self.sink as usize {
+                // Its transmission end delivers it: start loading its source's path and
+                // statistics.
+                let s = self.slab.get(packet.id).source as usize;
+                prefetch(&self.sources, s, 64);
+                prefetch(&self.flows, s, Accumulator::RECEIVED_BYTES);
             }
             link.busy = true;
             link.in_service = packet;
