@@ -61,7 +61,7 @@ use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::prefetch::prefetch;
 use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError, ECHO_SIZE};
-use crate::stats::{raise, Accumulator, Jitter};
+use crate::stats::{raise, Accumulator, DeferredDelays, Jitter};
 use crate::tcp::{Ack, TcpConnection, TcpCounters};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, SourceRng, TokenBucket};
 
@@ -371,10 +371,6 @@ struct LinkState {
 }
 
 impl LinkState {
-    /// Bytes from the start that a packet's arrival, service and transmission end touch (the
-    /// per-packet fields; the scheduler's own state is elsewhere).
-    const HOT_BYTES: usize = std::mem::offset_of!(LinkState, scheduler) + 8;
-
     /// Accumulates the backlog integral up to `now` (call before the backlog changes).
     #[inline(always)]
     fn touch(&mut self, now: TimeNs) {
@@ -942,7 +938,7 @@ impl std::ops::Deref for LinkPath {
 /// `flow`, whether it is a TCP source or shaped, and its packets received in the current bin
 /// in the first cache line (a packet moving on to its next hop or delivered reads only that
 /// line), the pending packet in the second, the generator's per-packet fields in the next
-/// two for a Poisson source ([`SourceState::HOT_BYTES`] in all); the fields of TCP, the
+/// two for a Poisson source (256 bytes in all); the fields of TCP, the
 /// shaper, lateness and echoes follow.
 #[repr(C, align(64))]
 struct SourceState {
@@ -976,11 +972,6 @@ struct SourceState {
     echo_path: Box<[u32]>,
     /// Open-loop echoes over a fixed return delay instead of links.
     echo_delay: Option<TimeNs>,
-}
-
-impl SourceState {
-    /// Bytes from the start that an open-loop packet's entry into the network reads.
-    const HOT_BYTES: usize = std::mem::offset_of!(SourceState, generator) + Generator::HOT_BYTES;
 }
 
 // The layout the comment above describes.
@@ -1165,17 +1156,14 @@ struct Engine<'s> {
     packet_log: Option<PacketLog>,
     /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
     metering: bool,
-    /// Per source: the first link of its path (`u32::MAX`: none) and the bytes of its state
-    /// that a packet entering it touches (0: a private hop, whose line in `hops` it touches),
-    /// for [`Engine::prefetch_source`].
-    first_links: Vec<(u32, u32)>,
-    /// The source whose state was last prefetched (`usize::MAX`: none).
+    /// The source whose statistics line was last prefetched (`usize::MAX`: none; see
+    /// [`Engine::prefetch_source`]).
     prefetched_source: usize,
     /// Whether to prefetch per-flow state ahead of the packets (see [`PREFETCH_ABOVE`]).
     prefetching: bool,
-    /// While prefetching: delays delivered and not yet in their flow's histogram, oldest
-    /// first, (source, delay) (see [`Engine::defer_delay`]).
-    deferred_delays: VecDeque<(u32, u64)>,
+    /// While prefetching: delays delivered and not yet in their flow's histogram (by source;
+    /// see [`Engine::defer_delay`]).
+    deferred_delays: DeferredDelays,
     /// Transmission-end events of private hops that were not needed (see [`PrivateHop`]),
     /// counted in [`RawReplication::events`] as the events they stand for.
     elided_events: u64,
@@ -1398,9 +1386,6 @@ unsafe fn element_mut<T>(items: &mut [T], index: usize) -> &mut T {
 /// instructions per packet with 10 flows on the ns-2 scenario).
 const PREFETCH_ABOVE: usize = 512 * 1024;
 
-/// Deliveries between a delay and its count in the flow's histogram while prefetching.
-const DEFERRED_DELAYS: usize = 8;
-
 impl<'s> Engine<'s> {
     fn new(scenario: &'s Scenario, replication: u32) -> Result<(Engine<'s>, Vec<u64>), ScenarioError> {
         check_link_indices(scenario)?;
@@ -1553,10 +1538,9 @@ impl<'s> Engine<'s> {
             now: 0,
             packet_log: None,
             metering: scenario.sources.iter().any(|s| s.lateness.is_some()),
-            first_links: Vec::new(),
             prefetched_source: usize::MAX,
             prefetching: false,
-            deferred_delays: VecDeque::with_capacity(DEFERRED_DELAYS + 1),
+            deferred_delays: DeferredDelays::default(),
             elided_events: 0,
             sink: sink_link(scenario).map_or(u32::MAX, |l| l as u32),
             last_delivery: 0,
@@ -1579,15 +1563,6 @@ impl<'s> Engine<'s> {
                 } else {
                     PrivateHop::not_private()
                 }
-            })
-            .collect();
-        engine.first_links = scenario
-            .sources
-            .iter()
-            .map(|s| match s.path.first() {
-                Some(&l) if engine.hops[l].private => (l as u32, 0),
-                Some(&l) => (l as u32, LinkState::HOT_BYTES as u32),
-                None => (u32::MAX, 0),
             })
             .collect();
         let per_source = std::mem::size_of::<SourceState>()
@@ -1924,20 +1899,14 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// Starts loading into the cache what the next packet of source `s` will touch: its
-    /// state, its first link's per-packet fields and its statistics. The source clock knows
-    /// this packet several events ahead; with many flows each of these is otherwise a cache
-    /// miss when the packet enters the network. Changes nothing but timing.
+    /// Starts loading into the cache the line of source `s`'s statistics that its next packet
+    /// will touch (the source clock knows this packet several events ahead). Its state, its
+    /// first link's line and the clock's nodes are not asked for: on the ns-2 scenario with
+    /// 1,000 flows those prefetches cost more instructions than the misses they hid (session
+    /// 12 in `docs/performance.md`). Changes nothing but timing.
     #[inline(always)]
     fn prefetch_source(&mut self, s: usize) {
         self.prefetched_source = s;
-        self.arrivals.prefetch_path(s);
-        prefetch(&self.sources, s, SourceState::HOT_BYTES);
-        match self.first_links.get(s) {
-            Some(&(l, 0)) => prefetch(&self.hops, l as usize, 64),
-            Some(&(l, bytes)) => prefetch(&self.links, l as usize, bytes as usize),
-            None => {}
-        }
         if let Some(flow) = self.flows.get(s) {
             // The line of the fields a sent packet touches.
             schedlab_core::pool::prefetch(&flow.sent);
@@ -2055,17 +2024,6 @@ impl<'s> Engine<'s> {
         }
         // SAFETY: `first_link` is a link's index (see `element`).
         if unsafe { element(&self.hops, first_link) }.private {
-            if F::PREFETCH && self.prefetching {
-                // The packet reaches its next link after its time on the private hop and its
-                // propagation, some events ahead: its scheduler may start loading the flow's
-                // state.
-                if let Some(next) = self.sources[index].path.hop(1) {
-                    // SAFETY: `next` is a link's index (see `element`).
-                    unsafe { element(&self.links, next) }
-                        .scheduler
-                        .prefetch_arrival(packet.flow);
-                }
-            }
             self.pass_private::<F>(first_link, packet);
         } else {
             self.arrive::<F>(first_link, packet);
@@ -2280,16 +2238,12 @@ impl<'s> Engine<'s> {
         link.backlog = unsafe { scheduler_backlog(link.drr, &mut link.scheduler) };
         if served {
             let packet = link.in_service;
-            if F::PREFETCH && self.prefetching {
-                // Its transmission end adds to its class's totals at this link (a separate
-                // allocation): start loading them.
-                prefetch(&link.classes, packet.class as usize, 32);
-                if l == self.sink as usize {
-                    // and may deliver it: its source's path and statistics.
-                    let s = self.slab.get(packet.id).source as usize;
-                    prefetch(&self.sources, s, 64);
-                    prefetch(&self.flows, s, Accumulator::RECEIVED_BYTES);
-                }
+            if F::PREFETCH && self.prefetching && l == self.sink as usize {
+                // Its transmission end delivers it: start loading its source's path and
+                // statistics.
+                let s = self.slab.get(packet.id).source as usize;
+                prefetch(&self.sources, s, 64);
+                prefetch(&self.flows, s, Accumulator::RECEIVED_BYTES);
             }
             link.busy = true;
             link.tx_start = now;
@@ -2559,7 +2513,7 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// Records `delay` in source `s`'s delay histogram [`DEFERRED_DELAYS`] deliveries from
+    /// Records `delay` in source `s`'s delay histogram [`DEFERRED_DELAYS`](crate::stats::DEFERRED_DELAYS) deliveries from
     /// now (all deliveries, of any flow), after starting to load the count it adds to: with
     /// many flows that count is a cache miss, which the deliveries in between hide. The
     /// flow's values reach its histogram in their order; `finish` records those still
@@ -2567,16 +2521,14 @@ impl<'s> Engine<'s> {
     #[inline(always)]
     fn defer_delay(&mut self, s: usize, delay: u64) {
         // SAFETY: `s` is a source's index (see `element`).
-        unsafe { element(&self.flows, s) }.delay.prefetch(delay);
-        if self.deferred_delays.len() == DEFERRED_DELAYS {
-            if let Some((oldest, value)) = self.deferred_delays.pop_front() {
-                // SAFETY: `oldest` is a source's index (see `element`).
-                unsafe { element_mut(&mut self.flows, oldest as usize) }
-                    .delay
-                    .record(value);
-            }
+        let bucket = unsafe { element_mut(&mut self.flows, s) }.delay.note(delay);
+        let (oldest, bucket) = self.deferred_delays.replace_oldest(s as u32, bucket);
+        if oldest != DeferredDelays::NO_FLOW {
+            // SAFETY: `oldest` is a source's index (see `element`).
+            unsafe { element_mut(&mut self.flows, oldest as usize) }
+                .delay
+                .count(bucket);
         }
-        self.deferred_delays.push_back((s as u32, delay));
     }
 
     /// A measured open-loop packet of source `s` (its `slot`) was delivered: with a return
@@ -2857,8 +2809,8 @@ impl<'s> Engine<'s> {
             0
         };
         let events = self.events + self.elided_events - unfinished;
-        while let Some((s, value)) = self.deferred_delays.pop_front() {
-            self.flows[s as usize].delay.record(value);
+        for (s, bucket) in self.deferred_delays.drain() {
+            self.flows[s as usize].delay.count(bucket);
         }
         self.close_bin();
         let window_end = match self.window_end {

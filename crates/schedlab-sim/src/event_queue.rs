@@ -258,9 +258,6 @@ const UPDATES_PER_CHECK: u32 = 4096;
 /// Days scanned and list entries passed per update above which the clock chooses its day again.
 const STEPS_PER_UPDATE_LIMIT: u32 = 4;
 
-/// Days after the current one whose first source [`SourceCalendar::prefetch_path`] prefetches.
-const PREFETCH_DAYS: usize = 2;
-
 /// A source's key and the next source of its day's list (32 bytes: two a cache line).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(32))]
@@ -392,6 +389,25 @@ impl SourceCalendar {
         ((key >> 64) as u64) >> self.shift
     }
 
+    /// `nodes[i]` without a bounds check, for an index the calendar holds: a source with a
+    /// key or the earliest (below the sentinel), a list's head, tail or successor (a source
+    /// or the sentinel; a list's head is read only when the list is not empty).
+    #[inline(always)]
+    fn node(nodes: &mut [ClockNode], i: usize) -> &mut ClockNode {
+        debug_assert!(i < nodes.len(), "node {i} of {}", nodes.len());
+        // SAFETY: the caller's index is one of those above, all below `nodes.len()`.
+        unsafe { nodes.get_unchecked_mut(i) }
+    }
+
+    /// The bitmap's word of list `index` (at most `days.len() − 1`: the bitmap has
+    /// `days.len().div_ceil(64)` words), without a bounds check.
+    #[inline(always)]
+    fn occupied_word(occupied: &mut [u64], index: usize) -> &mut u64 {
+        debug_assert!(index / 64 < occupied.len(), "list {index}");
+        // SAFETY: `index / 64` is below `days.len().div_ceil(64)`, the bitmap's length.
+        unsafe { occupied.get_unchecked_mut(index / 64) }
+    }
+
     /// Sets source `source`'s next packet to `time`, sequence number `seq`.
     #[inline(always)]
     pub fn set(&mut self, source: usize, time: TimeNs, seq: u64) {
@@ -417,13 +433,14 @@ impl SourceCalendar {
         let index = self.day as usize & mask;
         let current = &mut self.days[..mask + 1][index];
         debug_assert_eq!(current.head as usize, source);
-        let next = self.nodes[source].next;
+        let node = Self::node(&mut self.nodes, source);
+        let next = node.next;
+        node.key = key;
         current.head = next;
         // When the list empties, its tail is the sentinel and its bit goes.
         let emptied = next == NO_SOURCE;
         current.tail = if emptied { self.sentinel } else { current.tail };
-        self.occupied[index / 64] &= !(u64::from(emptied) << (index % 64));
-        self.nodes[source].key = key;
+        *Self::occupied_word(&mut self.occupied, index) &= !(u64::from(emptied) << (index % 64));
         let steps = self.link(source, key) + self.find_earliest();
         self.steps = self.steps.saturating_add(steps);
         self.updates_left -= 1;
@@ -438,31 +455,33 @@ impl SourceCalendar {
     fn link(&mut self, source: usize, key: u128) -> u32 {
         let mask = self.days.len() - 1;
         let index = self.day_of(key) as usize & mask;
-        self.occupied[index / 64] |= 1 << (index % 64);
-        let day = &mut self.days[index];
+        *Self::occupied_word(&mut self.occupied, index) |= 1 << (index % 64);
+        let day = &mut self.days[..mask + 1][index];
         let nodes = &mut self.nodes[..];
         let s = source as u32;
         // After the last (an empty list's tail is the sentinel, before every key).
-        if nodes[day.tail as usize].key <= key {
-            nodes[day.tail as usize].next = s;
+        if Self::node(nodes, day.tail as usize).key <= key {
+            Self::node(nodes, day.tail as usize).next = s;
             day.head = if day.head == NO_SOURCE { s } else { day.head };
             day.tail = s;
-            nodes[source].next = NO_SOURCE;
+            Self::node(nodes, source).next = NO_SOURCE;
             return 0;
         }
-        if key < nodes[day.head as usize].key {
-            nodes[source].next = day.head;
+        // (The list is not empty: its head is a source.)
+        if key < Self::node(nodes, day.head as usize).key {
+            Self::node(nodes, source).next = day.head;
             day.head = s;
             return 0;
         }
-        // Between the head and the tail: after the last entry below it.
+        // Between the head and the tail: after the last entry below it (the tail is above it,
+        // so the walk stops before the list's end).
         let mut before = day.head as usize;
         let mut passed = 1;
         loop {
-            let after = nodes[before].next as usize;
-            if key < nodes[after].key {
-                nodes[source].next = after as u32;
-                nodes[before].next = s;
+            let after = Self::node(nodes, before).next as usize;
+            if key < Self::node(nodes, after).key {
+                Self::node(nodes, source).next = after as u32;
+                Self::node(nodes, before).next = s;
                 return passed;
             }
             before = after;
@@ -483,7 +502,7 @@ impl SourceCalendar {
         let mut passed = 0;
         while passed <= mask {
             let index = day as usize & mask;
-            let bits = self.occupied[index / 64] >> (index % 64);
+            let bits = *Self::occupied_word(&mut self.occupied, index) >> (index % 64);
             if bits == 0 {
                 let rest = span - (index & (span - 1));
                 day = day.wrapping_add(rest as u64);
@@ -493,8 +512,9 @@ impl SourceCalendar {
             let skip = bits.trailing_zeros() as usize;
             day = day.wrapping_add(skip as u64);
             passed += skip;
+            // (A set bit: the list is not empty, its head is a source.)
             let head = days[(index + skip) & mask].head;
-            let key = self.nodes[head as usize].key;
+            let key = Self::node(&mut self.nodes, head as usize).key;
             if self.day_of(key) == day {
                 self.day = day;
                 self.earliest = (head as usize, key);
@@ -626,23 +646,6 @@ impl SourceCalendar {
         }
     }
 
-    /// Starts loading into the cache what the next update of `source`, the earliest, will
-    /// read to find the earliest after it: the nodes of its successor in its day's list and of
-    /// the heads of the next [`PREFETCH_DAYS`] days (with many sources each is otherwise a
-    /// cache miss at the update). A hint: the lists may change before then.
-    #[inline(always)]
-    pub fn prefetch_path(&self, source: usize) {
-        let mask = self.days.len() - 1;
-        let days = &self.days[..mask + 1];
-        if let Some(node) = self.nodes.get(source) {
-            schedlab_core::pool::prefetch_at(&self.nodes, node.next as usize);
-        }
-        for ahead in 1..=PREFETCH_DAYS {
-            let head = days[(self.day as usize).wrapping_add(ahead) & mask].head;
-            schedlab_core::pool::prefetch_at(&self.nodes, head as usize);
-        }
-    }
-
     /// The source with the earliest pending packet and that packet's key
     /// ([`NEVER`] if no source has one).
     #[inline(always)]
@@ -717,15 +720,6 @@ impl SourceClock {
                 calendar.earliest()
             }
         };
-    }
-
-    /// Starts loading into the cache what the next update of `source` will read (a hint).
-    #[inline(always)]
-    pub fn prefetch_path(&self, source: usize) {
-        match &self.calendar {
-            None => self.tree.prefetch_path(source),
-            Some(calendar) => calendar.prefetch_path(source),
-        }
     }
 
     /// The source with the earliest pending packet and that packet's key
@@ -875,24 +869,6 @@ impl SourceTree {
             winner[node & node_mask] = best;
         }
         self.earliest = (best as usize, keys[best as usize & leaf_mask]);
-    }
-
-    /// Starts loading into the cache what the next update of `source`'s key will read: the
-    /// keys of the current winners of the subtrees beside its path (with many sources each is
-    /// otherwise a cache miss at the update), but for the top four levels, which every update
-    /// reads. A hint: the winners may change before then.
-    #[inline(always)]
-    pub fn prefetch_path(&self, source: usize) {
-        let leaf_mask = self.leaves - 1;
-        let node_mask = 2 * self.leaves - 1;
-        let keys = &self.keys[..leaf_mask + 1];
-        let winner = &self.winner[..node_mask + 1];
-        let mut node = self.leaves + (source & leaf_mask);
-        while node >= 16 {
-            let sibling = winner[(node ^ 1) & node_mask] as usize & leaf_mask;
-            crate::prefetch::prefetch(keys, sibling, 16);
-            node /= 2;
-        }
     }
 
     /// The source with the earliest pending packet and that packet's key.

@@ -90,6 +90,12 @@ fn bucket_value(index: usize) -> u64 {
     }
 }
 
+/// What [`DelayHistogram::note`] returns for a value beyond the histogram's range (above every
+/// bucket's index).
+pub(crate) const NO_BUCKET: u32 = u32::MAX;
+
+const _: () = assert!(bucket_index(HISTOGRAM_MAX_NS) < NO_BUCKET as usize);
+
 /// Distinct buckets a [`DelayHistogram`] keeps as a sorted list before it switches to a
 /// dense window of counts: 128 entries are 2 KiB, about what the dense window of a flow whose
 /// delays span a factor of four costs (2,048 buckets of a byte).
@@ -227,7 +233,21 @@ impl DenseCounts {
     /// The last index whose count is not zero.
     fn last_counted(&self) -> Option<usize> {
         if self.high.is_none() {
-            return self.low.iter().rposition(|&low| low != 0);
+            // Eight bytes at a time from the end (a window grows by doubling: often a long
+            // empty end).
+            let words = self.low.len() / 8;
+            let tail = &self.low[words * 8..];
+            if let Some(at) = tail.iter().rposition(|&low| low != 0) {
+                return Some(words * 8 + at);
+            }
+            let (whole, _) = self.low.as_chunks::<8>();
+            return whole
+                .iter()
+                .rposition(|&word| u64::from_ne_bytes(word) != 0)
+                .map(|w| {
+                    let at = (0..8).rev().find(|&i| whole[w][i] != 0).expect("a non-zero byte");
+                    w * 8 + at
+                });
         }
         (0..self.len()).rev().find(|&i| self.is_counted(i))
     }
@@ -242,6 +262,26 @@ impl DenseCounts {
     #[inline]
     fn run(&self, k: usize) -> std::ops::Range<usize> {
         k * DENSE_RUN..((k + 1) * DENSE_RUN).min(self.len())
+    }
+
+    /// The last index of run `k` (whose sum is not zero) whose count is not zero (for a full
+    /// run without high parts, from the run's bytes as one word, without a branch).
+    #[inline(always)]
+    fn last_counted_in_run(&self, k: usize) -> usize {
+        let range = self.run(k);
+        if self.high.is_none() {
+            if let Ok(full) = <[u8; DENSE_RUN]>::try_from(&self.low[range.clone()]) {
+                const LOW_7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+                let word = u64::from_le_bytes(full);
+                // Bit 7 of each byte that is not zero.
+                let counted = ((word & LOW_7).wrapping_add(LOW_7) | word) & !LOW_7;
+                return range.start + (63 - counted.leading_zeros() as usize) / 8;
+            }
+        }
+        range
+            .rev()
+            .find(|&i| self.is_counted(i))
+            .expect("a run with a non-zero sum")
     }
 
     /// The sum of the counts of run `k` (a full run of bytes is one load and a few
@@ -259,9 +299,14 @@ impl DenseCounts {
         }
     }
 
-    /// The sum of every count.
+    /// The sum of every count (the bytes summed in blocks whose sum fits 32 bits, which the
+    /// compiler turns into a vector reduction).
     fn total(&self) -> u64 {
-        let low: u64 = self.low.iter().map(|&low| low as u64).sum();
+        let low: u64 = self
+            .low
+            .chunks(1 << 16)
+            .map(|block| u64::from(block.iter().map(|&low| u32::from(low)).sum::<u32>()))
+            .sum();
         low + (self.high().iter().sum::<u64>() << 8)
     }
 
@@ -271,8 +316,31 @@ impl DenseCounts {
         let len = self.low.len();
         let theirs_high = other.high.as_deref().map(|high| &high[from..from + n]);
         let DenseCounts { low, high } = self;
-        let pairs = low[at..at + n].iter_mut().zip(&other.low[from..from + n]);
+        let mut done = 0;
+        if theirs_high.is_none() {
+            // Eight bytes at a time: their sums modulo 256 in one word, and a carry's bit for
+            // each byte that overflows (then added to `high` one by one).
+            const LOW_7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+            let (own_words, _) = low[at..at + n].as_chunks_mut::<8>();
+            let (their_words, _) = other.low[from..from + n].as_chunks::<8>();
+            for (w, (own, theirs)) in own_words.iter_mut().zip(their_words).enumerate() {
+                let (a, b) = (u64::from_le_bytes(*own), u64::from_le_bytes(*theirs));
+                let sum = ((a & LOW_7) + (b & LOW_7)) ^ ((a ^ b) & !LOW_7);
+                let mut carries = ((a & b) | ((a | b) & !sum)) & !LOW_7;
+                *own = sum.to_le_bytes();
+                while carries != 0 {
+                    let k = w * 8 + carries.trailing_zeros() as usize / 8;
+                    high.get_or_insert_with(|| Box::new(vec![0; len]))[at + k] += 1;
+                    carries &= carries - 1;
+                }
+            }
+            done = own_words.len() * 8;
+        }
+        let pairs = low[at + done..at + n]
+            .iter_mut()
+            .zip(&other.low[from + done..from + n]);
         for (k, (own, &theirs)) in pairs.enumerate() {
+            let k = done + k;
             let (sum, carry) = own.overflowing_add(theirs);
             *own = sum;
             let add = theirs_high.map_or(0, |high| high[k]) + u64::from(carry);
@@ -393,16 +461,39 @@ impl DelayHistogram {
         self.add(index, 1);
     }
 
-    /// Starts loading the count that `value` adds to, when it lies in the dense window: a
-    /// hint, which changes nothing recorded.
+    /// [`DelayHistogram::record`] of `value` but for its count, which the caller adds later
+    /// with [`DelayHistogram::count`] of the bucket returned (the extremes, and a value
+    /// beyond the histogram's range, are recorded now); starts loading that count. A flow's
+    /// counts must be added in the order of its values (the window grows as they come).
     #[inline(always)]
-    pub fn prefetch(&self, value: u64) {
+    pub fn note(&mut self, value: u64) -> u32 {
+        if value > HISTOGRAM_MAX_NS {
+            self.beyond.push(value);
+            return NO_BUCKET;
+        }
+        let value = value.max(1);
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+        let index = bucket_index(value);
         if let Counts::Dense { offset, counts } = &self.counts {
-            if value <= HISTOGRAM_MAX_NS {
-                let index = bucket_index(value.max(1));
-                crate::prefetch::prefetch(&counts.low, index.wrapping_sub(*offset), 1);
+            crate::prefetch::prefetch(&counts.low, index.wrapping_sub(*offset), 1);
+        }
+        index as u32
+    }
+
+    /// Adds the count of a value [`DelayHistogram::note`] returned `bucket` for.
+    #[inline(always)]
+    pub fn count(&mut self, bucket: u32) {
+        if bucket == NO_BUCKET {
+            return;
+        }
+        let index = bucket as usize;
+        if let Counts::Dense { offset, counts } = &mut self.counts {
+            if counts.increment(index.wrapping_sub(*offset)) {
+                return;
             }
         }
+        self.add_one(index);
     }
 
     /// Adds `count` to bucket `index`.
@@ -723,7 +814,8 @@ impl DelayHistogram {
         if !self.beyond.is_empty() {
             return self.cdf_steps_of_recorded(step, point);
         }
-        let total = self.bucket_total() as f64;
+        let values = self.bucket_total();
+        let total = values as f64;
         let cdf = |up_to: u64| up_to as f64 / total;
         let mut last_written = 0.0;
         // The last non-empty bucket seen and the count up to it: a point if, when a later
@@ -743,13 +835,12 @@ impl DelayHistogram {
             }
             let end = so_far + sum;
             if cdf(end) - last_written < step {
-                let last = counts
-                    .run(k)
-                    .rev()
-                    .find(|&i| counts.is_counted(i))
-                    .expect("a run with a non-zero sum");
-                pending = Some((offset + last, end));
+                pending = Some((offset + counts.last_counted_in_run(k), end));
                 so_far = end;
+                if so_far == values {
+                    // Every value passed: the runs left are empty.
+                    break;
+                }
                 continue;
             }
             for i in counts.run(k) {
@@ -764,6 +855,9 @@ impl DelayHistogram {
                         point(bucket_highest(index), last_written)?;
                     }
                 }
+            }
+            if so_far == values {
+                break;
             }
         }
         if let Some((index, up_to)) = pending {
@@ -827,6 +921,64 @@ impl DelayHistogram {
             histogram.saturating_record(value);
         }
         histogram
+    }
+}
+
+/// Delays delivered and not yet counted in their flows' histograms, the [`DEFERRED_DELAYS`]
+/// latest, oldest first, as (flow, bucket): with many flows the count a delay adds to is a
+/// cache miss (a byte of one of several MB of dense windows), so the engine starts loading it
+/// at the delivery ([`DelayHistogram::note`]) and counts it ([`DelayHistogram::count`])
+/// [`DEFERRED_DELAYS`] deliveries later. A ring of fixed length: each delivery takes the
+/// place of the oldest waiting delay, which it hands back to be counted (each flow's delays
+/// reach its histogram in their order).
+#[derive(Debug)]
+pub(crate) struct DeferredDelays {
+    /// (flow, bucket), the oldest at `oldest` and the others after it round the ring;
+    /// [`DeferredDelays::NO_FLOW`] marks a place not yet taken.
+    waiting: [(u32, u32); DEFERRED_DELAYS],
+    oldest: usize,
+}
+
+/// Deliveries between a delay and its count in the flow's histogram (a power of two).
+pub(crate) const DEFERRED_DELAYS: usize = 8;
+
+const _: () = assert!(DEFERRED_DELAYS.is_power_of_two());
+
+impl Default for DeferredDelays {
+    fn default() -> Self {
+        DeferredDelays {
+            waiting: [(DeferredDelays::NO_FLOW, 0); DEFERRED_DELAYS],
+            oldest: 0,
+        }
+    }
+}
+
+impl DeferredDelays {
+    /// The flow of a place not yet taken.
+    pub const NO_FLOW: u32 = u32::MAX;
+
+    /// Puts the delay of `flow` counted in `bucket` in the place of the oldest waiting one and
+    /// returns that one (flow, bucket), its flow [`DeferredDelays::NO_FLOW`] in the first
+    /// [`DEFERRED_DELAYS`] calls.
+    #[inline(always)]
+    pub fn replace_oldest(&mut self, flow: u32, bucket: u32) -> (u32, u32) {
+        let oldest = self.oldest;
+        // SAFETY: `oldest` is below `DEFERRED_DELAYS` (masked below, 0 at first).
+        let place = unsafe { self.waiting.get_unchecked_mut(oldest) };
+        let handed_back = *place;
+        *place = (flow, bucket);
+        self.oldest = (oldest + 1) & (DEFERRED_DELAYS - 1);
+        handed_back
+    }
+
+    /// Takes every waiting delay, oldest first.
+    pub fn drain(&mut self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let oldest = self.oldest;
+        self.oldest = 0;
+        let waiting = std::mem::replace(&mut self.waiting, [(DeferredDelays::NO_FLOW, 0); DEFERRED_DELAYS]);
+        (0..DEFERRED_DELAYS)
+            .map(move |i| waiting[(oldest + i) & (DEFERRED_DELAYS - 1)])
+            .filter(|&(flow, _)| flow != DeferredDelays::NO_FLOW)
     }
 }
 
@@ -1275,6 +1427,9 @@ mod tests {
                 prop_assert_eq!(&read, &model);
                 for k in 0..counts.runs() {
                     prop_assert_eq!(counts.run_sum(k), model[counts.run(k)].iter().sum::<u64>());
+                    if let Some(last) = counts.run(k).rev().find(|&i| model[i] > 0) {
+                        prop_assert_eq!(counts.last_counted_in_run(k), last);
+                    }
                 }
                 prop_assert_eq!(counts.runs(), model.len().div_ceil(DENSE_RUN));
                 prop_assert_eq!(counts.total(), model.iter().sum::<u64>());
@@ -1304,6 +1459,35 @@ mod tests {
                 counts
             };
             let (mut counts, other) = (make(&own), make(&theirs));
+            let from = from % theirs.len();
+            let at = at % own.len();
+            let n = n % ((own.len() - at).min(theirs.len() - from) + 1);
+            counts.add_counts(at, &other, from, n);
+            let mut model = own.clone();
+            for k in 0..n {
+                model[at + k] += theirs[from + k];
+            }
+            let read: Vec<u64> = (0..counts.len()).map(|i| counts.get(i)).collect();
+            prop_assert_eq!(read, model);
+        }
+
+        /// [`DenseCounts::add_counts`] of a window without high parts (its eight-bytes-a-word
+        /// path), over ranges of several words whose bytes carry, as `u64` counts would.
+        #[test]
+        fn dense_counts_add_bytes_as_u64_counts(
+            own in prop::collection::vec(prop_oneof![0u64..256, 200u64..256, 0u64..2_000], 1..80),
+            theirs in prop::collection::vec(prop_oneof![0u64..256, 128u64..256], 1..80),
+            at in any::<usize>(),
+            from in any::<usize>(),
+            n in any::<usize>(),
+        ) {
+            let make = |values: &[u64]| {
+                let mut counts = DenseCounts::zeros(values.len());
+                values.iter().enumerate().for_each(|(i, &c)| counts.add(i, c));
+                counts
+            };
+            let (mut counts, other) = (make(&own), make(&theirs));
+            prop_assert!(other.high.is_none());
             let from = from % theirs.len();
             let at = at % own.len();
             let n = n % ((own.len() - at).min(theirs.len() - from) + 1);
