@@ -79,11 +79,12 @@ impl ServiceTime {
         }
     }
 
-    /// Time a packet of `size` bytes holds the server, ns.
+    /// Time a packet of `size` bytes holds the server, ns (saturating at `TimeNs::MAX`, as
+    /// `Rate::transmission_time` does: beyond 584 years).
     #[inline(always)]
     pub fn of(&self, size: u32) -> TimeNs {
         match self.rate {
-            Some(rate) => self.per_packet + rate.transmission_time(size as u64),
+            Some(rate) => self.per_packet.saturating_add(rate.transmission_time(size as u64)),
             None => self.per_packet,
         }
     }
