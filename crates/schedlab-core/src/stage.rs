@@ -84,7 +84,9 @@ impl ServiceTime {
     #[inline(always)]
     pub fn of(&self, size: u32) -> TimeNs {
         match self.rate {
-            Some(rate) => self.per_packet.saturating_add(rate.transmission_time(size as u64)),
+            Some(rate) => self
+                .per_packet
+                .saturating_add(rate.transmission_time(size as u64)),
             None => self.per_packet,
         }
     }

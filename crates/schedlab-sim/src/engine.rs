@@ -786,13 +786,21 @@ impl PrivateHop {
             }
         }
         let start = now.max(free_at);
-        let service = self.service(packet.size);
-        let end = start + service;
+        let mut service = self.service(packet.size);
         if start > now {
+            if start > CLOCK_LIMIT {
+                // Queued behind a transmission ending after the clock's end, whose
+                // propagation (an event after the clock's end, see `CLOCK_END`) stops the run
+                // with an error: this one takes no time, so that no end grows further. (A
+                // start up to the limit plus a service time and a delay, their sum checked
+                // when the scenario is read to be at most the limit, fits in 64 bits.)
+                service = 0;
+            }
             let queued = (start - now) as u128;
             link.area_packets += queued;
             link.area_bytes += queued * packet.size as u128;
         }
+        let end = start + service;
         self.busy_done += service;
         self.sent_packets += 1;
         self.sent_bytes += packet.size as u64;
@@ -1150,8 +1158,6 @@ struct Engine<'s> {
     packet_budget: u64,
     generation_over: bool,
     halt: bool,
-    /// Why the run stopped at the end of the simulated clock (with `halt`), if it did.
-    clock_error: Option<String>,
     /// Time-series bins begun after the window closed (the drain's; at most [`MAX_BINS`]).
     drain_bins: u64,
     bin: TimeNs,
@@ -1499,7 +1505,6 @@ impl<'s> Engine<'s> {
             },
             generation_over: false,
             halt: false,
-            clock_error: None,
             drain_bins: 0,
             bin: run.bin,
             packets: 0,
@@ -1704,14 +1709,10 @@ impl<'s> Engine<'s> {
 
     /// Runs the replication with the loop of the features it uses (see [`PathFeatures`]).
     fn run(&mut self, watch: &mut dyn FnMut(f64) -> bool) -> Result<(), ScenarioError> {
-        let result = match (self.lean_path(), self.prefetching) {
+        match (self.lean_path(), self.prefetching) {
             (true, false) => self.run_as::<LeanPath>(watch),
             (true, true) => self.run_as::<LeanPrefetchingPath>(watch),
             (false, _) => self.run_as::<AnyPath>(watch),
-        };
-        match self.clock_error.take() {
-            Some(message) => Err(ScenarioError::Run(message)),
-            None => result,
         }
     }
 
@@ -1752,15 +1753,25 @@ impl<'s> Engine<'s> {
             self.describe_event(TX_END, self.slot_link as usize)
         } else if earliest == arrival {
             let config = &self.scenario.sources[source];
-            format!("source {:?} (flow {}): its next packet would enter the network", config.name, config.flow)
+            format!(
+                "source {:?} (flow {}): its next packet would enter the network",
+                config.name, config.flow
+            )
         } else if earliest == heap {
             let tag = first.expect("the heap's earliest").tag;
             self.describe_event(tag >> KIND_SHIFT, (tag & INDEX_MASK) as usize)
         } else {
-            let tag = self.propagations.pop_front().expect("the earliest propagation").tag;
+            let tag = self
+                .propagations
+                .pop_front()
+                .expect("the earliest propagation")
+                .tag;
             self.describe_event(PROPAGATED, (tag & INDEX_MASK) as usize)
         };
-        Err(ScenarioError::Run(past_clock_end(&what, SourceClock::time_of(earliest))))
+        Err(ScenarioError::Run(past_clock_end(
+            &what,
+            SourceClock::time_of(earliest),
+        )))
     }
 
     /// The error of a drain that would need more than [`MAX_BINS`] time-series bins (its
@@ -1768,7 +1779,11 @@ impl<'s> Engine<'s> {
     #[cold]
     #[inline(never)]
     fn drain_too_long(&self, now: TimeNs) -> ScenarioError {
-        let in_flight: u64 = self.links.iter().map(|l| l.backlog.packets as u64 + u64::from(l.busy)).sum();
+        let in_flight: u64 = self
+            .links
+            .iter()
+            .map(|l| l.backlog.packets as u64 + u64::from(l.busy))
+            .sum();
         ScenarioError::Run(format!(
             "the drain after the run's window would need more than {MAX_BINS} time-series bins of \
              run.bin = {} s (at {} s, {in_flight} packets still wait at or are sent by the links); \
@@ -1794,16 +1809,6 @@ impl<'s> Engine<'s> {
             MARK_END => "the run's duration would end".to_string(),
             _ => format!("{}: a TCP timer or acknowledgement would fire", source()),
         }
-    }
-
-    /// A packet's transmission at private hop `l` would end at `end`, after the clock's end:
-    /// the run stops (with `halt`) and [`Engine::run`] returns the error.
-    #[cold]
-    #[inline(never)]
-    fn private_hop_past_clock_end(&mut self, l: usize, end: TimeNs) {
-        let what = self.describe_event(TX_END, l);
-        self.clock_error = Some(past_clock_end(&what, end));
-        self.halt = true;
     }
 
     /// Whether no packet of this run meets a feature that [`PathFeatures::ANY`] stands for.
@@ -2146,11 +2151,6 @@ impl<'s> Engine<'s> {
         let (end, only) = hop.pass(packet, now, self.measuring, &mut self.transit, unsafe {
             element_mut(&mut self.links, l)
         });
-        if end > CLOCK_LIMIT {
-            // (Every end kept is at most the limit, so each sum above fits in 64 bits.)
-            self.private_hop_past_clock_end(l, end);
-            return;
-        }
         // Without propagation delay, the propagation event stands for the transmission end
         // (which forwarded the packet at once).
         self.elided_events += u64::from(hop.delay > 0);
@@ -3504,6 +3504,22 @@ mod tests {
                 rate: rated.then(|| schedlab_core::Rate::from_bits_per_second(rate).unwrap()),
             };
             prop_assert_eq!(super::PreparedService::new(service).of(size), service.of(size));
+        }
+
+        /// For any fixed time, rate and size, a prepared service time is `ServiceTime::of`'s,
+        /// and both are the exact sum saturated at `TimeNs::MAX` (neither wraps nor panics).
+        #[test]
+        fn service_times_saturate(
+            per_packet in prop_oneof![any::<u64>(), (u64::MAX - 1_000_000)..=u64::MAX, 0u64..1_000_000],
+            rate in prop_oneof![1u64..=16, any::<u64>().prop_map(|r| r.max(1)), Just(8_000_000_000u64)],
+            size in prop_oneof![any::<u32>(), Just(u32::MAX)],
+        ) {
+            let rate = schedlab_core::Rate::from_bits_per_second(rate).unwrap();
+            let service = schedlab_core::ServiceTime { per_packet, rate: Some(rate) };
+            let exact = per_packet as u128 + (size as u128 * 8_000_000_000).div_ceil(rate.bits_per_second() as u128);
+            let saturated = exact.min(u64::MAX as u128) as u64;
+            prop_assert_eq!(service.of(size), saturated);
+            prop_assert_eq!(super::PreparedService::new(service).of(size), saturated);
         }
     }
 

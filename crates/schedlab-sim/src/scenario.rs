@@ -668,48 +668,73 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
 /// [`CLOCK_LIMIT`] (about 292 years): the simulator adds such a time to the clock, which must
 /// not pass its end. The error names the link's `rate` (or `service` without a rate), the
 /// packet's size and its source.
-fn check_service_times(links: &[LinkConfig], sources: &[SourceConfig], origins: &[usize]) -> Result<(), ConfigError> {
-    for (index, link) in links.iter().enumerate() {
-        let mut largest: Option<(u64, usize)> = None;
-        for (s, source) in sources.iter().enumerate() {
-            let mut consider = |size: u64| {
-                if largest.is_none_or(|(l, _)| size > l) {
-                    largest = Some((size, s));
+fn check_service_times(
+    links: &[LinkConfig],
+    sources: &[SourceConfig],
+    origins: &[usize],
+) -> Result<(), ConfigError> {
+    // Per link: its largest packet and the source sending it (one pass over the paths).
+    let mut largest: Vec<Option<(u64, usize)>> = vec![None; links.len()];
+    let mut consider = |link: usize, size: u64, s: usize| {
+        if largest[link].is_none_or(|(l, _)| size > l) {
+            largest[link] = Some((size, s));
+        }
+    };
+    for (s, source) in sources.iter().enumerate() {
+        let size = source.max_packet();
+        for &link in &source.path {
+            consider(link, size, s);
+        }
+        if let Some(transport) = &source.transport {
+            if let AckReturn::Path(path) = &transport.ack_return {
+                for &link in path {
+                    consider(link, transport.tcp.header as u64, s);
                 }
-            };
-            if source.path.contains(&index) {
-                consider(source.max_packet());
-            }
-            if let Some(transport) = &source.transport {
-                if matches!(&transport.ack_return, AckReturn::Path(p) if p.contains(&index)) {
-                    consider(transport.tcp.header as u64);
-                }
-            }
-            if matches!(&source.echo, Some(AckReturn::Path(p)) if p.contains(&index)) {
-                consider(ECHO_SIZE as u64);
             }
         }
-        let Some((size, s)) = largest else { continue };
-        let service = link.service.per_packet.saturating_add(
-            link.service
-                .rate
-                .map_or(0, |rate| rate.transmission_time(size)),
+        if let Some(AckReturn::Path(path)) = &source.echo {
+            for &link in path {
+                consider(link, ECHO_SIZE as u64, s);
+            }
+        }
+    }
+    for (index, (link, largest)) in links.iter().zip(largest).enumerate() {
+        let Some((size, s)) = largest else {
+            continue;
+        };
+        let service = link
+            .service
+            .per_packet
+            .saturating_add(link.service.rate.map_or(0, |rate| rate.transmission_time(size)));
+        let (key, value) = match link.service.rate {
+            Some(rate) => ("rate", rate.to_string()),
+            None => (
+                "service",
+                format!("{}s", schedlab_core::format_seconds(link.service.per_packet)),
+            ),
+        };
+        let sending = format!(
+            "to send the largest packet of source[{}] ({size} bytes), link {:?} takes {service} ns",
+            origins[s], link.name
         );
         if service > CLOCK_LIMIT {
-            let (key, value) = match link.service.rate {
-                Some(rate) => ("rate", rate.to_string()),
-                None => ("service", format!("{}ns", link.service.per_packet)),
-            };
             return Err(ConfigError::new(
                 format!("link[{index}].{key}"),
                 value,
                 format!(
-                    "link {:?} would take {service} ns (about {:.0} years) to send the largest packet of \
-                     source[{}] ({size} bytes), more than the simulated clock can hold ({CLOCK_LIMIT} ns, \
-                     about 292 years); use a higher rate or smaller packets",
-                    link.name,
+                    "{sending} (about {:.0} years), more than the simulated clock can hold ({CLOCK_LIMIT} \
+                     ns, about 292 years); use a higher rate or smaller packets",
                     service as f64 / 1e9 / 31_557_600.0,
-                    origins[s],
+                ),
+            ));
+        }
+        if service.saturating_add(link.delay) > CLOCK_LIMIT {
+            return Err(ConfigError::new(
+                format!("link[{index}].delay"),
+                format!("{}s", schedlab_core::format_seconds(link.delay)),
+                format!(
+                    "{sending}; with this delay, more than the simulated clock can hold ({CLOCK_LIMIT} ns, \
+                     about 292 years)"
                 ),
             ));
         }
