@@ -81,10 +81,12 @@ const DELAYED_ACK: u32 = 9;
 const TCP_START: u32 = 10;
 /// A TCP source's application stops writing (`stop`).
 const TCP_STOP: u32 = 11;
-/// The end of the simulated clock ([`CLOCK_LIMIT`], after every event at that time): one such
-/// event is in the heap from the start. Every event handled is at or before it, so adding to
-/// its time a duration, a delay or a service time (each at most 2⁶³ ns, checked when the
-/// scenario is read) cannot wrap; an event still pending when it comes is an error.
+/// The end of the simulated clock ([`CLOCK_LIMIT`], after every event at that time): every
+/// event handled is at or before it, so adding to its time a duration, a delay or a service
+/// time plus a delay (each at most the limit, checked when the scenario is read) cannot wrap;
+/// an event still pending when it comes is an error. It is in the heap from the start, or, in
+/// a duration run up to the limit (whose window's end comes first and guards the window), from
+/// the window's end if the run drains: the window's heap is one event smaller.
 const CLOCK_END: u32 = 12;
 
 /// What a packet is: open-loop traffic, a TCP data segment, or a TCP acknowledgement.
@@ -1158,6 +1160,8 @@ struct Engine<'s> {
     packet_budget: u64,
     generation_over: bool,
     halt: bool,
+    /// Whether the clock's end ([`CLOCK_END`]) is in the heap.
+    clock_end_queued: bool,
     /// Time-series bins begun after the window closed (the drain's; at most [`MAX_BINS`]).
     drain_bins: u64,
     bin: TimeNs,
@@ -1505,6 +1509,7 @@ impl<'s> Engine<'s> {
             },
             generation_over: false,
             halt: false,
+            clock_end_queued: false,
             drain_bins: 0,
             bin: run.bin,
             packets: 0,
@@ -1560,9 +1565,9 @@ impl<'s> Engine<'s> {
             engine.push(d, MARK_END, 0);
         }
         engine.push(run.bin, TICK, 0);
-        engine
-            .heap
-            .push(Event::new(CLOCK_LIMIT, u64::MAX, CLOCK_END << KIND_SHIFT));
+        if !matches!(run.length, RunLength::Duration(d) if d <= CLOCK_LIMIT) {
+            engine.queue_clock_end();
+        }
         for index in 0..n {
             engine.schedule_source::<AnyPath>(index);
             if engine.sources[index]
@@ -1725,6 +1730,7 @@ impl<'s> Engine<'s> {
     #[inline(never)]
     fn clock_end(&mut self) -> Result<(), ScenarioError> {
         self.heap.pop();
+        self.clock_end_queued = false;
         let (source, next_packet) = self.arrivals.earliest();
         let arrival = if self.generation_over { NEVER } else { next_packet };
         // (Bins go on only while something else is pending: that is what to name.)
@@ -1772,6 +1778,12 @@ impl<'s> Engine<'s> {
             &what,
             SourceClock::time_of(earliest),
         )))
+    }
+
+    /// Queues the clock's end ([`CLOCK_END`]).
+    fn queue_clock_end(&mut self) {
+        self.push_event(Event::new(CLOCK_LIMIT, u64::MAX, CLOCK_END << KIND_SHIFT));
+        self.clock_end_queued = true;
     }
 
     /// The error of a drain that would need more than [`MAX_BINS`] time-series bins (its
@@ -1937,10 +1949,11 @@ impl<'s> Engine<'s> {
                         });
                     }
                 }
-                // (Less the clock's end, always pending.)
-                let others = self.heap.len() - 1 - usize::from(self.top_pending)
-                    + usize::from(self.slot_tx_end != NEVER)
-                    + self.propagations.len();
+                // (Less the clock's end.)
+                let others =
+                    self.heap.len() - usize::from(self.clock_end_queued) - usize::from(self.top_pending)
+                        + usize::from(self.slot_tx_end != NEVER)
+                        + self.propagations.len();
                 // A delivery at or after this time is an event still to come.
                 let delivering = self.last_delivery >= time;
                 if (others > 0 || delivering || self.arrivals.earliest().1 != NEVER) && !self.halt {
@@ -2031,6 +2044,8 @@ impl<'s> Engine<'s> {
         self.measuring = false;
         if !self.scenario.run.drain {
             self.halt = true;
+        } else if !self.clock_end_queued {
+            self.queue_clock_end();
         }
     }
 

@@ -115,3 +115,16 @@ fn a_delay_that_with_the_largest_packet_passes_the_clock_end_is_a_load_time_erro
         "{error}"
     );
 }
+
+#[test]
+fn a_packet_budget_run_past_the_clock_end_stops_with_an_error_and_an_undrained_one_finishes() {
+    // A packet budget: the clock's end is guarded from the start (no window end comes first).
+    let text = scenario("1bit", 1_000_000_000, "drr", "1000000000s").replace("duration = \"4s\"", "packets = 4");
+    let Err(ScenarioError::Run(message)) = run(&text) else {
+        panic!("a run-time error");
+    };
+    assert!(message.contains("link \"slow\""), "{message}");
+    // Without the drain the run stops at its duration, with the packets still in flight.
+    let text = scenario("1bit", 1_000_000_000, "drr", "1s").replace("drain = true", "drain = false");
+    run(&text).expect("a run that stops at its duration");
+}
