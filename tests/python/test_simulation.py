@@ -298,7 +298,12 @@ size = {{ dist = "constant", size = {size} }}
     ("rate", "size", "bin", "expected"),
     [
         # Too slow for its largest packet (the run used to hang, or wrap its clock).
-        ("3bit", 4_000_000_000, "1s", 'link[0].rate = 3bit: to send the largest packet of source[0] (4000000000 bytes), link "slow"'),
+        (
+            "3bit",
+            4_000_000_000,
+            "1s",
+            'link[0].rate = 3bit: to send the largest packet of source[0] (4000000000 bytes), link "slow"',
+        ),
         ("1bit", 4_000_000_000, "1s", "link[0].rate = 1bit"),
         # Transmissions queued behind each other pass the clock's end while draining.
         ("1bit", 1_000_000_000, "1000000000s", 'link "slow": a packet\'s transmission would end at'),

@@ -190,8 +190,9 @@ impl Group {
     #[inline]
     fn admit(&mut self, size: u32, now: TimeNs, reserve: TimeNs) -> bool {
         let start = self.empties_at.max(now);
-        let end = start + self.rate.transmission_time(size as u64);
-        if end - now + reserve <= self.horizon {
+        // (Saturating: a horizon, the time to send the buffer, may be up to 584 years.)
+        let end = start.saturating_add(self.rate.transmission_time(size as u64));
+        if (end - now).saturating_add(reserve) <= self.horizon {
             self.empties_at = end;
             true
         } else {

@@ -1794,7 +1794,7 @@ impl<'s> Engine<'s> {
         let in_flight: u64 = self
             .links
             .iter()
-            .map(|l| l.backlog.packets as u64 + u64::from(l.busy))
+            .map(|l| l.backlog.packets + u64::from(l.busy))
             .sum();
         ScenarioError::Run(format!(
             "the drain after the run's window would need more than {MAX_BINS} time-series bins of \

@@ -67,7 +67,7 @@ fn transmissions_queued_past_the_clock_end_stop_the_run_with_an_error_naming_the
     // 10⁹ bytes at 1 bit/s: 8·10¹⁸ ns each, within the limit alone; the second one queued
     // behind the first ends past it. FIFO: the link is a private hop (see the engine); DRR:
     // its transmission ends are events.
-    assert!(8_000_000_000_000_000_000 <= CLOCK_LIMIT);
+    const { assert!(8_000_000_000_000_000_000 <= CLOCK_LIMIT) };
     for kind in ["fifo", "drr"] {
         let error =
             run(&scenario("1bit", 1_000_000_000, kind, "1000000000s")).expect_err("past the clock's end");
@@ -119,7 +119,8 @@ fn a_delay_that_with_the_largest_packet_passes_the_clock_end_is_a_load_time_erro
 #[test]
 fn a_packet_budget_run_past_the_clock_end_stops_with_an_error_and_an_undrained_one_finishes() {
     // A packet budget: the clock's end is guarded from the start (no window end comes first).
-    let text = scenario("1bit", 1_000_000_000, "drr", "1000000000s").replace("duration = \"4s\"", "packets = 4");
+    let text =
+        scenario("1bit", 1_000_000_000, "drr", "1000000000s").replace("duration = \"4s\"", "packets = 4");
     let Err(ScenarioError::Run(message)) = run(&text) else {
         panic!("a run-time error");
     };
