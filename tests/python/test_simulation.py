@@ -272,3 +272,49 @@ def test_report_on_missing_results_exits_2(tmp_path, cli):
 def test_input_error_type_is_exported():
     with pytest.raises(schedlab.InputError):
         run(Scenario.from_text(SMALL.replace('rate = "1Mbit"', 'rate = "1Mbyte"')))
+
+
+PAST_CLOCK_END = """
+[run]
+duration = "4s"
+seed = 7
+bin = "{bin}"
+
+[[link]]
+name = "slow"
+rate = "{rate}"
+delay = "1ms"
+scheduler = {{ kind = "drr" }}
+
+[[source]]
+flow = 0
+path = ["slow"]
+arrivals = {{ model = "poisson", rate_pps = 1.0 }}
+size = {{ dist = "constant", size = {size} }}
+"""
+
+
+@pytest.mark.parametrize(
+    ("rate", "size", "bin", "expected"),
+    [
+        # Too slow for its largest packet (the run used to hang, or wrap its clock).
+        (
+            "3bit",
+            4_000_000_000,
+            "1s",
+            'link[0].rate = 3bit: to send the largest packet of source[0] (4000000000 bytes), link "slow"',
+        ),
+        ("1bit", 4_000_000_000, "1s", "link[0].rate = 1bit"),
+        # Transmissions queued behind each other pass the clock's end while draining.
+        ("1bit", 1_000_000_000, "1000000000s", 'link "slow": a packet\'s transmission would end at'),
+        # A drain needing more bins than the memory guard allows.
+        ("1bit", 1_000_000_000, "1s", "more than 1000000 time-series bins"),
+    ],
+)
+def test_runs_past_the_clock_end_exit_2_with_the_error(tmp_path, cli, rate, size, bin, expected):
+    path = tmp_path / "absurd.toml"
+    path.write_text(PAST_CLOCK_END.format(rate=rate, size=size, bin=bin))
+    result = cli("run", str(path), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2, result.stderr
+    assert expected in result.stderr.replace("\n", ""), result.stderr
+    assert not (tmp_path / "o" / "summary.json").exists()

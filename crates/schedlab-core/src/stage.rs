@@ -79,11 +79,14 @@ impl ServiceTime {
         }
     }
 
-    /// Time a packet of `size` bytes holds the server, ns.
+    /// Time a packet of `size` bytes holds the server, ns (saturating at `TimeNs::MAX`, as
+    /// `Rate::transmission_time` does: beyond 584 years).
     #[inline(always)]
     pub fn of(&self, size: u32) -> TimeNs {
         match self.rate {
-            Some(rate) => self.per_packet + rate.transmission_time(size as u64),
+            Some(rate) => self
+                .per_packet
+                .saturating_add(rate.transmission_time(size as u64)),
             None => self.per_packet,
         }
     }
@@ -187,8 +190,9 @@ impl Group {
     #[inline]
     fn admit(&mut self, size: u32, now: TimeNs, reserve: TimeNs) -> bool {
         let start = self.empties_at.max(now);
-        let end = start + self.rate.transmission_time(size as u64);
-        if end - now + reserve <= self.horizon {
+        // (Saturating: a horizon, the time to send the buffer, may be up to 584 years.)
+        let end = start.saturating_add(self.rate.transmission_time(size as u64));
+        if (end - now).saturating_add(reserve) <= self.horizon {
             self.empties_at = end;
             true
         } else {

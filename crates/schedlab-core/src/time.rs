@@ -13,6 +13,12 @@ pub type TimeNs = u64;
 /// Nanoseconds per second.
 pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
 
+/// The latest time a simulation's clock reaches: 2⁶³ − 1 ns, about 292 years. A duration in a
+/// scenario is at most 2⁶³ ns (the parsers' "too large"), and a link's service time of the
+/// largest packet that can reach it must not exceed this limit either, so that a time up to
+/// the limit plus any one of them still fits in a [`TimeNs`].
+pub const CLOCK_LIMIT: TimeNs = TimeNs::MAX / 2;
+
 /// A link or reservation rate in bits per second (never zero).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Rate {

@@ -48,6 +48,7 @@
 use std::collections::VecDeque;
 
 use schedlab_core::conditioning::ColourCounters;
+use schedlab_core::time::CLOCK_LIMIT;
 use schedlab_core::{
     overdue, AnyScheduler, Backlog, Colour, Conditioner, ConfigError, DropReason, Dropped, LinkDropPolicy,
     Marking, Packet, Rate, Scheduler, ServiceTime, TimeNs, Verdict,
@@ -60,7 +61,7 @@ use crate::event_queue::{Event, EventFifo, EventQueue, SourceClock, NEVER};
 use crate::lateness::{LatenessCounts, LatenessMeter};
 use crate::packet_log::{Fate, PacketLog, RowIndex};
 use crate::prefetch::prefetch;
-use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError, ECHO_SIZE};
+use crate::scenario::{AckReturn, RunLength, Scenario, ScenarioError, ECHO_SIZE, MAX_BINS};
 use crate::stats::{raise, Accumulator, DeferredDelays, Jitter};
 use crate::tcp::{Ack, TcpConnection, TcpCounters};
 use crate::traffic::{source_rng, stream_seed, Emission, Generator, SourceRng, TokenBucket};
@@ -81,6 +82,13 @@ const DELAYED_ACK: u32 = 9;
 const TCP_START: u32 = 10;
 /// A TCP source's application stops writing (`stop`).
 const TCP_STOP: u32 = 11;
+/// The end of the simulated clock ([`CLOCK_LIMIT`], after every event at that time): every
+/// event handled is at or before it, so adding to its time a duration, a delay or a service
+/// time plus a delay (each at most the limit, checked when the scenario is read) cannot wrap;
+/// an event still pending when it comes is an error. It is in the heap from the start, or, in
+/// a duration run up to the limit (whose window's end comes first and guards the window), from
+/// the window's end if the run drains: the window's heap is one event smaller.
+const CLOCK_END: u32 = 12;
 
 /// What a packet is: open-loop traffic, a TCP data segment, or a TCP acknowledgement.
 const OPEN_LOOP: u8 = 0;
@@ -253,6 +261,15 @@ pub struct ClassAtLink {
     pub dropped: [u64; DropReason::COUNT],
 }
 
+/// The error of a run that stops because `what` would happen at `at`, after [`CLOCK_LIMIT`].
+fn past_clock_end(what: &str, at: TimeNs) -> String {
+    format!(
+        "{what} at {at} ns ({:.0} years), after the end of the simulated clock ({CLOCK_LIMIT} ns, \
+         about 292 years); the run stops there and reports nothing",
+        at as f64 / 1e9 / 31_557_600.0
+    )
+}
+
 /// A link's [`ServiceTime`] prepared for the per-packet path: when its rate divides
 /// 8·10⁹ bits·ns/s (a whole number of nanoseconds a byte, as for 10 Mbit/s and 1 Gbit/s),
 /// a packet's transmission time is its size times that number, which is exactly
@@ -271,7 +288,8 @@ struct PreparedService {
 
 impl PreparedService {
     /// `service` prepared. A whole number of nanoseconds a byte is used up to `u32::MAX`, so
-    /// that a size (`u32`) times it fits in 64 bits.
+    /// that a size (`u32`) times it fits in 64 bits, and only while `per_packet` plus that
+    /// product fits too (otherwise `ServiceTime::of`, which saturates, divides).
     fn new(service: ServiceTime) -> PreparedService {
         let bit_ns = 8 * schedlab_core::time::NANOS_PER_SECOND;
         match service.rate {
@@ -282,8 +300,11 @@ impl PreparedService {
             },
             Some(rate) => {
                 let bits_per_second = rate.bits_per_second();
-                let whole =
-                    bit_ns.is_multiple_of(bits_per_second) && bit_ns / bits_per_second <= u32::MAX as u64;
+                let whole = bit_ns.is_multiple_of(bits_per_second)
+                    && bit_ns / bits_per_second <= u32::MAX as u64
+                    && (service.per_packet)
+                        .checked_add(u32::MAX as u64 * (bit_ns / bits_per_second))
+                        .is_some();
                 PreparedService {
                     per_packet: service.per_packet,
                     per_byte: if whole {
@@ -787,13 +808,21 @@ impl PrivateHop {
             }
         }
         let start = now.max(free_at);
-        let service = self.service(packet.size);
-        let end = start + service;
+        let mut service = self.service(packet.size);
         if start > now {
+            if start > CLOCK_LIMIT {
+                // Queued behind a transmission ending after the clock's end, whose
+                // propagation (an event after the clock's end, see `CLOCK_END`) stops the run
+                // with an error: this one takes no time, so that no end grows further. (A
+                // start up to the limit plus a service time and a delay, their sum checked
+                // when the scenario is read to be at most the limit, fits in 64 bits.)
+                service = 0;
+            }
             let queued = (start - now) as u128;
             link.area_packets += queued;
             link.area_bytes += queued * packet.size as u128;
         }
+        let end = start + service;
         self.busy_done += service;
         self.sent_packets += 1;
         self.sent_bytes += packet.size as u64;
@@ -1148,6 +1177,10 @@ struct Engine<'s> {
     packet_budget: u64,
     generation_over: bool,
     halt: bool,
+    /// Whether the clock's end ([`CLOCK_END`]) is in the heap.
+    clock_end_queued: bool,
+    /// Time-series bins begun after the window closed (the drain's; at most [`MAX_BINS`]).
+    drain_bins: u64,
     bin: TimeNs,
     packets: u64,
     events: u64,
@@ -1532,6 +1565,8 @@ impl<'s> Engine<'s> {
             },
             generation_over: false,
             halt: false,
+            clock_end_queued: false,
+            drain_bins: 0,
             bin: run.bin,
             packets: 0,
             events: 0,
@@ -1576,6 +1611,9 @@ impl<'s> Engine<'s> {
             engine.push(d, MARK_END, 0);
         }
         engine.push(run.bin, TICK, 0);
+        if !matches!(run.length, RunLength::Duration(d) if d <= CLOCK_LIMIT) {
+            engine.queue_clock_end();
+        }
         for index in 0..n {
             engine.schedule_source::<AnyPath>(index);
             if engine.sources[index]
@@ -1729,6 +1767,108 @@ impl<'s> Engine<'s> {
         }
     }
 
+    /// The clock's end event comes (see [`CLOCK_END`]): it is taken off the heap, and the run
+    /// goes on (to stop at once) if no event is left but a source's stale arrival after its
+    /// generation ended; otherwise the earliest event left would pass the clock's end, and the
+    /// run stops with an error that names it (what it measured is not reported: the run did
+    /// not finish).
+    #[cold]
+    #[inline(never)]
+    fn clock_end(&mut self) -> Result<(), ScenarioError> {
+        self.heap.pop();
+        self.clock_end_queued = false;
+        let (source, next_packet) = self.arrivals.earliest();
+        let arrival = if self.generation_over { NEVER } else { next_packet };
+        // (Bins go on only while something else is pending: that is what to name.)
+        let first = self
+            .heap
+            .as_slice()
+            .iter()
+            .filter(|e| e.tag >> KIND_SHIFT != TICK)
+            .min_by_key(|e| e.key())
+            .copied();
+        let heap = first.map_or(NEVER, |e| e.key());
+        let earliest = arrival
+            .min(self.slot_tx_end)
+            .min(self.propagations.front_key())
+            .min(heap);
+        if earliest == NEVER {
+            return match self.heap.peek() {
+                None => Ok(()),
+                Some(tick) => Err(ScenarioError::Run(past_clock_end(
+                    &self.describe_event(TICK, 0),
+                    tick.time(),
+                ))),
+            };
+        }
+        let what = if earliest == self.slot_tx_end {
+            self.describe_event(TX_END, self.slot_link as usize)
+        } else if earliest == arrival {
+            let config = &self.scenario.sources[source];
+            format!(
+                "source {:?} (flow {}): its next packet would enter the network",
+                config.name, config.flow
+            )
+        } else if earliest == heap {
+            let tag = first.expect("the heap's earliest").tag;
+            self.describe_event(tag >> KIND_SHIFT, (tag & INDEX_MASK) as usize)
+        } else {
+            let tag = self
+                .propagations
+                .pop_front()
+                .expect("the earliest propagation")
+                .tag;
+            self.describe_event(PROPAGATED, (tag & INDEX_MASK) as usize)
+        };
+        Err(ScenarioError::Run(past_clock_end(
+            &what,
+            SourceClock::time_of(earliest),
+        )))
+    }
+
+    /// Queues the clock's end ([`CLOCK_END`]).
+    fn queue_clock_end(&mut self) {
+        self.push_event(Event::new(CLOCK_LIMIT, u64::MAX, CLOCK_END << KIND_SHIFT));
+        self.clock_end_queued = true;
+    }
+
+    /// The error of a drain that would need more than [`MAX_BINS`] time-series bins (its
+    /// memory guard, as `run.bin` has for the window), at `now`.
+    #[cold]
+    #[inline(never)]
+    fn drain_too_long(&self, now: TimeNs) -> ScenarioError {
+        let in_flight: u64 = self
+            .links
+            .iter()
+            .map(|l| l.backlog.packets + u64::from(l.busy))
+            .sum();
+        ScenarioError::Run(format!(
+            "the drain after the run's window would need more than {MAX_BINS} time-series bins of \
+             run.bin = {} s (at {} s, {in_flight} packets still wait at or are sent by the links); \
+             use a wider run.bin or drain = false; the run stops there and reports nothing",
+            self.bin as f64 / 1e9,
+            now as f64 / 1e9,
+        ))
+    }
+
+    /// What an event of `kind` (on link or source `index`) would do, for an error message.
+    fn describe_event(&self, kind: u32, index: usize) -> String {
+        let link = || &self.scenario.links[index].name;
+        let source = || {
+            let config = &self.scenario.sources[index];
+            format!("source {:?} (flow {})", config.name, config.flow)
+        };
+        match kind {
+            TX_END => format!("link {:?}: a packet's transmission would end", link()),
+            PROPAGATED => format!("link {:?}: a packet's propagation would end", link()),
+            DECIDE => format!("link {:?}: its scheduler would be asked again", link()),
+            TICK => "a statistics bin would end".to_string(),
+            MARK_WARMUP => "the warm-up would end".to_string(),
+            MARK_END => "the run's duration would end".to_string(),
+            _ => format!("{}: a TCP timer or acknowledgement would fire", source()),
+        }
+    }
+
     /// Whether no packet of this run meets a feature that [`PathFeatures::ANY`] stands for.
     fn lean_path(&self) -> bool {
         self.packet_log.is_none()
@@ -1813,6 +1953,9 @@ impl<'s> Engine<'s> {
     /// transmission end and decision, inlined here, keep the loop smaller).
     #[inline(never)]
     fn heap_event<F: PathFeatures>(&mut self, event: Event) -> Result<(), ScenarioError> {
+        if event.tag >> KIND_SHIFT == CLOCK_END {
+            return self.clock_end();
+        }
         self.top_pending = true;
         let time = event.time();
         self.now = time;
@@ -1852,12 +1995,20 @@ impl<'s> Engine<'s> {
                         });
                     }
                 }
-                let others = self.heap.len() - usize::from(self.top_pending)
-                    + usize::from(self.slot_tx_end != NEVER)
-                    + self.propagations.len();
+                // (Less the clock's end.)
+                let others =
+                    self.heap.len() - usize::from(self.clock_end_queued) - usize::from(self.top_pending)
+                        + usize::from(self.slot_tx_end != NEVER)
+                        + self.propagations.len();
                 // A delivery at or after this time is an event still to come.
                 let delivering = self.last_delivery >= time;
                 if (others > 0 || delivering || self.arrivals.earliest().1 != NEVER) && !self.halt {
+                    if self.generation_over {
+                        self.drain_bins += 1;
+                        if self.drain_bins > MAX_BINS {
+                            return Err(self.drain_too_long(time));
+                        }
+                    }
                     self.push(time + self.bin, TICK, 0);
                 }
             }
@@ -1933,6 +2084,8 @@ impl<'s> Engine<'s> {
         self.measuring = false;
         if !self.scenario.run.drain {
             self.halt = true;
+        } else if !self.clock_end_queued {
+            self.queue_clock_end();
         }
     }
 
@@ -3454,6 +3607,22 @@ mod tests {
                 rate: rated.then(|| schedlab_core::Rate::from_bits_per_second(rate).unwrap()),
             };
             prop_assert_eq!(super::PreparedService::new(service).of(size), service.of(size));
+        }
+
+        /// For any fixed time, rate and size, a prepared service time is `ServiceTime::of`'s,
+        /// and both are the exact sum saturated at `TimeNs::MAX` (neither wraps nor panics).
+        #[test]
+        fn service_times_saturate(
+            per_packet in prop_oneof![any::<u64>(), (u64::MAX - 1_000_000)..=u64::MAX, 0u64..1_000_000],
+            rate in prop_oneof![1u64..=16, any::<u64>().prop_map(|r| r.max(1)), Just(8_000_000_000u64)],
+            size in prop_oneof![any::<u32>(), Just(u32::MAX)],
+        ) {
+            let rate = schedlab_core::Rate::from_bits_per_second(rate).unwrap();
+            let service = schedlab_core::ServiceTime { per_packet, rate: Some(rate) };
+            let exact = per_packet as u128 + (size as u128 * 8_000_000_000).div_ceil(rate.bits_per_second() as u128);
+            let saturated = exact.min(u64::MAX as u128) as u64;
+            prop_assert_eq!(service.of(size), saturated);
+            prop_assert_eq!(super::PreparedService::new(service).of(size), saturated);
         }
     }
 

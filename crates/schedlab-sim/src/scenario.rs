@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use schedlab_core::config::join_path;
+use schedlab_core::time::CLOCK_LIMIT;
 use schedlab_core::{
     build_scheduler, discipline_info, AnyScheduler, Conditioner, ConfigError, FlowId, FlowTable,
     LinkDropPolicy, LinkDropPolicyKind, Rate, ServiceTime, TableReader, TimeNs, MAX_FLOW_ID,
@@ -631,6 +632,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
             );
         }
     }
+    check_service_times(&links, &sources, &origins)?;
     for (index, link) in links.iter().enumerate() {
         link.build_scheduler(index)?;
         if let Some(classes) = link.drop_policy.as_ref().and_then(|p| p.classes()) {
@@ -659,6 +661,85 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
         class_names,
         table,
     })
+}
+
+/// Rejects a link whose service time of the largest packet that can reach it (a source's
+/// largest on its path, a TCP acknowledgement's header or an echo on its return path) exceeds
+/// [`CLOCK_LIMIT`] (about 292 years): the simulator adds such a time to the clock, which must
+/// not pass its end. The error names the link's `rate` (or `service` without a rate), the
+/// packet's size and its source.
+fn check_service_times(
+    links: &[LinkConfig],
+    sources: &[SourceConfig],
+    origins: &[usize],
+) -> Result<(), ConfigError> {
+    // Per link: its largest packet and the source sending it (one pass over the paths).
+    let mut largest: Vec<Option<(u64, usize)>> = vec![None; links.len()];
+    let mut consider = |link: usize, size: u64, s: usize| {
+        if largest[link].is_none_or(|(l, _)| size > l) {
+            largest[link] = Some((size, s));
+        }
+    };
+    for (s, source) in sources.iter().enumerate() {
+        let size = source.max_packet();
+        for &link in &source.path {
+            consider(link, size, s);
+        }
+        if let Some(transport) = &source.transport {
+            if let AckReturn::Path(path) = &transport.ack_return {
+                for &link in path {
+                    consider(link, transport.tcp.header as u64, s);
+                }
+            }
+        }
+        if let Some(AckReturn::Path(path)) = &source.echo {
+            for &link in path {
+                consider(link, ECHO_SIZE as u64, s);
+            }
+        }
+    }
+    for (index, (link, largest)) in links.iter().zip(largest).enumerate() {
+        let Some((size, s)) = largest else {
+            continue;
+        };
+        let service = link
+            .service
+            .per_packet
+            .saturating_add(link.service.rate.map_or(0, |rate| rate.transmission_time(size)));
+        let (key, value) = match link.service.rate {
+            Some(rate) => ("rate", rate.to_string()),
+            None => (
+                "service",
+                format!("{}s", schedlab_core::format_seconds(link.service.per_packet)),
+            ),
+        };
+        let sending = format!(
+            "to send the largest packet of source[{}] ({size} bytes), link {:?} takes {service} ns",
+            origins[s], link.name
+        );
+        if service > CLOCK_LIMIT {
+            return Err(ConfigError::new(
+                format!("link[{index}].{key}"),
+                value,
+                format!(
+                    "{sending} (about {:.0} years), more than the simulated clock can hold ({CLOCK_LIMIT} \
+                     ns, about 292 years); use a higher rate or smaller packets",
+                    service as f64 / 1e9 / 31_557_600.0,
+                ),
+            ));
+        }
+        if service.saturating_add(link.delay) > CLOCK_LIMIT {
+            return Err(ConfigError::new(
+                format!("link[{index}].delay"),
+                format!("{}s", schedlab_core::format_seconds(link.delay)),
+                format!(
+                    "{sending}; with this delay, more than the simulated clock can hold ({CLOCK_LIMIT} ns, \
+                     about 292 years)"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads `[classes]`: `name = number` (0 = highest), names and numbers each unique.
@@ -1138,6 +1219,17 @@ fn parse_source(
             return Err(s.error(
                 "sigma",
                 format!("must hold the source's largest packet ({largest} bytes)"),
+            ));
+        }
+        // (A release is the previous one, at most the clock's end, plus at most this time.)
+        let refill = rho.transmission_time(largest);
+        if refill > CLOCK_LIMIT {
+            return Err(s.error(
+                "rho",
+                format!(
+                    "takes {refill} ns to refill the source's largest packet ({largest} bytes), more than \
+                     the simulated clock can hold ({CLOCK_LIMIT} ns, about 292 years); use a higher rate"
+                ),
             ));
         }
         s.finish_with(&["sigma", "rho"])?;

@@ -651,15 +651,19 @@ impl TcpSender {
                 self.rttvar = sample / 2;
             }
             Some(srtt) => {
-                self.rttvar = (3 * self.rttvar + srtt.abs_diff(sample)) / 4;
-                self.srtt = Some((7 * srtt + sample) / 8);
+                // (In 128 bits: a sample may be up to the clock's end, 2⁶³ ns.)
+                self.rttvar = ((3 * self.rttvar as u128 + srtt.abs_diff(sample) as u128) / 4) as u64;
+                self.srtt = Some(((7 * srtt as u128 + sample as u128) / 8) as u64);
             }
         }
-        let rto = self.srtt.unwrap_or(sample) + (4 * self.rttvar).max(1);
+        let rto = self
+            .srtt
+            .unwrap_or(sample)
+            .saturating_add(self.rttvar.saturating_mul(4).max(1));
         self.rto = rto.clamp(self.config.min_rto, self.config.max_rto);
         self.backoff = 0;
         self.counters.rtt_samples += 1;
-        self.counters.rtt_sum += sample;
+        self.counters.rtt_sum = self.counters.rtt_sum.saturating_add(sample);
     }
 
     /// A cumulative ACK of new data: RTT sample (Karn), `SND.UNA` moves; returns the bytes
