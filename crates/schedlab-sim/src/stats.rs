@@ -402,7 +402,7 @@ enum Counts {
 ///
 /// What a value touches comes first, in 48 bytes (`repr(C)`): with the largest delay before
 /// it, the third cache line of an [`Accumulator`]. (With many flows the engine prefetches the
-/// count a value adds to, deliveries ahead: see [`DelayHistogram::prefetch`].)
+/// count a value adds to, deliveries ahead: see [`DelayHistogram::note`].)
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct DelayHistogram {
@@ -436,14 +436,9 @@ impl DelayHistogram {
     /// Counts `value` ns (at least 1: HDR's lowest discernible value).
     #[inline(always)]
     pub fn record(&mut self, value: u64) {
-        if value > HISTOGRAM_MAX_NS {
-            self.beyond.push(value);
+        let Some(index) = self.extremes_and_bucket(value) else {
             return;
-        }
-        let value = value.max(1);
-        lower(&mut self.min, value);
-        raise(&mut self.max, value);
-        let index = bucket_index(value);
+        };
         if let Counts::Dense { offset, counts } = &mut self.counts {
             // The common case of a busy flow: inside the dense window.
             if counts.increment(index.wrapping_sub(*offset)) {
@@ -451,6 +446,21 @@ impl DelayHistogram {
             }
         }
         self.add_one(index);
+    }
+
+    /// What [`DelayHistogram::record`] and [`DelayHistogram::note`] do before the count:
+    /// records `value`'s extremes and returns its bucket, or keeps a value beyond the
+    /// histogram's range aside and returns `None`.
+    #[inline(always)]
+    fn extremes_and_bucket(&mut self, value: u64) -> Option<usize> {
+        if value > HISTOGRAM_MAX_NS {
+            self.beyond.push(value);
+            return None;
+        }
+        let value = value.max(1);
+        lower(&mut self.min, value);
+        raise(&mut self.max, value);
+        Some(bucket_index(value))
     }
 
     /// [`DelayHistogram::add`] of one value outside the dense window (out of line: the
@@ -467,14 +477,9 @@ impl DelayHistogram {
     /// counts must be added in the order of its values (the window grows as they come).
     #[inline(always)]
     pub fn note(&mut self, value: u64) -> u32 {
-        if value > HISTOGRAM_MAX_NS {
-            self.beyond.push(value);
+        let Some(index) = self.extremes_and_bucket(value) else {
             return NO_BUCKET;
-        }
-        let value = value.max(1);
-        self.min = self.min.min(value);
-        self.max = self.max.max(value);
-        let index = bucket_index(value);
+        };
         if let Counts::Dense { offset, counts } = &self.counts {
             crate::prefetch::prefetch(&counts.low, index.wrapping_sub(*offset), 1);
         }
