@@ -886,22 +886,19 @@ impl SimResults {
             (Some(Cell::Id(l)), Some(Cell::Id(c))) => Some((*l, *c)),
             _ => None,
         };
-        let mut keys: Vec<(u64, u64)> = self
+        // Every row with its key, grouped by key (a stable sort: each key's rows stay in the
+        // replications' order) instead of a scan of every row for each key (with a class per
+        // flow, 1,000 flows over 3 links were 9 million key tests).
+        let mut rows: Vec<((u64, u64), &Row)> = self
             .replications
             .iter()
             .flat_map(|r| r.link_classes.iter())
-            .filter_map(key)
+            .filter_map(|row| key(row).map(|k| (k, row)))
             .collect();
-        keys.sort_unstable();
-        keys.dedup();
-        keys.iter()
-            .map(|k| {
-                let rows: Vec<&Row> = self
-                    .replications
-                    .iter()
-                    .flat_map(|r| r.link_classes.iter())
-                    .filter(|row| key(row) == Some(*k))
-                    .collect();
+        rows.sort_by_key(|&(k, _)| k);
+        rows.chunk_by(|a, b| a.0 == b.0)
+            .map(|group| {
+                let rows: Vec<&Row> = group.iter().map(|&(_, row)| row).collect();
                 reduce_rows(&rows, self.method())
             })
             .collect()
