@@ -92,11 +92,11 @@ fn ns(nanoseconds: f64) -> TimeNs {
     // non-negative values (cheaper than `f64::round`, which is a libm call).
     let rounded = nanoseconds + 0.5;
     // The saturating `as u64` is 15 instructions on x86-64 (a second conversion for values
-    // from 2⁶³ on, then the two saturations), two a packet of a Poisson source. A non-negative
-    // `f64` below 2⁶³ (its bits, as an integer, below those of 2⁶³: a negative value's sign
-    // bit and a NaN's or an infinity's exponent put them above) is truncated by the signed
-    // conversion alone, one instruction; every other value takes `as`.
-    if rounded.to_bits() < TWO_TO_63.to_bits() {
+    // from 2⁶³ on, then the two saturations), two a packet of a Poisson source. A value in
+    // [0, 2⁶³) (not a NaN) is truncated by the signed conversion alone, one instruction; every
+    // other value takes `as`. (Testing the bits as an integer instead, the same instructions
+    // but one, was 1.02 of this at 10 flows in alternating runs.)
+    if (0.0..TWO_TO_63).contains(&rounded) {
         // SAFETY: `rounded` is finite, at least 0 and below 2⁶³, so its truncation is an `i64`.
         unsafe { rounded.to_int_unchecked::<i64>() as TimeNs }
     } else {
