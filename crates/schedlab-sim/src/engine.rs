@@ -1210,6 +1210,14 @@ pub(crate) trait PathFeatures {
     const PREFETCH: bool;
 }
 
+/// Whether a run with the engine's `prefetching` flag prefetches on the loop of `F`: on the
+/// lean loops known from `F` alone ([`Engine::run`] takes [`LeanPrefetchingPath`] only when
+/// `prefetching` is set), tested on the others.
+#[inline(always)]
+fn prefetches<F: PathFeatures>(prefetching: bool) -> bool {
+    F::PREFETCH && (!F::ANY || prefetching)
+}
+
 /// Every feature, each tested per packet: closed-loop, shaped, conditioned… runs.
 pub(crate) enum AnyPath {}
 
@@ -1706,7 +1714,7 @@ impl<'s> Engine<'s> {
         self.arrivals.set(index, release, seq);
         // The clock's earliest source changes only here (or when a source ends): the next
         // packet's statistics line is asked for once, as soon as its source is known.
-        if F::PREFETCH && self.prefetching {
+        if prefetches::<F>(self.prefetching) {
             let (next, key) = self.arrivals.earliest();
             if key != NEVER {
                 self.prefetch_source(next);
@@ -2229,7 +2237,7 @@ impl<'s> Engine<'s> {
         link.backlog = unsafe { scheduler_backlog(link.drr, &mut link.scheduler) };
         if served {
             let packet = link.in_service;
-            if F::PREFETCH && self.prefetching && l == self.sink as usize {
+            if prefetches::<F>(self.prefetching) && l == self.sink as usize {
                 // Its transmission end delivers it: start loading its source's path and
                 // statistics.
                 let s = self.slab.get(packet.id).source as usize;
@@ -2348,7 +2356,7 @@ impl<'s> Engine<'s> {
             self.elided_events += 1;
             self.deliver::<F>(id, size, at);
         } else {
-            if F::PREFETCH && self.prefetching {
+            if prefetches::<F>(self.prefetching) {
                 // The packet is forwarded or delivered when its propagation ends, several
                 // events from now: start loading its source's path and statistics.
                 let s = self.slab.get(id).source as usize;
@@ -2481,7 +2489,7 @@ impl<'s> Engine<'s> {
         source.bin_bytes += size as u64;
         if slot.measured {
             let delay = now - slot.entry;
-            if F::PREFETCH && self.prefetching {
+            if prefetches::<F>(self.prefetching) {
                 // SAFETY: `s` is a source's index (see `element`).
                 unsafe { element_mut(&mut self.flows, s) }.on_received_except_histogram(size, now, delay);
                 self.defer_delay(s, delay);
