@@ -1189,9 +1189,6 @@ struct Engine<'s> {
     packet_log: Option<PacketLog>,
     /// Whether any source has a lateness meter (the service-start hook is skipped otherwise).
     metering: bool,
-    /// The source whose statistics line was last prefetched (`usize::MAX`: none; see
-    /// [`Engine::prefetch_source`]).
-    prefetched_source: usize,
     /// Whether to prefetch per-flow state ahead of the packets (see [`PREFETCH_ABOVE`]).
     prefetching: bool,
     /// While prefetching: delays delivered and not yet in their flow's histogram (by source;
@@ -1244,6 +1241,14 @@ pub(crate) trait PathFeatures {
     /// Whether the run may prefetch per-flow state (see [`PREFETCH_ABOVE`]; then tested per
     /// packet).
     const PREFETCH: bool;
+}
+
+/// Whether a run with the engine's `prefetching` flag prefetches on the loop of `F`: on the
+/// lean loops known from `F` alone ([`Engine::run`] takes [`LeanPrefetchingPath`] only when
+/// `prefetching` is set), tested on the others.
+#[inline(always)]
+fn prefetches<F: PathFeatures>(prefetching: bool) -> bool {
+    F::PREFETCH && (!F::ANY || prefetching)
 }
 
 /// Every feature, each tested per packet: closed-loop, shaped, conditioned… runs.
@@ -1573,7 +1578,6 @@ impl<'s> Engine<'s> {
             now: 0,
             packet_log: None,
             metering: scenario.sources.iter().any(|s| s.lateness.is_some()),
-            prefetched_source: usize::MAX,
             prefetching: false,
             deferred_delays: DeferredDelays::default(),
             elided_events: 0,
@@ -1746,6 +1750,14 @@ impl<'s> Engine<'s> {
         let seq = self.seq;
         self.seq += 1;
         self.arrivals.set(index, release, seq);
+        // The clock's earliest source changes only here (or when a source ends): the next
+        // packet's statistics line is asked for once, as soon as its source is known.
+        if prefetches::<F>(self.prefetching) {
+            let (next, key) = self.arrivals.earliest();
+            if key != NEVER {
+                self.prefetch_source(next);
+            }
+        }
     }
 
     /// The fraction of this replication done: simulated time over the duration, or packets
@@ -1903,7 +1915,6 @@ impl<'s> Engine<'s> {
                 && self.heap.peek().is_none_or(|e| slot_tx_end < e.key())
             {
                 // The slot link's transmission end (see `slot_link`).
-                self.prefetch_next_source::<F>(source, next_packet);
                 self.slot_tx_end = NEVER;
                 self.now = SourceClock::time_of(slot_tx_end);
                 self.events += 1;
@@ -1916,7 +1927,6 @@ impl<'s> Engine<'s> {
             if propagation < next_packet && self.heap.peek().is_none_or(|e| propagation < e.key()) {
                 // The earliest of `propagations` (the event being handled leaves it at once:
                 // `top_pending` is for the heap's top).
-                self.prefetch_next_source::<F>(source, next_packet);
                 let event = self.propagations.pop_front().expect("a propagation is queued");
                 self.now = event.time();
                 self.events += 1;
@@ -1939,7 +1949,6 @@ impl<'s> Engine<'s> {
                     continue;
                 }
             };
-            self.prefetch_next_source::<F>(source, next_packet);
             self.heap_event::<F>(event)?;
             if self.halt {
                 break;
@@ -2041,23 +2050,13 @@ impl<'s> Engine<'s> {
         Ok(())
     }
 
-    /// [`Engine::prefetch_source`] for `source`, the clock's earliest (next packet at key
-    /// `next_packet`), if prefetching is on and it was not asked for yet.
-    #[inline(always)]
-    fn prefetch_next_source<F: PathFeatures>(&mut self, source: usize, next_packet: u128) {
-        if F::PREFETCH && self.prefetching && source != self.prefetched_source && next_packet != NEVER {
-            self.prefetch_source(source);
-        }
-    }
-
     /// Starts loading into the cache the line of source `s`'s statistics that its next packet
     /// will touch (the source clock knows this packet several events ahead). Its state, its
     /// first link's line and the clock's nodes are not asked for: on the ns-2 scenario with
     /// 1,000 flows those prefetches cost more instructions than the misses they hid (session
     /// 12 in `docs/performance.md`). Changes nothing but timing.
     #[inline(always)]
-    fn prefetch_source(&mut self, s: usize) {
-        self.prefetched_source = s;
+    fn prefetch_source(&self, s: usize) {
         if let Some(flow) = self.flows.get(s) {
             // The line of the fields a sent packet touches.
             schedlab_core::pool::prefetch(&flow.sent);
@@ -2391,7 +2390,7 @@ impl<'s> Engine<'s> {
         link.backlog = unsafe { scheduler_backlog(link.drr, &mut link.scheduler) };
         if served {
             let packet = link.in_service;
-            if F::PREFETCH && self.prefetching && l == self.sink as usize {
+            if prefetches::<F>(self.prefetching) && l == self.sink as usize {
                 // Its transmission end delivers it: start loading its source's path and
                 // statistics.
                 let s = self.slab.get(packet.id).source as usize;
@@ -2510,7 +2509,7 @@ impl<'s> Engine<'s> {
             self.elided_events += 1;
             self.deliver::<F>(id, size, at);
         } else {
-            if F::PREFETCH && self.prefetching {
+            if prefetches::<F>(self.prefetching) {
                 // The packet is forwarded or delivered when its propagation ends, several
                 // events from now: start loading its source's path and statistics.
                 let s = self.slab.get(id).source as usize;
@@ -2643,7 +2642,7 @@ impl<'s> Engine<'s> {
         source.bin_bytes += size as u64;
         if slot.measured {
             let delay = now - slot.entry;
-            if F::PREFETCH && self.prefetching {
+            if prefetches::<F>(self.prefetching) {
                 // SAFETY: `s` is a source's index (see `element`).
                 unsafe { element_mut(&mut self.flows, s) }.on_received_except_histogram(size, now, delay);
                 self.defer_delay(s, delay);
