@@ -1427,6 +1427,7 @@ const PREFETCH_ABOVE: usize = 512 * 1024;
 impl<'s> Engine<'s> {
     fn new(scenario: &'s Scenario, replication: u32) -> Result<(Engine<'s>, Vec<u64>), ScenarioError> {
         check_link_indices(scenario)?;
+        crate::scenario::check_clock(scenario)?;
         let run = &scenario.run;
         let mut links = Vec::with_capacity(scenario.links.len());
         for (index, link) in scenario.links.iter().enumerate() {

@@ -663,16 +663,46 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ScenarioE
     })
 }
 
+/// [`check_service_times`] of a scenario however it was made (its sources' indices as the
+/// origins): the engine's arithmetic relies on it, and a [`Scenario`] built in code has not
+/// been through the loader.
+pub(crate) fn check_clock(scenario: &Scenario) -> Result<(), ConfigError> {
+    let origins: Vec<usize> = (0..scenario.sources.len()).collect();
+    check_service_times(&scenario.links, &scenario.sources, &origins)
+}
+
 /// Rejects a link whose service time of the largest packet that can reach it (a source's
-/// largest on its path, a TCP acknowledgement's header or an echo on its return path) exceeds
-/// [`CLOCK_LIMIT`] (about 292 years): the simulator adds such a time to the clock, which must
-/// not pass its end. The error names the link's `rate` (or `service` without a rate), the
-/// packet's size and its source.
-fn check_service_times(
+/// largest on its path, a TCP acknowledgement's header or an echo on its return path), alone
+/// or with the link's delay, exceeds [`CLOCK_LIMIT`] (about 292 years), and a shaper whose
+/// token rate takes longer than that to refill its source's largest packet: the simulator adds
+/// such times to the clock, which must not pass its end. The error names the link's `rate`
+/// (or its `service` when that alone is too long, or without a rate) or `delay`, or the
+/// shaper's `rho`, with the packet's size and its source. `origins[s]` is the index of source
+/// `s`'s table in the file. The loader calls this; so does the engine, for a [`Scenario`]
+/// built in code (see [`check_clock`]).
+pub(crate) fn check_service_times(
     links: &[LinkConfig],
     sources: &[SourceConfig],
     origins: &[usize],
 ) -> Result<(), ConfigError> {
+    for (s, source) in sources.iter().enumerate() {
+        let Some(shaper) = &source.shaper else {
+            continue;
+        };
+        // (A release is the previous one, at most the clock's end, plus at most this time.)
+        let largest = source.max_packet();
+        let refill = shaper.rho.transmission_time(largest);
+        if refill > CLOCK_LIMIT {
+            return Err(ConfigError::new(
+                format!("source[{}].shaper.rho", origins[s]),
+                shaper.rho.to_string(),
+                format!(
+                    "takes {refill} ns to refill the source's largest packet ({largest} bytes), more than \
+                     the simulated clock can hold ({CLOCK_LIMIT} ns, about 292 years); use a higher rate"
+                ),
+            ));
+        }
+    }
     // Per link: its largest packet and the source sending it (one pass over the paths).
     let mut largest: Vec<Option<(u64, usize)>> = vec![None; links.len()];
     let mut consider = |link: usize, size: u64, s: usize| {
@@ -707,8 +737,8 @@ fn check_service_times(
             .per_packet
             .saturating_add(link.service.rate.map_or(0, |rate| rate.transmission_time(size)));
         let (key, value) = match link.service.rate {
-            Some(rate) => ("rate", rate.to_string()),
-            None => (
+            Some(rate) if link.service.per_packet <= CLOCK_LIMIT => ("rate", rate.to_string()),
+            _ => (
                 "service",
                 format!("{}s", schedlab_core::format_seconds(link.service.per_packet)),
             ),
@@ -1221,17 +1251,7 @@ fn parse_source(
                 format!("must hold the source's largest packet ({largest} bytes)"),
             ));
         }
-        // (A release is the previous one, at most the clock's end, plus at most this time.)
-        let refill = rho.transmission_time(largest);
-        if refill > CLOCK_LIMIT {
-            return Err(s.error(
-                "rho",
-                format!(
-                    "takes {refill} ns to refill the source's largest packet ({largest} bytes), more than \
-                     the simulated clock can hold ({CLOCK_LIMIT} ns, about 292 years); use a higher rate"
-                ),
-            ));
-        }
+        // (Its refill time is checked with the links' service times: `check_service_times`.)
         s.finish_with(&["sigma", "rho"])?;
         source.shaper = Some(ShaperConfig { sigma, rho });
     }

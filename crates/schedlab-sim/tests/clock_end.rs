@@ -1,8 +1,8 @@
 //! A scenario whose simulated time would pass the end of the clock ([`CLOCK_LIMIT`], about
-//! 292 years) is a clear error naming the link, never a hang, a panic or a wrapped time: a
-//! link too slow for its largest packet when the scenario is read, a queue of packets whose
-//! transmissions together pass the end while it runs, a drain needing more bins than the
-//! memory guard allows.
+//! 292 years) is a clear error naming the link, not a panic or a wrapped time: a link too slow
+//! for its largest packet when the scenario is read (or, for a scenario changed in code, when
+//! it is run), a queue of packets whose transmissions together pass the end while it runs, a
+//! drain needing more bins than the memory guard allows.
 
 use std::path::Path;
 
@@ -98,6 +98,51 @@ fn a_transmission_ending_just_before_the_clock_end_is_simulated() {
     let scenario = parse_scenario(&text, Path::new(".")).unwrap();
     let results = schedlab_sim::run_scenario(&scenario).unwrap();
     assert_eq!(results.replications.len(), 1);
+    // The packet was delivered, 8·10¹⁸ ns plus the 1 ms delay after it entered.
+    let flow = &results.flow_summaries()[0];
+    assert_eq!(flow["received"], 1, "{flow:?}");
+    let delay = flow["delay_max_s"].as_f64().unwrap();
+    assert!((delay - 8e9).abs() < 1.0, "{delay} s");
+}
+
+/// A [`Scenario`](schedlab_sim::scenario::Scenario) built or changed in code, which the loader
+/// never checked, gets the same errors when it is run (it used to wrap in a release build and
+/// panic in a debug one).
+#[test]
+fn a_scenario_changed_in_code_is_checked_when_run() {
+    let parsed = parse_scenario(&scenario("10Mbit", 1000, "drr", "1s"), Path::new(".")).unwrap();
+    let mut delayed = parsed.clone();
+    delayed.links[0].delay = u64::MAX - 10;
+    let Err(ScenarioError::Config(error)) = schedlab_sim::run_scenario(&delayed) else {
+        panic!("a configuration error");
+    };
+    assert_eq!(error.path, "link[0].delay");
+    let mut served = parsed.clone();
+    served.links[0].service.per_packet = u64::MAX - 10;
+    let Err(ScenarioError::Config(error)) = schedlab_sim::run_scenario(&served) else {
+        panic!("a configuration error");
+    };
+    // (The fixed time alone is too long: the error names it, not the rate.)
+    assert_eq!(error.path, "link[0].service");
+    let mut shaped = parsed;
+    shaped.sources[0].shaper = Some(schedlab_sim::scenario::ShaperConfig {
+        sigma: 1000,
+        rho: schedlab_core::Rate::from_bits_per_second(1).unwrap(),
+    });
+    assert!(
+        schedlab_sim::run_scenario(&shaped).is_ok(),
+        "1,000 bytes at 1 bit/s fit"
+    );
+    shaped.sources[0].shaper.as_mut().unwrap().sigma = 4_000_000_000;
+    shaped.sources[0].size = parse_scenario(&scenario("10Mbit", 4_000_000_000, "drr", "1s"), Path::new("."))
+        .unwrap()
+        .sources[0]
+        .size
+        .clone();
+    let Err(ScenarioError::Config(error)) = schedlab_sim::run_scenario(&shaped) else {
+        panic!("a configuration error");
+    };
+    assert_eq!(error.path, "source[0].shaper.rho");
 }
 
 #[test]
