@@ -1390,6 +1390,39 @@ mod tests {
         }
     }
 
+    /// [`DenseCounts::add_counts`] of `n` counts of `theirs` from `from` at `at` of `own`
+    /// (each index taken modulo what fits) reads as `u64` counts added one by one; with
+    /// `bytes_only`, `theirs` must have made a window without high parts.
+    fn check_add_counts(
+        own: &[u64],
+        theirs: &[u64],
+        at: usize,
+        from: usize,
+        n: usize,
+        bytes_only: bool,
+    ) -> Result<(), TestCaseError> {
+        let make = |values: &[u64]| {
+            let mut counts = DenseCounts::zeros(values.len());
+            values.iter().enumerate().for_each(|(i, &c)| counts.add(i, c));
+            counts
+        };
+        let (mut counts, other) = (make(own), make(theirs));
+        if bytes_only {
+            prop_assert!(other.high.is_none());
+        }
+        let from = from % theirs.len();
+        let at = at % own.len();
+        let n = n % ((own.len() - at).min(theirs.len() - from) + 1);
+        counts.add_counts(at, &other, from, n);
+        let mut model = own.to_vec();
+        for k in 0..n {
+            model[at + k] += theirs[from + k];
+        }
+        let read: Vec<u64> = (0..counts.len()).map(|i| counts.get(i)).collect();
+        prop_assert_eq!(read, model);
+        Ok(())
+    }
+
     proptest! {
         /// [`DenseCounts`] holds the counts a `u64` array would: after random increments
         /// (many of one bucket, so that bytes carry), adds of any size and growth at either
@@ -1458,22 +1491,7 @@ mod tests {
             from in any::<usize>(),
             n in any::<usize>(),
         ) {
-            let make = |values: &[u64]| {
-                let mut counts = DenseCounts::zeros(values.len());
-                values.iter().enumerate().for_each(|(i, &c)| counts.add(i, c));
-                counts
-            };
-            let (mut counts, other) = (make(&own), make(&theirs));
-            let from = from % theirs.len();
-            let at = at % own.len();
-            let n = n % ((own.len() - at).min(theirs.len() - from) + 1);
-            counts.add_counts(at, &other, from, n);
-            let mut model = own.clone();
-            for k in 0..n {
-                model[at + k] += theirs[from + k];
-            }
-            let read: Vec<u64> = (0..counts.len()).map(|i| counts.get(i)).collect();
-            prop_assert_eq!(read, model);
+            check_add_counts(&own, &theirs, at, from, n, false)?;
         }
 
         /// [`DenseCounts::add_counts`] of a window without high parts (its eight-bytes-a-word
@@ -1486,23 +1504,7 @@ mod tests {
             from in any::<usize>(),
             n in any::<usize>(),
         ) {
-            let make = |values: &[u64]| {
-                let mut counts = DenseCounts::zeros(values.len());
-                values.iter().enumerate().for_each(|(i, &c)| counts.add(i, c));
-                counts
-            };
-            let (mut counts, other) = (make(&own), make(&theirs));
-            prop_assert!(other.high.is_none());
-            let from = from % theirs.len();
-            let at = at % own.len();
-            let n = n % ((own.len() - at).min(theirs.len() - from) + 1);
-            counts.add_counts(at, &other, from, n);
-            let mut model = own.clone();
-            for k in 0..n {
-                model[at + k] += theirs[from + k];
-            }
-            let read: Vec<u64> = (0..counts.len()).map(|i| counts.get(i)).collect();
-            prop_assert_eq!(read, model);
+            check_add_counts(&own, &theirs, at, from, n, true)?;
         }
 
         /// Recording through `DelayHistogram` gives exactly the histogram of recording each
