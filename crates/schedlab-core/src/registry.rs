@@ -115,10 +115,6 @@ impl Scheduler for AnyScheduler {
     fn backlog(&self) -> Backlog {
         dispatch!(self, s => s.backlog())
     }
-    #[inline(always)]
-    fn prefetch_arrival(&self, flow: FlowId) {
-        dispatch!(self, s => s.prefetch_arrival(flow))
-    }
     fn flow_backlog(&self, flow: FlowId) -> Backlog {
         dispatch!(self, s => s.flow_backlog(flow))
     }

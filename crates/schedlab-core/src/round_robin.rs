@@ -440,14 +440,6 @@ impl<P, X: Default> DeficitFlows<P, X> {
         }
     }
 
-    /// Starts loading what an arrival of `flow` reads: its state, its queue's ends and its
-    /// counters (see [`crate::Scheduler::prefetch_arrival`]).
-    #[inline(always)]
-    pub fn prefetch_flow(&self, flow: FlowId) {
-        crate::pool::prefetch_at(&self.flows, flow as usize);
-        self.queues.prefetch_flow(flow);
-    }
-
     /// Sends the head packet of `flow` and charges its size to the deficit; returns it with
     /// whether the queue is now empty.
     #[inline(always)]

@@ -39,16 +39,6 @@ pub trait Scheduler {
     /// Per-flow and total counters.
     fn counters(&self) -> &Counters;
 
-    /// A packet of `flow` will be offered soon (a driver that knows its arrivals some events
-    /// ahead says so): a discipline may start loading what its enqueue reads from tables of
-    /// every flow. A hint, which changes no result; the default does nothing. (The simulator
-    /// gave it from session 10 to 12 of `docs/performance.md`; at 1,000 flows it then cost
-    /// more than it hid.)
-    #[inline(always)]
-    fn prefetch_arrival(&self, flow: FlowId) {
-        let _ = flow;
-    }
-
     /// Total backlog.
     fn backlog(&self) -> Backlog {
         self.counters().backlog()

@@ -161,11 +161,6 @@ impl Scheduler for Drr {
     fn counters(&self) -> &Counters {
         &self.flows.queues.counters
     }
-
-    #[inline(always)]
-    fn prefetch_arrival(&self, flow: FlowId) {
-        self.flows.prefetch_flow(flow);
-    }
 }
 
 #[cfg(test)]
