@@ -389,22 +389,28 @@ impl SourceCalendar {
         ((key >> 64) as u64) >> self.shift
     }
 
-    /// `nodes[i]` without a bounds check, for an index the calendar holds: a source with a
-    /// key or the earliest (below the sentinel), a list's head, tail or successor (a source
-    /// or the sentinel; a list's head is read only when the list is not empty).
+    /// `nodes[i]` without a bounds check.
+    ///
+    /// # Safety
+    /// `i < nodes.len()`. For the calendar's `nodes` every index it holds is one: a source
+    /// with a key or the earliest (below the sentinel), a list's head, tail or successor (a
+    /// source or the sentinel; a list's head is a source when the list is not empty).
     #[inline(always)]
-    fn node(nodes: &mut [ClockNode], i: usize) -> &mut ClockNode {
+    unsafe fn node(nodes: &mut [ClockNode], i: usize) -> &mut ClockNode {
         debug_assert!(i < nodes.len(), "node {i} of {}", nodes.len());
-        // SAFETY: the caller's index is one of those above, all below `nodes.len()`.
+        // SAFETY: the caller's contract.
         unsafe { nodes.get_unchecked_mut(i) }
     }
 
-    /// The bitmap's word of list `index` (at most `days.len() − 1`: the bitmap has
-    /// `days.len().div_ceil(64)` words), without a bounds check.
+    /// The bitmap's word of list `index`, without a bounds check.
+    ///
+    /// # Safety
+    /// `index / 64 < occupied.len()`. The calendar's bitmap has `days.len().div_ceil(64)`
+    /// words, so every list index (at most `days.len() − 1`) is one.
     #[inline(always)]
-    fn occupied_word(occupied: &mut [u64], index: usize) -> &mut u64 {
+    unsafe fn occupied_word(occupied: &mut [u64], index: usize) -> &mut u64 {
         debug_assert!(index / 64 < occupied.len(), "list {index}");
-        // SAFETY: `index / 64` is below `days.len().div_ceil(64)`, the bitmap's length.
+        // SAFETY: the caller's contract.
         unsafe { occupied.get_unchecked_mut(index / 64) }
     }
 
@@ -433,14 +439,16 @@ impl SourceCalendar {
         let index = self.day as usize & mask;
         let current = &mut self.days[..mask + 1][index];
         debug_assert_eq!(current.head as usize, source);
-        let node = Self::node(&mut self.nodes, source);
+        // SAFETY: `source`, the earliest, is a node of the calendar.
+        let node = unsafe { Self::node(&mut self.nodes, source) };
         let next = node.next;
         node.key = key;
         current.head = next;
         // When the list empties, its tail is the sentinel and its bit goes.
         let emptied = next == NO_SOURCE;
         current.tail = if emptied { self.sentinel } else { current.tail };
-        *Self::occupied_word(&mut self.occupied, index) &= !(u64::from(emptied) << (index % 64));
+        // SAFETY: `index` is a list's (masked by the number of days).
+        *unsafe { Self::occupied_word(&mut self.occupied, index) } &= !(u64::from(emptied) << (index % 64));
         let steps = self.link(source, key) + self.find_earliest();
         self.steps = self.steps.saturating_add(steps);
         self.updates_left -= 1;
@@ -455,21 +463,26 @@ impl SourceCalendar {
     fn link(&mut self, source: usize, key: u128) -> u32 {
         let mask = self.days.len() - 1;
         let index = self.day_of(key) as usize & mask;
-        *Self::occupied_word(&mut self.occupied, index) |= 1 << (index % 64);
+        // SAFETY: `index` is a list's (masked by the number of days).
+        *unsafe { Self::occupied_word(&mut self.occupied, index) } |= 1 << (index % 64);
         let day = &mut self.days[..mask + 1][index];
         let nodes = &mut self.nodes[..];
         let s = source as u32;
+        // SAFETY (every `node` below): its index is a node of the calendar — `source`, the
+        // day's tail (a source, or the sentinel of an empty list), its head once the list is
+        // known not to be empty, and the successors walked from the head (sources: the tail is
+        // above `key`, so the walk stops before the list's end).
         // After the last (an empty list's tail is the sentinel, before every key).
-        if Self::node(nodes, day.tail as usize).key <= key {
-            Self::node(nodes, day.tail as usize).next = s;
+        if unsafe { Self::node(nodes, day.tail as usize) }.key <= key {
+            unsafe { Self::node(nodes, day.tail as usize) }.next = s;
             day.head = if day.head == NO_SOURCE { s } else { day.head };
             day.tail = s;
-            Self::node(nodes, source).next = NO_SOURCE;
+            unsafe { Self::node(nodes, source) }.next = NO_SOURCE;
             return 0;
         }
         // (The list is not empty: its head is a source.)
-        if key < Self::node(nodes, day.head as usize).key {
-            Self::node(nodes, source).next = day.head;
+        if key < unsafe { Self::node(nodes, day.head as usize) }.key {
+            unsafe { Self::node(nodes, source) }.next = day.head;
             day.head = s;
             return 0;
         }
@@ -478,10 +491,10 @@ impl SourceCalendar {
         let mut before = day.head as usize;
         let mut passed = 1;
         loop {
-            let after = Self::node(nodes, before).next as usize;
-            if key < Self::node(nodes, after).key {
-                Self::node(nodes, source).next = after as u32;
-                Self::node(nodes, before).next = s;
+            let after = unsafe { Self::node(nodes, before) }.next as usize;
+            if key < unsafe { Self::node(nodes, after) }.key {
+                unsafe { Self::node(nodes, source) }.next = after as u32;
+                unsafe { Self::node(nodes, before) }.next = s;
                 return passed;
             }
             before = after;
@@ -502,7 +515,8 @@ impl SourceCalendar {
         let mut passed = 0;
         while passed <= mask {
             let index = day as usize & mask;
-            let bits = *Self::occupied_word(&mut self.occupied, index) >> (index % 64);
+            // SAFETY: `index` is a list's (masked by the number of days).
+            let bits = *unsafe { Self::occupied_word(&mut self.occupied, index) } >> (index % 64);
             if bits == 0 {
                 let rest = span - (index & (span - 1));
                 day = day.wrapping_add(rest as u64);
@@ -514,7 +528,8 @@ impl SourceCalendar {
             passed += skip;
             // (A set bit: the list is not empty, its head is a source.)
             let head = days[(index + skip) & mask].head;
-            let key = Self::node(&mut self.nodes, head as usize).key;
+            // SAFETY: as said, `head` is a source, a node of the calendar.
+            let key = unsafe { Self::node(&mut self.nodes, head as usize) }.key;
             if self.day_of(key) == day {
                 self.day = day;
                 self.earliest = (head as usize, key);
